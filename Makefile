@@ -1,0 +1,43 @@
+# The two set-up commands: `make demo` and `make test`. Each creates .venv and
+# installs the pinned dependencies (pyproject.toml) the first time it runs.
+
+VENV      := .venv
+BIN       := $(VENV)/bin
+STAMP     := $(VENV)/.installed
+JOBS      ?= auto
+PYTEST    := PYTHONWARNINGS=error $(BIN)/python -m pytest
+
+# The first interpreter on PATH that is new enough (softfloatpy and
+# cocotb-coverage need >= 3.11); override with `make PYTHON=/path/to/python3`.
+PYTHON ?= $(shell for p in python3 python3.14 python3.13 python3.12 python3.11; do \
+	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
+	&& { command -v $$p; break; }; done)
+
+.PHONY: demo test regress bench fpga-report clean distclean
+
+demo: $(STAMP)
+	$(BIN)/tpu-rtl demo
+
+test: $(STAMP)
+	$(PYTEST) -n $(JOBS) tests
+
+# Slow, exhaustive checks: never part of `make test`.
+regress: $(STAMP)
+	$(BIN)/tpu-rtl regress arith --seeds 16 -j 2 --sim verilator
+	$(BIN)/tpu-rtl regress mxu --seeds 16 -j 2 --sim verilator
+
+bench: $(STAMP)
+	$(BIN)/tpu-rtl bench
+
+$(STAMP): pyproject.toml
+	@test -n "$(PYTHON)" || { echo "error: tpu-rtl needs Python >= 3.11 on PATH (or make PYTHON=...)" >&2; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,sim,fpga]'
+	touch $@
+
+clean:
+	rm -rf build .pytest_cache
+
+distclean: clean
+	rm -rf $(VENV) *.egg-info

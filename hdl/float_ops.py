@@ -1,0 +1,162 @@
+"""Floating-point building blocks shared by the arithmetic units and the PE.
+
+Each helper adds combinational logic to a module and returns named signals,
+so the generated Verilog and waveforms stay readable. The formats are the
+two of SPEC section 3; ``hdl`` may not import ``golden``, so they are restated
+here in the few numbers the logic needs.
+"""
+
+from dataclasses import dataclass
+
+from amaranth.hdl import Cat, Const, Mux, Signal
+
+__all__ = ["FloatFormat", "FP32", "BF16", "NUMERICS", "check_numerics",
+           "unpack", "leading_zeros", "shift_right_sticky", "round_nearest_even"]
+
+NUMERICS = ("tpu", "ieee")
+
+
+def check_numerics(numerics):
+    if numerics not in NUMERICS:
+        raise ValueError(f"numerics must be one of {', '.join(map(repr, NUMERICS))}, "
+                         f"not {numerics!r}")
+    return numerics
+
+
+@dataclass(frozen=True)
+class FloatFormat:
+    ebits: int
+    fbits: int
+
+    @property
+    def width(self):
+        return 1 + self.ebits + self.fbits
+
+    @property
+    def exp_max(self):
+        return (1 << self.ebits) - 1
+
+    @property
+    def bias(self):
+        return (1 << (self.ebits - 1)) - 1
+
+    def inf(self, sign):
+        return Cat(Const(0, self.fbits), Const(self.exp_max, self.ebits), sign)
+
+    @property
+    def qnan(self):
+        return Const(((self.exp_max << 1) | 1) << (self.fbits - 1), self.width)
+
+    def zero(self, sign):
+        return Cat(Const(0, self.width - 1), sign)
+
+
+FP32 = FloatFormat(8, 23)
+BF16 = FloatFormat(8, 7)
+
+
+@dataclass(frozen=True)
+class Unpacked:
+    """Fields and classes of one operand (see :func:`unpack`)."""
+    sign: Signal
+    exp: Signal       # biased exponent, with subnormals (and zero) moved to 1
+    sig: Signal       # significand with the hidden bit: fbits + 1 wide
+    mag: Signal       # exponent and fraction fields: orders like the magnitude
+    is_zero: Signal
+    is_inf: Signal
+    is_nan: Signal
+
+
+def unpack(m, bits, fmt, numerics, *, name):
+    """Split ``bits`` into sign, effective exponent and significand, and classify it.
+
+    In "tpu" numerics a subnormal operand is read as a zero of the same sign.
+    """
+    sign = Signal(name=f"{name}_sign")
+    exp_field = bits[fmt.fbits:fmt.width - 1]
+    frac = Signal(fmt.fbits, name=f"{name}_frac")
+    m.d.comb += sign.eq(bits[-1])
+    if numerics == "tpu":
+        m.d.comb += frac.eq(Mux(exp_field == 0, 0, bits[:fmt.fbits]))
+    else:
+        m.d.comb += frac.eq(bits[:fmt.fbits])
+
+    u = Unpacked(
+        sign=sign,
+        exp=Signal(fmt.ebits, name=f"{name}_exp"),
+        sig=Signal(fmt.fbits + 1, name=f"{name}_sig"),
+        mag=Signal(fmt.width - 1, name=f"{name}_mag"),
+        is_zero=Signal(name=f"{name}_is_zero"),
+        is_inf=Signal(name=f"{name}_is_inf"),
+        is_nan=Signal(name=f"{name}_is_nan"),
+    )
+    subnormal_or_zero = exp_field == 0
+    m.d.comb += [
+        # A subnormal has exponent emin, like the smallest normal, but no hidden bit.
+        u.exp.eq(exp_field | subnormal_or_zero),
+        u.sig.eq(Cat(frac, ~subnormal_or_zero)),
+        u.mag.eq(Cat(frac, exp_field)),
+        u.is_zero.eq(subnormal_or_zero & (frac == 0)),
+        u.is_inf.eq((exp_field == fmt.exp_max) & (frac == 0)),
+        u.is_nan.eq((exp_field == fmt.exp_max) & (frac != 0)),
+    ]
+    return u
+
+
+def _lzc_tree(bits):
+    """Leading zeros of a power-of-two-wide value: (count, all_zero), as a balanced tree."""
+    if len(bits) == 1:
+        return Const(0, 0), ~bits[0]
+    half = len(bits) // 2
+    lo_count, lo_zero = _lzc_tree(bits[:half])
+    hi_count, hi_zero = _lzc_tree(bits[half:])
+    count = Mux(hi_zero, Cat(lo_count, Const(1, 1)), Cat(hi_count, Const(0, 1)))
+    return count, hi_zero & lo_zero
+
+
+def leading_zeros(m, value, *, name):
+    """Number of leading zeros of ``value`` (its width when it is zero)."""
+    width = len(value)
+    tree_width = 1 << width.bit_length()       # strictly wider, so padding stops the count
+    padded = Cat(Const((1 << (tree_width - width)) - 1, tree_width - width), value)
+    count, _ = _lzc_tree(padded)
+    result = Signal(range(width + 1), name=name)
+    m.d.comb += result.eq(count)
+    return result
+
+
+def shift_right_sticky(m, value, amount, *, name):
+    """Shift ``value`` right by ``amount``; returns (shifted, sticky).
+
+    ``sticky`` is the OR of every bit shifted out. It is gathered level by
+    level of the barrel shifter rather than with a second, masking shifter.
+    """
+    width = len(value)
+    levels = (width - 1).bit_length()           # shifts below this width are real shifts
+    shifted = Signal(width, name=f"{name}")
+    sticky = Signal(name=f"{name}_sticky")
+    cur, lost = value, Const(0, 1)
+    if len(amount) > levels:
+        too_far = amount[levels:] != 0
+        cur, lost = Mux(too_far, 0, cur), too_far & (value != 0)
+    for level in reversed(range(min(levels, len(amount)))):
+        step = 1 << level
+        take = amount[level]
+        lost = lost | (take & (cur[:step] != 0))
+        cur = Mux(take, cur[step:], cur)
+    m.d.comb += [shifted.eq(cur), sticky.eq(lost)]
+    return shifted, sticky
+
+
+def round_nearest_even(m, packed, guard, sticky, *, name):
+    """Round a packed exponent-and-fraction field to nearest, ties to even.
+
+    ``packed`` holds the biased exponent above the fraction with the hidden
+    bit already added into the exponent's LSB. Incrementing it therefore
+    carries a fraction overflow into the exponent, turns the largest
+    subnormal into the smallest normal, and the largest finite into inf.
+    """
+    rounded = Signal(len(packed), name=name)
+    m.d.comb += rounded.eq(packed + (guard & (sticky | packed[0])))
+    return rounded
+

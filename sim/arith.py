@@ -1,0 +1,107 @@
+"""Run the RTL arithmetic units on arrays of bit patterns (SPEC section 5).
+
+Each function streams its operands through the unit's RTL, one operation per
+cycle, and returns the results in order::
+
+    >>> import numpy as np
+    >>> from sim import arith
+    >>> arith.fp32_add(np.array([0x3F800000], np.uint32), np.array([0x40000000], np.uint32))
+    array([1077936128], dtype=uint32)
+
+Operands are numpy arrays of bit patterns (``uint32`` for fp32, ``uint16``
+for bf16) of equal shape; the result has the same shape.
+"""
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from hdl.bf16_multiplier import BF16Multiplier
+from hdl.float_ops import check_numerics
+from hdl.fp32_adder import FP32Adder
+from hdl.fp32_to_bf16 import FP32ToBF16
+
+from .backends import check_backend, run_program
+from .transactors import StreamSink, StreamSource, run_transactors
+
+__all__ = ["fp32_add", "bf16_mul", "fp32_to_bf16", "UNITS", "ArithUnit", "stream_through"]
+
+
+@dataclass(frozen=True)
+class ArithUnit:
+    """How to run one arithmetic unit: its component and its operand and result types."""
+    name: str
+    component: type
+    operands: tuple          # (field name, numpy dtype), in payload order (LSB first)
+    result: type
+
+    def pack(self, arrays):
+        """Pack operand arrays into one integer payload per operation."""
+        packed = np.zeros(arrays[0].size, dtype=np.uint64)
+        shift = 0
+        for (_name, dtype), array in zip(self.operands, arrays):
+            packed |= array.ravel().astype(np.uint64) << np.uint64(shift)
+            shift += np.dtype(dtype).itemsize * 8
+        return packed.tolist()
+
+
+UNITS = {unit.name: unit for unit in (
+    ArithUnit("fp32_add", FP32Adder, (("a", np.uint32), ("b", np.uint32)), np.uint32),
+    ArithUnit("bf16_mul", BF16Multiplier, (("a", np.uint16), ("b", np.uint16)), np.uint32),
+    ArithUnit("fp32_to_bf16", FP32ToBF16, (("a", np.uint32),), np.uint16),
+)}
+
+
+async def stream_through(bench, *, beats, watchdog=1000):
+    """Test program: send ``beats`` into ``operands``, return as many ``result`` beats."""
+    sink = StreamSink("result", len(beats))
+    await run_transactors(bench, [StreamSource("operands", beats), sink], watchdog=watchdog)
+    return sink.beats
+
+
+def _check_operands(unit, operands):
+    arrays = []
+    for (name, dtype), value in zip(unit.operands, operands):
+        if not isinstance(value, np.ndarray):
+            raise ValueError(f"{unit.name}: operand {name} must be a numpy array of "
+                             f"{np.dtype(dtype).name} bit patterns, not {type(value).__name__}")
+        if value.dtype != dtype:
+            raise ValueError(f"{unit.name}: operand {name} must hold {np.dtype(dtype).name} "
+                             f"bit patterns, not {value.dtype}")
+        arrays.append(value)
+    shapes = {a.shape for a in arrays}
+    if len(shapes) > 1:
+        raise ValueError(f"{unit.name}: operands differ in shape: "
+                         + " vs ".join(str(a.shape) for a in arrays))
+    return arrays
+
+
+def _run(name, operands, numerics, backend, waves):
+    unit = UNITS[name]
+    check_numerics(numerics)
+    check_backend(backend)
+    arrays = _check_operands(unit, operands)
+    shape = arrays[0].shape
+    if arrays[0].size == 0:
+        return np.zeros(shape, unit.result)
+    beats = unit.pack(arrays)
+    results = run_program(unit.component(numerics=numerics),
+                          functools.partial(stream_through, beats=beats),
+                          backend=backend, waves=waves)
+    return np.array(results, dtype=unit.result).reshape(shape)
+
+
+def fp32_add(a, b, *, numerics="tpu", backend="amaranth", waves=None):
+    """fp32 + fp32 on the RTL adder; ``a``, ``b`` and the result are ``uint32`` patterns."""
+    return _run("fp32_add", (a, b), numerics, backend, waves)
+
+
+def bf16_mul(a, b, *, numerics="tpu", backend="amaranth", waves=None):
+    """bf16 x bf16 on the RTL multiplier; ``uint16`` operands, ``uint32`` fp32 product."""
+    return _run("bf16_mul", (a, b), numerics, backend, waves)
+
+
+def fp32_to_bf16(a, *, numerics="tpu", backend="amaranth", waves=None):
+    """fp32 -> bf16 on the RTL converter; ``uint32`` operand, ``uint16`` result."""
+    return _run("fp32_to_bf16", (a,), numerics, backend, waves)
