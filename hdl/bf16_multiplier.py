@@ -151,4 +151,7 @@ class BF16Multiplier(StreamPipeline):
     """
 
     def __init__(self, *, numerics="tpu", stages=2):
+        # Check before building the core, so a rejected call leaves no orphan behind.
+        check_numerics(numerics)
+        check_stages(stages, MAX_STAGES)
         super().__init__(BF16MulCore(numerics=numerics, stages=stages))

@@ -159,4 +159,7 @@ class FP32Adder(StreamPipeline):
     """
 
     def __init__(self, *, numerics="tpu", stages=2):
+        # Check before building the core, so a rejected call leaves no orphan behind.
+        check_numerics(numerics)
+        check_stages(stages, MAX_STAGES)
         super().__init__(FP32AddCore(numerics=numerics, stages=stages))

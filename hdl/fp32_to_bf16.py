@@ -87,4 +87,7 @@ class FP32ToBF16(StreamPipeline):
     """
 
     def __init__(self, *, numerics="tpu", stages=1):
+        # Check before building the core, so a rejected call leaves no orphan behind.
+        check_numerics(numerics)
+        check_stages(stages, MAX_STAGES)
         super().__init__(FP32ToBF16Core(numerics=numerics, stages=stages))

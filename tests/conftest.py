@@ -1,0 +1,39 @@
+"""Shared test set-up: one seed behind every random choice, printed on failure."""
+
+import os
+import zlib
+
+import numpy as np
+import pytest
+
+DEFAULT_SEED = 20261121
+
+
+def pytest_addoption(parser):
+    parser.addoption("--seed", type=int, default=int(os.environ.get("TPU_RTL_SEED", DEFAULT_SEED)),
+                     help="seed of every random choice in the tests (default %(default)s, "
+                          "or $TPU_RTL_SEED)")
+
+
+@pytest.fixture
+def seed(request):
+    """This test's seed: the run's seed mixed with the test's id, so tests stay independent."""
+    return (request.config.getoption("--seed") ^ zlib.crc32(request.node.nodeid.encode())) \
+        & 0xFFFFFFFF
+
+
+@pytest.fixture
+def rng(seed):
+    return np.random.default_rng(seed)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.failed and call.when == "call":
+        run_seed = item.config.getoption("--seed")
+        report.sections.append((
+            "reproduce",
+            f"run seed {run_seed}; reproduce with:\n"
+            f"  .venv/bin/python -m pytest '{item.nodeid}' --seed {run_seed}"))
+    return report
