@@ -17,16 +17,26 @@ class SimulationHang(RuntimeError):
     """No stream transferred anything for longer than the watchdog allows."""
 
 
-class StreamSource:
+class _Transactor:
+    #: Bench cycles of this stream's first and last transfer (None before any).
+    first_cycle = None
+    last_cycle = None
+
+
+class StreamSource(_Transactor):
     """Drives a design's input stream with a list of packed payloads.
 
     Once ``valid`` is raised it stays raised, with the same payload, until the
-    design accepts the beat, as the stream rules require.
+    design accepts the beat, as the stream rules require. With ``total``
+    larger than the initial list, the source waits (``valid`` low) for more
+    beats to be appended to :attr:`beats`, e.g. by another transactor's
+    callback, and is done after ``total`` beats.
     """
 
-    def __init__(self, port, beats, *, idle=None):
+    def __init__(self, port, beats, *, total=None, idle=None):
         self.port = port
         self.beats = list(beats)
+        self.total = len(self.beats) if total is None else total
         self.sent = 0
         self._idle = idle
         self._valid = False
@@ -36,13 +46,13 @@ class StreamSource:
 
     @property
     def done(self):
-        return self.sent == len(self.beats)
+        return self.sent == self.total
 
     def status(self):
-        return f"{self.port}: sent {self.sent}/{len(self.beats)}"
+        return f"{self.port}: sent {self.sent}/{self.total}"
 
     def drive(self):
-        if not self._valid and not self.done:
+        if not self._valid and self.sent < len(self.beats):
             self._valid = self._idle is None or not self._idle()
         if not self._valid:
             return {self._valid_path: 0}
@@ -56,7 +66,7 @@ class StreamSource:
         return False
 
 
-class StreamSink:
+class StreamSink(_Transactor):
     """Accepts ``count`` beats from a design's output stream and keeps their payloads.
 
     ``on_beat(index, payload, cycle)``, if given, sees each beat as it arrives
@@ -95,11 +105,16 @@ class StreamSink:
         return False
 
 
-async def run_transactors(bench, transactors, *, watchdog=1000):
+PROGRESS_EVERY = 256     # cycles between progress reports
+
+
+async def run_transactors(bench, transactors, *, watchdog=1000, progress=None):
     """Run ``transactors`` on ``bench`` until all are done.
 
     Raises :class:`SimulationHang` naming every stream's progress if no beat
-    moves on any stream for ``watchdog`` consecutive cycles.
+    moves on any stream for ``watchdog`` consecutive cycles. ``progress``, if
+    given, is called every :data:`PROGRESS_EVERY` cycles with the cycle count
+    and a one-line status of every stream.
     """
     quiet = 0
     sample_paths = tuple(p for t in transactors for p in t.samples)
@@ -115,8 +130,14 @@ async def run_transactors(bench, transactors, *, watchdog=1000):
         values = await bench.cycle(drive, sample_paths)
         moved = False
         for t, lo, hi in spans:
-            moved |= t.observe(*values[lo:hi])
+            if t.observe(*values[lo:hi]):
+                moved = True
+                if t.first_cycle is None:
+                    t.first_cycle = bench.cycles
+                t.last_cycle = bench.cycles
         quiet = 0 if moved else quiet + 1
+        if progress is not None and bench.cycles % PROGRESS_EVERY == 0:
+            progress(bench.cycles, "; ".join(t.status() for t in transactors))
         if quiet > watchdog:
             raise SimulationHang(
                 f"simulation hung: nothing moved on any stream for {watchdog} cycles "

@@ -25,10 +25,89 @@ def _not_built(issue):
     return command
 
 
+def _progress_printer():
+    """A progress callback that redraws one stderr line, or None when stderr is not a terminal."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(cycle, status):
+        print(f"\r  cycle {cycle}: {status}\033[K", end="", file=sys.stderr, flush=True)
+    return show
+
+
 def _cmd_demo(args):
-    from .demo import arith_demo
-    if not arith_demo(seed=args.seed):
-        raise CommandError("demo: results differ from golden (see the table above)")
+    from .demo import arith_demo, mxu_demo
+    ok = mxu_demo(seed=args.seed, backend=args.backend, out=_flushed)
+    _flushed()
+    ok &= arith_demo(seed=args.seed, backend=args.backend, out=_flushed)
+    if not ok:
+        raise CommandError("results differ from golden (see the tables above)")
+
+
+def _flushed(*text):
+    print(*text, flush=True)
+
+
+def _load_matrix(path, name, dtype):
+    import ml_dtypes
+    import numpy as np
+    value = np.load(path, allow_pickle=False)
+    bits = np.uint16 if dtype == "bf16" else np.uint32
+    target = ml_dtypes.bfloat16 if dtype == "bf16" else np.float32
+    if value.dtype == bits:
+        return value.view(target)
+    if value.dtype.kind == "f" or value.dtype == target:
+        return value.astype(target)
+    raise CommandError(f"{path}: {name} must hold floats or {np.dtype(bits).name} bit "
+                       f"patterns, not {value.dtype}")
+
+
+def _cmd_matmul(args):
+    import numpy as np
+    from .matmul_check import check_matmul
+    from .mxu_scenarios import bf16_matrix, fp32_matrix
+
+    rng = np.random.default_rng(args.seed)
+    if (args.x is None) != (args.w is None):
+        raise CommandError("give both --x and --w, or neither", status=2)
+    if args.x is not None:
+        x, w = _load_matrix(args.x, "x", "bf16"), _load_matrix(args.w, "w", "bf16")
+        acc = None if args.acc is None else _load_matrix(args.acc, "acc", "fp32")
+    else:
+        missing = [f"--{d}" for d in "mkn" if getattr(args, d) is None]
+        if missing:
+            raise CommandError(f"give {', '.join(missing)} (or --x and --w files)", status=2)
+        x = bf16_matrix(rng, (args.m, args.k), special_density=args.special_density)
+        w = bf16_matrix(rng, (args.k, args.n), special_density=args.special_density)
+        acc = fp32_matrix(rng, (args.m, args.n), special_density=args.special_density) \
+            if args.with_acc else None
+    m, k = x.shape
+    n = w.shape[1] if w.ndim == 2 else 0
+    print(f"matmul {m}x{k}x{n} on a {args.rows}x{args.cols} MXU (numerics {args.numerics}, "
+          f"seed {args.seed}, backend {args.backend})", flush=True)
+    progress = _progress_printer() if args.backend == "amaranth" else None
+    check = check_matmul(x, w, acc=acc, rows=args.rows, cols=args.cols, numerics=args.numerics,
+                         backend=args.backend, waves=args.waves, progress=progress)
+    if progress is not None:
+        print("\r\033[K", end="", file=sys.stderr)
+    print(f"  result: {check.board.summary()}")
+    print(f"  cycles: {check.run.cycles}   utilization: {check.run.utilization:.3f}")
+    if args.waves:
+        print(f"  waves: {args.waves}")
+    if not check.passed:
+        raise CommandError(f"mismatch: {check.board.summary()}")
+
+
+def _positive(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {value}")
+    return value
+
+
+def _add_backend(parser):
+    parser.add_argument("--backend", choices=("amaranth", "verilator", "icarus"),
+                        default="amaranth", help="simulator (default amaranth)")
 
 
 def _parser():
@@ -39,13 +118,31 @@ def _parser():
                         help="show a traceback instead of a one-line error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    p = sub.add_parser("demo", help="the main job: run the RTL on corner cases and check it "
-                                    "against golden")
+    p = sub.add_parser("demo", help="the main job: odd-shaped matmuls with special values on "
+                                    "an 8x8 MXU, and arithmetic corner cases, against golden")
     p.add_argument("--seed", type=int, default=1, help="seed of every random choice (default 1)")
+    _add_backend(p)
     p.set_defaults(func=_cmd_demo)
 
+    p = sub.add_parser("matmul", help="run one matmul on the MXU RTL and check it against golden")
+    p.add_argument("--m", type=int, help="rows of x")
+    p.add_argument("--k", type=int, help="columns of x, rows of w")
+    p.add_argument("--n", type=int, help="columns of w")
+    p.add_argument("--rows", type=_positive, default=8, help="array rows (default 8)")
+    p.add_argument("--cols", type=_positive, default=8, help="array columns (default 8)")
+    p.add_argument("--numerics", choices=("tpu", "ieee"), default="tpu")
+    p.add_argument("--seed", type=int, default=1, help="seed of the random operands (default 1)")
+    p.add_argument("--special-density", type=float, default=0.0, metavar="P",
+                   help="fraction of operands replaced by special values (default 0)")
+    p.add_argument("--with-acc", action="store_true", help="start from random partial sums")
+    p.add_argument("--x", metavar="X.npy", help="x from a file (floats or uint16 bf16 patterns)")
+    p.add_argument("--w", metavar="W.npy", help="w from a file")
+    p.add_argument("--acc", metavar="ACC.npy", help="starting partial sums from a file")
+    p.add_argument("--waves", metavar="FILE.vcd", help="write a waveform of the run")
+    _add_backend(p)
+    p.set_defaults(func=_cmd_matmul)
+
     for name, issue, text in (
-            ("matmul", 3, "run one matmul on the MXU RTL and check it against golden"),
             ("export", 5, "export a block's Verilog"),
             ("fpga", 5, "synthesize and place a block for an ECP5 FPGA"),
             ("regress", 4, "run a seeded, coverage-driven regression"),

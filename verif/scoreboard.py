@@ -20,25 +20,28 @@ class Scoreboard:
         Golden bit patterns, one per result.
     operands : dict of str to np.ndarray
         The operands behind each result, reported in hex with a mismatch.
+    where : callable, optional
+        Maps a result index to a label for the report (e.g. a matrix position).
 
     Results can arrive one at a time (:meth:`check`, from a monitor's
     callback) or all at once (:meth:`check_all`). The first mismatch is kept
     in full; later ones are counted.
     """
 
-    def __init__(self, name, expected, operands):
+    def __init__(self, name, expected, operands=None, *, where=None):
         self.name = name
+        self.where = where or (lambda index: f"#{index}")
         self.expected = np.asarray(expected).ravel()
-        self.operands = {k: np.asarray(v).ravel() for k, v in operands.items()}
+        self.operands = {k: np.asarray(v).ravel() for k, v in (operands or {}).items()}
         self.checked = 0
         self.mismatches = 0
         self.first_mismatch = None
 
     def _describe(self, index, got):
-        ops = ", ".join(f"{k}={_hex(v[index], v.dtype)}" for k, v in self.operands.items())
+        ops = "".join(f", {k}={_hex(v[index], v.dtype)}" for k, v in self.operands.items())
         dtype = self.expected.dtype
-        return (f"{self.name} #{index}: {ops}: expected {_hex(self.expected[index], dtype)}, "
-                f"got {_hex(got, dtype)}")
+        return (f"{self.name} {self.where(index)}{ops}: expected "
+                f"{_hex(self.expected[index], dtype)}, got {_hex(got, dtype)}")
 
     def check(self, index, got):
         """Check result ``index``; return True when it matches."""

@@ -1,0 +1,104 @@
+"""The weight-stationary processing element of the systolic array."""
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .bf16_multiplier import BF16MulCore, MAX_STAGES as MUL_MAX_STAGES
+from .float_ops import check_numerics
+from .fp32_adder import FP32AddCore, MAX_STAGES as ADD_MAX_STAGES
+from .stager import check_stages
+
+__all__ = ["ProcessingElement", "check_pe_params"]
+
+
+def check_pe_params(*, numerics, mul_stages, add_stages):
+    """Validate PE parameters (shared with the array, which checks before building PEs)."""
+    check_numerics(numerics)
+    check_stages(mul_stages, MUL_MAX_STAGES, name="mul_stages")
+    check_stages(add_stages, ADD_MAX_STAGES, name="add_stages")
+
+
+class ProcessingElement(wiring.Component):
+    """One MAC cell: ``psum_out = round32(psum_in + round32(x * w))``, not fused.
+
+    The PE holds two bf16 weights: ``active``, used by the multiplier, and
+    ``shadow``, which the next tile shifts into while this one computes. The
+    LHS value ``x`` and its ``swap`` flag enter a register and leave to the
+    right one cycle later; on the edge that registers a row flagged ``swap``,
+    ``active`` takes ``shadow``, so that row and every later one use the new
+    tile with no bubble. Partial sums flow down through the adder pipeline.
+
+    Parameters
+    ----------
+    numerics : "tpu" or "ieee"
+    mul_stages : int
+        Multiplier pipeline depth, 1 to 5.
+    add_stages : int
+        Adder pipeline depth, 1 to 6: the cycles a partial sum spends in the PE.
+    transpose : bool
+        Whether the shadow can also shift in from the right (transposed load).
+
+    Ports
+    -----
+    en : In(1)
+        Clock enable of every register; the array stalls by holding it low.
+    x_in, swap_in : In(16), In(1)
+        LHS bf16 value and its swap flag from the left.
+    x_out, swap_out : Out(16), Out(1)
+        The same, registered, to the right.
+    psum_in : In(32)
+        Partial sum from above, due ``1 + mul_stages`` cycles after ``x_in``.
+    psum_out : Out(32)
+        Partial sum below, ``add_stages`` cycles after ``psum_in``.
+    load : In(1)
+        Shift the shadow weight this cycle.
+    w_below : In(16)
+        Shadow weight of the PE below (the shift source of a normal load).
+    transpose : In(1), only with ``transpose=True``
+        Shift from ``w_right`` instead of ``w_below``.
+    w_right : In(16), only with ``transpose=True``
+        Shadow weight of the PE to the right.
+    w_out : Out(16)
+        This PE's shadow weight.
+    """
+
+    def __init__(self, *, numerics="tpu", mul_stages=1, add_stages=2, transpose=True):
+        check_pe_params(numerics=numerics, mul_stages=mul_stages, add_stages=add_stages)
+        self.numerics, self.mul_stages, self.add_stages = numerics, mul_stages, add_stages
+        self.transposable = bool(transpose)
+        ports = {
+            "en": In(1),
+            "x_in": In(16), "swap_in": In(1), "x_out": Out(16), "swap_out": Out(1),
+            "psum_in": In(32), "psum_out": Out(32),
+            "load": In(1), "w_below": In(16), "w_out": Out(16),
+        }
+        if self.transposable:
+            ports.update(transpose=In(1), w_right=In(16))
+        super().__init__(ports)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.mul = mul = BF16MulCore(numerics=self.numerics, stages=self.mul_stages)
+        m.submodules.add = add = FP32AddCore(numerics=self.numerics, stages=self.add_stages)
+
+        x = Signal(16, reset_less=True)
+        swap = Signal(reset_less=True)
+        active = Signal(16, reset_less=True)
+        shadow = Signal(16, reset_less=True)
+        shift_in = Mux(self.transpose, self.w_right, self.w_below) if self.transposable \
+            else self.w_below
+        with m.If(self.en):
+            m.d.sync += [x.eq(self.x_in), swap.eq(self.swap_in)]
+            with m.If(self.swap_in):
+                m.d.sync += active.eq(shadow)
+            with m.If(self.load):
+                m.d.sync += shadow.eq(shift_in)
+
+        m.d.comb += [
+            self.x_out.eq(x), self.swap_out.eq(swap), self.w_out.eq(shadow),
+            mul.en.eq(self.en), mul.a.eq(x), mul.b.eq(active),
+            add.en.eq(self.en), add.a.eq(self.psum_in), add.b.eq(mul.result),
+            self.psum_out.eq(add.result),
+        ]
+        return m

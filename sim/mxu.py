@@ -1,0 +1,217 @@
+"""Matrix multiplies on the MXU RTL: tiling, streaming and the result (SPEC section 5).
+
+::
+
+    >>> run = sim.mxu.matmul(x, w, rows=8, cols=8)      # x: bf16 [M, K], w: bf16 [K, N]
+    >>> run.out, run.cycles, run.utilization
+
+The runner cuts K into tiles of ``rows`` and N into tiles of ``cols``
+(zero-padded), and streams every tile back to back: the next tile's weights
+load into the shadow buffer while the current one computes. Tiles go K-tile
+by K-tile, all N-tiles of one K-tile in turn, and every K-tile after the
+first starts its partial sums from the previous K-tile's results through
+``acc_in``, so each output is the sequential MAC loop over all of K.
+"""
+
+import functools
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+from golden.formats import BF16, FP32, check_numerics
+from hdl.mxu import MXU
+
+from .backends import check_backend, run_program
+from .transactors import StreamSink, StreamSource, run_transactors
+
+__all__ = ["matmul", "MatmulRun", "MatmulPlan", "plan_matmul", "run_plan", "stream_matmul"]
+
+# K padding must not disturb a sum: (-0) * (+0) = -0, and x + (-0) == x for
+# every x, including -0 (whereas -0 + +0 would round to +0).
+_PAD_X, _PAD_W = 0x8000, 0x0000
+
+
+@dataclass(frozen=True)
+class MatmulRun:
+    """Result of :func:`matmul`.
+
+    ``out`` is float32 [M, N]; ``cycles`` counts clock cycles from the first
+    input beat accepted to the last result beat delivered; ``utilization`` is
+    useful MACs / (rows * cols * cycles).
+    """
+    out: np.ndarray
+    cycles: int
+    utilization: float
+
+
+def _pack_rows(matrix, lane_bits):
+    """One integer per row of ``matrix``: lane ``i`` at bits ``[i*lane_bits, (i+1)*lane_bits)``."""
+    dtype = f"<u{lane_bits // 8}"
+    raw = np.ascontiguousarray(matrix, dtype=dtype)
+    return [int.from_bytes(row.tobytes(), "little") for row in raw]
+
+
+def _unpack_rows(beats, lanes):
+    return np.stack([np.frombuffer(beat.to_bytes(4 * lanes, "little"), "<u4")
+                     for beat in beats]) if beats else np.zeros((0, lanes), np.uint32)
+
+
+@dataclass(frozen=True)
+class MatmulPlan:
+    """The beat streams of one tiled matmul, and how to read the result back."""
+    rows: int
+    cols: int
+    shape: tuple              # (M, K, N)
+    k_tiles: int
+    n_tiles: int
+    weight_beats: list
+    lhs_beats: list
+    acc_beats: list           # starting partial sums of the first K-tile (user acc)
+
+    @property
+    def n_results(self):
+        return self.k_tiles * self.n_tiles * self.shape[0]
+
+    @property
+    def final_from(self):
+        """Index of the first result beat that belongs to the last K-tile."""
+        return (self.k_tiles - 1) * self.n_tiles * self.shape[0]
+
+    def assemble(self, final_beats):
+        m, _, n = self.shape
+        lanes = _unpack_rows(final_beats, self.cols).reshape(self.n_tiles, m, self.cols)
+        return lanes.transpose(1, 0, 2).reshape(m, -1)[:, :n].copy().view(np.float32)
+
+
+def plan_matmul(x_bits, w_bits, acc_bits=None, *, rows, cols, transpose_load=False):
+    """Tile ``x_bits`` [M, K] @ ``w_bits`` [K, N] (bf16 patterns) into beat streams.
+
+    With ``transpose_load`` each weight tile is sent column by column with the
+    ``transpose`` flag set, which the MXU loads as the same tile (square arrays).
+    """
+    m, k = x_bits.shape
+    n = w_bits.shape[1]
+    k_tiles, n_tiles = -(-k // rows), -(-n // cols)
+    x = np.full((m, k_tiles * rows), _PAD_X, np.uint16)
+    x[:, :k] = x_bits
+    w = np.full((k_tiles * rows, n_tiles * cols), _PAD_W, np.uint16)
+    w[:k, :n] = w_bits
+    flag = 1 << (16 * cols)               # the weights payload's transpose bit
+    swap, use_acc = 1 << (16 * rows), 1 << (16 * rows + 1)
+
+    weight_beats, lhs_beats = [], []
+    for t in range(k_tiles):
+        lhs = _pack_rows(x[:, t * rows:(t + 1) * rows], 16)
+        first_flags = swap | (use_acc if t > 0 or acc_bits is not None else 0)
+        rest_flags = first_flags & ~swap
+        for j in range(n_tiles):
+            tile = w[t * rows:(t + 1) * rows, j * cols:(j + 1) * cols]
+            if transpose_load:
+                weight_beats += [beat | flag for beat in _pack_rows(tile.T, 16)]
+            else:
+                weight_beats += _pack_rows(tile, 16)
+            lhs_beats += [lhs[0] | first_flags] + [beat | rest_flags for beat in lhs[1:]]
+
+    acc_beats = []
+    if acc_bits is not None:
+        acc = np.zeros((m, n_tiles * cols), np.uint32)
+        acc[:, :n] = acc_bits
+        for j in range(n_tiles):
+            acc_beats += _pack_rows(acc[:, j * cols:(j + 1) * cols], 32)
+    return MatmulPlan(rows, cols, (m, k, n), k_tiles, n_tiles, weight_beats, lhs_beats,
+                      acc_beats)
+
+
+async def stream_matmul(bench, *, weight_beats, lhs_beats, acc_beats, n_results, final_from,
+                        gap_seed=None, idle=0.0, stall=0.0, watchdog=2000, progress=None):
+    """Test program: stream a :class:`MatmulPlan` through the MXU.
+
+    Intermediate result beats (index < ``final_from``) go straight back in as
+    ``acc_in`` beats, after the user's ``acc_beats``. With ``gap_seed``, input
+    streams idle and the result stream stalls at random with probabilities
+    ``idle`` and ``stall``. ``progress`` is passed to
+    :func:`~sim.transactors.run_transactors`. Returns the final result beats and, per stream
+    port, the bench cycles of its first and last transfer.
+    """
+    n_acc = len(acc_beats) + final_from
+    acc_source = StreamSource("acc_in", acc_beats, total=n_acc)
+
+    def route(index, payload, _cycle):
+        if index < final_from:
+            acc_source.beats.append(payload)
+
+    rng = None if gap_seed is None else np.random.default_rng(gap_seed)
+
+    def gaps(probability):
+        return None if rng is None or not probability else (lambda: rng.random() < probability)
+
+    sink = StreamSink("result", n_results, on_beat=route, stall=gaps(stall))
+    inputs = [StreamSource("weights", weight_beats, idle=gaps(idle)),
+              StreamSource("lhs", lhs_beats, idle=gaps(idle)), acc_source]
+    await run_transactors(bench, inputs + [sink], watchdog=watchdog, progress=progress)
+    spans = {t.port: (t.first_cycle, t.last_cycle) for t in inputs + [sink]}
+    return sink.beats[final_from:], spans
+
+
+def run_plan(plan, *, numerics="tpu", backend="amaranth", waves=None, mxu_params=None,
+             progress=None, **gaps):
+    """Run ``plan`` on an MXU of the plan's shape; returns a :class:`MatmulRun`.
+
+    ``progress`` (a callable, see :func:`~sim.transactors.run_transactors`)
+    reports from inside the run on the in-process "amaranth" backend.
+    """
+    dut = MXU(rows=plan.rows, cols=plan.cols, numerics=numerics, **(mxu_params or {}))
+    program = functools.partial(
+        stream_matmul, weight_beats=plan.weight_beats, lhs_beats=plan.lhs_beats,
+        acc_beats=plan.acc_beats, n_results=plan.n_results, final_from=plan.final_from,
+        watchdog=4 * dut.latency + 1000,
+        progress=progress if backend == "amaranth" else None, **gaps)
+    final, spans = run_program(dut, program, backend=backend, waves=waves)
+    first_in = min(first for first, _ in (spans[p] for p in ("weights", "lhs", "acc_in"))
+                   if first is not None)
+    cycles = spans["result"][1] - first_in + 1
+    m, k, n = plan.shape
+    return MatmulRun(plan.assemble(final), cycles, m * k * n / (plan.rows * plan.cols * cycles))
+
+
+def _check_matrix(value, name, dtype, ndim=2):
+    if not isinstance(value, np.ndarray) or value.dtype != dtype:
+        got = value.dtype if isinstance(value, np.ndarray) else type(value).__name__
+        raise ValueError(f"{name} must be a numpy array of {np.dtype(dtype).name}, not {got}")
+    if value.ndim != ndim or 0 in value.shape:
+        raise ValueError(f"{name} must be a non-empty 2-D array, not shape {value.shape}")
+    return value
+
+
+def _check_size(value, name):
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, not {value!r}")
+
+
+def matmul(x, w, *, rows=8, cols=8, numerics="tpu", acc=None, backend="amaranth", waves=None,
+           progress=None):
+    """``x @ w`` on an MXU RTL of ``rows x cols`` PEs; returns :class:`MatmulRun`.
+
+    ``x`` is ``ml_dtypes.bfloat16`` [M, K], ``w`` bfloat16 [K, N] and ``acc``,
+    if given, ``np.float32`` [M, N]: each output starts from ``acc`` (else
+    +0.0) and accumulates k = 0..K-1 in order, bit-identical to
+    :func:`golden.mxu.matmul`. ``waves`` names a VCD file to write;
+    ``progress`` is called now and then with (cycle, status) during the run.
+    """
+    _check_matrix(x, "x", ml_dtypes.bfloat16)
+    _check_matrix(w, "w", ml_dtypes.bfloat16)
+    if x.shape[1] != w.shape[0]:
+        raise ValueError(f"x is {x.shape[0]}x{x.shape[1]} but w is {w.shape[0]}x{w.shape[1]}: "
+                         f"their K differ")
+    if acc is not None:
+        _check_matrix(acc, "acc", np.float32)
+        if acc.shape != (x.shape[0], w.shape[1]):
+            raise ValueError(f"acc must be {x.shape[0]}x{w.shape[1]}, not {acc.shape}")
+    _check_size(rows, "rows")
+    _check_size(cols, "cols")
+    check_numerics(numerics)
+    check_backend(backend)
+    plan = plan_matmul(x.view(BF16.bits_dtype), w.view(BF16.bits_dtype),
+                       None if acc is None else acc.view(FP32.bits_dtype), rows=rows, cols=cols)
+    return run_plan(plan, numerics=numerics, backend=backend, waves=waves, progress=progress)
