@@ -77,7 +77,7 @@ def unpack(m, bits, fmt, numerics, *, name):
     frac = Signal(fmt.fbits, name=f"{name}_frac")
     m.d.comb += sign.eq(bits[-1])
     if numerics == "tpu":
-        m.d.comb += frac.eq(Mux(exp_field == 0, 0, bits[:fmt.fbits]))
+        m.d.comb += frac.eq(Mux(exp_field.any(), bits[:fmt.fbits], 0))
     else:
         m.d.comb += frac.eq(bits[:fmt.fbits])
 
@@ -90,15 +90,15 @@ def unpack(m, bits, fmt, numerics, *, name):
         is_inf=Signal(name=f"{name}_is_inf"),
         is_nan=Signal(name=f"{name}_is_nan"),
     )
-    subnormal_or_zero = exp_field == 0
+    subnormal_or_zero = ~exp_field.any()
     m.d.comb += [
         # A subnormal has exponent emin, like the smallest normal, but no hidden bit.
         u.exp.eq(exp_field | subnormal_or_zero),
         u.sig.eq(Cat(frac, ~subnormal_or_zero)),
         u.mag.eq(Cat(frac, exp_field)),
-        u.is_zero.eq(subnormal_or_zero & (frac == 0)),
-        u.is_inf.eq((exp_field == fmt.exp_max) & (frac == 0)),
-        u.is_nan.eq((exp_field == fmt.exp_max) & (frac != 0)),
+        u.is_zero.eq(subnormal_or_zero & ~frac.any()),
+        u.is_inf.eq(exp_field.all() & ~frac.any()),
+        u.is_nan.eq(exp_field.all() & frac.any()),
     ]
     return u
 
@@ -137,12 +137,12 @@ def shift_right_sticky(m, value, amount, *, name):
     sticky = Signal(name=f"{name}_sticky")
     cur, lost = value, Const(0, 1)
     if len(amount) > levels:
-        too_far = amount[levels:] != 0
-        cur, lost = Mux(too_far, 0, cur), too_far & (value != 0)
+        too_far = amount[levels:].any()
+        cur, lost = Mux(too_far, 0, cur), too_far & value.any()
     for level in reversed(range(min(levels, len(amount)))):
         step = 1 << level
         take = amount[level]
-        lost = lost | (take & (cur[:step] != 0))
+        lost = lost | (take & cur[:step].any())
         cur = Mux(take, cur[step:], cur)
     m.d.comb += [shifted.eq(cur), sticky.eq(lost)]
     return shifted, sticky

@@ -96,7 +96,7 @@ class FP32AddCore(wiring.Component):
         lz = leading_zeros(m, total, name="lz")
         shift = Signal(5)
         m.d.comb += shift.eq(Mux(lz > big_exp, big_exp, lz))
-        zero_sum = total == 0
+        zero_sum = ~total.any()
         (total, big_exp, shift, zero_sum, *flag_values) = stage(
             3, total=total, big_exp=big_exp, shift=shift, zero_sum=zero_sum, **flags)
         flags = dict(zip(flags, flag_values))
@@ -109,7 +109,7 @@ class FP32AddCore(wiring.Component):
         m.d.comb += packed.eq(big_exp - shift + normalized[27])
         mantissa = normalized[4:27]
         guard = normalized[3]
-        sticky = normalized[:3] != 0
+        sticky = normalized[:3].any()
         (packed, mantissa, guard, sticky, zero_sum, *flag_values) = stage(
             4, packed=packed, mantissa=mantissa, guard=guard, sticky=sticky,
             zero_sum=zero_sum, **flags)
@@ -127,7 +127,7 @@ class FP32AddCore(wiring.Component):
             m.d.comb += result.eq(FP32.zero(flags["zero_sign"]))
         with m.Elif(overflow):
             m.d.comb += result.eq(FP32.inf(flags["sign"]))
-        with m.Elif((rounded[23:] == 0) if tpu else Const(0)):
+        with m.Elif(~rounded[23:].any() if tpu else Const(0)):
             m.d.comb += result.eq(FP32.zero(flags["sign"]))     # flush a subnormal result
         with m.Else():
             m.d.comb += result.eq(Cat(rounded, flags["sign"]))

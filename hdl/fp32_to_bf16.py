@@ -54,7 +54,7 @@ class FP32ToBF16Core(wiring.Component):
         a = unpack(m, self.a, FP32, self.numerics, name="a")
         kept = a.mag[16:]                  # bf16 exponent and fraction fields
         dropped = a.mag[:16]
-        rounded = round_nearest_even(m, kept, dropped[15], dropped[:15] != 0, name="rounded")
+        rounded = round_nearest_even(m, kept, dropped[15], dropped[:15].any(), name="rounded")
         (rounded, sign, nan) = stage(0, rounded=rounded, sign=a.sign, nan=a.is_nan)
 
         # inf drops only zeros, so rounding leaves it alone; a NaN could round to anything.

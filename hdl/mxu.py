@@ -107,12 +107,17 @@ class MXU(wiring.Component):
             "result": Out(stream.Signature(data.ArrayLayout(32, cols))),
         })
 
-    def _make_array(self):
+    def make_array(self):
+        """The systolic array. Export overrides this to emit repeated modules once."""
         return SystolicArray(**self._array_params)
+
+    @property
+    def array_params(self):
+        return dict(self._array_params)
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.array = array = self._make_array()
+        m.submodules.array = array = self.make_array()
         m.submodules.fifo = result_fifo = fifo.SyncFIFOBuffered(
             width=32 * self.cols, depth=self.fifo_depth)
 
@@ -130,7 +135,7 @@ class MXU(wiring.Component):
         shadow_full = loaded == self.rows
         load = Signal()
         m.d.comb += [
-            self.weights.ready.eq(advance & ~shadow_full & (wave == 0)),
+            self.weights.ready.eq(advance & ~shadow_full & ~wave.any()),
             load.eq(self.weights.valid & self.weights.ready),
         ]
 
@@ -148,7 +153,7 @@ class MXU(wiring.Component):
             with m.If(take & lhs.swap):
                 m.d.sync += [loaded.eq(0), wave.eq(max(self.swap_wave - 1, 0))]
             with m.Else():
-                with m.If(wave != 0):
+                with m.If(wave.any()):
                     m.d.sync += wave.eq(wave - 1)
                 with m.If(load):
                     m.d.sync += loaded.eq(loaded + 1)

