@@ -86,7 +86,7 @@ def _run(name, operands, numerics, backend, waves):
     if arrays[0].size == 0:
         return np.zeros(shape, unit.result)
     beats = unit.pack(arrays)
-    results = run_program(unit.component(numerics=numerics),
+    results = run_program(name, {"numerics": numerics},
                           functools.partial(stream_through, beats=beats),
                           backend=backend, waves=waves)
     return np.array(results, dtype=unit.result).reshape(shape)

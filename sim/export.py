@@ -8,96 +8,19 @@ Elaboration therefore grows with rows + cols, not rows * cols.
 """
 
 import importlib.metadata
-import inspect
 import time
 from dataclasses import dataclass, field
 
 from amaranth.back import verilog
 
-from hdl.bf16_multiplier import BF16Multiplier
 from hdl.blackbox import BlackBox
-from hdl.fp32_adder import FP32Adder
-from hdl.fp32_to_bf16 import FP32ToBF16
-from hdl.mxu import MXU, preset
+from hdl.mxu import MXU
 from hdl.pe import ProcessingElement, pe_signature
 from hdl.systolic_array import PERow, SystolicArray, pe_row_signature
 
+from .blocks import BLOCKS, block_params, build, parse_params
+
 __all__ = ["BLOCKS", "Export", "export", "parse_params", "block_params"]
-
-#: Exportable blocks: name -> component class. Their keyword-only constructor
-#: parameters are the block's parameters, with the constructor's defaults.
-BLOCKS = {
-    "fp32_add": FP32Adder,
-    "bf16_mul": BF16Multiplier,
-    "fp32_to_bf16": FP32ToBF16,
-    "pe": ProcessingElement,
-    "mxu": MXU,
-}
-
-# How to read each parameter from the command line.
-_PARAM_TYPES = {"numerics": str, "transpose": bool}
-
-
-def block_params(block):
-    """Parameter name -> default of ``block`` (plus ``preset`` for the MXU)."""
-    params = {name: p.default for name, p in
-              inspect.signature(_component(block).__init__).parameters.items()
-              if p.kind is inspect.Parameter.KEYWORD_ONLY}
-    if block == "mxu":
-        params["preset"] = None
-    return params
-
-
-def _component(block):
-    if block not in BLOCKS:
-        raise ValueError(f"unknown block {block!r}; blocks: {', '.join(BLOCKS)}")
-    return BLOCKS[block]
-
-
-def _parse_value(block, name, text):
-    kind = _PARAM_TYPES.get(name, int)
-    if name == "preset":
-        return text
-    if kind is bool:
-        if text.lower() in ("1", "true", "yes", "on"):
-            return True
-        if text.lower() in ("0", "false", "no", "off"):
-            return False
-        raise ValueError(f"{block}: parameter {name} must be true or false, not {text!r}")
-    if kind is int:
-        try:
-            return int(text, 0)
-        except ValueError:
-            raise ValueError(f"{block}: parameter {name} must be an integer, "
-                             f"not {text!r}") from None
-    return text
-
-
-def parse_params(block, pairs):
-    """Turn ``["rows=16", "numerics=ieee"]`` into typed parameters of ``block``.
-
-    Unknown names are a ``ValueError`` that lists the valid ones. ``preset``
-    (MXU only) stands for the preset's ``rows`` and ``cols``.
-    """
-    valid = block_params(block)
-    params = {}
-    for pair in pairs:
-        name, sep, text = pair.partition("=")
-        if not sep or not name:
-            raise ValueError(f"{block}: parameters are name=value, not {pair!r}")
-        if name not in valid:
-            raise ValueError(f"{block}: unknown parameter {name!r}; parameters: "
-                             f"{', '.join(valid)}")
-        params[name] = _parse_value(block, name, text)
-    if "preset" in params:
-        name = params.pop("preset")
-        clash = {"rows", "cols"} & params.keys()
-        if clash:
-            raise ValueError(f"{block}: preset={name} sets rows and cols; do not also give "
-                             f"{', '.join(sorted(clash))}")
-        params.update(preset(name))
-    return params
-
 
 @dataclass
 class Export:
@@ -144,7 +67,6 @@ def _header(block, params, modules):
 
 def export(block, params=None):
     """Export ``block`` with ``params`` (a dict, as from :func:`parse_params`)."""
-    component_class = _component(block)
     params = dict(params or {})
     started = time.perf_counter()
     if block == "mxu":
@@ -158,7 +80,7 @@ def export(block, params=None):
         shown = {k: array[k] for k in ("rows", "cols", "numerics", "mul_stages", "add_stages",
                                        "transpose")} | {"fifo_depth": top.fifo_depth}
     else:
-        parts = [(block, component_class(**params))]
+        parts = [(block, build(block, params))]
         shown = {k: v for k, v in block_params(block).items()} | params
     texts = [_convert(component, name) for name, component in parts]
     modules = [name for name, _ in parts]

@@ -20,7 +20,6 @@ import ml_dtypes
 import numpy as np
 
 from golden.formats import BF16, FP32, check_numerics
-from hdl.mxu import MXU
 
 from .backends import check_backend, run_program
 from .transactors import StreamSink, StreamSource, run_transactors
@@ -161,13 +160,14 @@ def run_plan(plan, *, numerics="tpu", backend="amaranth", waves=None, mxu_params
     ``progress`` (a callable, see :func:`~sim.transactors.run_transactors`)
     reports from inside the run on the in-process "amaranth" backend.
     """
-    dut = MXU(rows=plan.rows, cols=plan.cols, numerics=numerics, **(mxu_params or {}))
+    params = dict(rows=plan.rows, cols=plan.cols, numerics=numerics, **(mxu_params or {}))
     program = functools.partial(
         stream_matmul, weight_beats=plan.weight_beats, lhs_beats=plan.lhs_beats,
         acc_beats=plan.acc_beats, n_results=plan.n_results, final_from=plan.final_from,
-        watchdog=4 * dut.latency + 1000,
+        # Longer than any MXU's latency (at most 6 adder and 5 multiplier stages).
+        watchdog=1000 + 4 * (6 * plan.rows + plan.cols + 7),
         progress=progress if backend == "amaranth" else None, **gaps)
-    final, spans = run_program(dut, program, backend=backend, waves=waves)
+    final, spans = run_program("mxu", params, program, backend=backend, waves=waves)
     first_in = min(first for first, _ in (spans[p] for p in ("weights", "lhs", "acc_in"))
                    if first is not None)
     cycles = spans["result"][1] - first_in + 1

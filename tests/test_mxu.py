@@ -85,11 +85,11 @@ def test_transposed_load_gives_the_same_tiles(numerics, rng):
 
 
 def _spans(plan, **gaps):
-    dut = MXU(rows=plan.rows, cols=plan.cols)
+    params = {"rows": plan.rows, "cols": plan.cols}
     program = functools.partial(
         mxu.stream_matmul, weight_beats=plan.weight_beats, lhs_beats=plan.lhs_beats,
         acc_beats=plan.acc_beats, n_results=plan.n_results, final_from=plan.final_from, **gaps)
-    return dut, run_program(dut, program)
+    return MXU(**params), run_program("mxu", params, program)
 
 
 def test_tiles_stream_back_to_back_without_bubbles(rng):

