@@ -2,8 +2,8 @@
 
 A run exports the block (:mod:`sim.export`), builds the simulator once per
 distinct Verilog, simulator and build flags (cached under
-``build/sim/<simulator>/<block>-<hash>/``, locked so parallel workers build it
-once), and runs the pickled test program in a folder of its own, so parallel
+``build/sim/<simulator>/<block>-<hash>/``, or ``$TPU_RTL_CACHE``, locked so
+parallel workers build it once), and runs the pickled test program in a folder of its own, so parallel
 runs never collide. The program's value comes back through a pickle, and so
 does any exception it raised (a hang, say), which is raised again here.
 """
@@ -32,9 +32,9 @@ class SimulationError(RuntimeError):
 
 
 def build_root():
-    """Where generated simulator files go: ``$TPU_RTL_BUILD`` or ``./build``, plus ``sim``."""
+    """Where simulator builds are cached: ``$TPU_RTL_CACHE``, by default ``./build/sim``."""
     # Absolute: the simulator runs with the run's own folder as working directory.
-    return Path(os.environ.get("TPU_RTL_BUILD", "build")).resolve() / "sim"
+    return Path(os.environ.get("TPU_RTL_CACHE", "build/sim")).resolve()
 
 
 def _runner(simulator):

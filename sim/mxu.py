@@ -123,38 +123,32 @@ def plan_matmul(x_bits, w_bits, acc_bits=None, *, rows, cols, transpose_load=Fal
 
 
 async def stream_matmul(bench, *, weight_beats, lhs_beats, acc_beats, n_results, final_from,
-                        gap_seed=None, idle=0.0, stall=0.0, watchdog=2000, progress=None):
+                        watchdog=2000, progress=None, source=StreamSource, sink=StreamSink):
     """Test program: stream a :class:`MatmulPlan` through the MXU.
 
     Intermediate result beats (index < ``final_from``) go straight back in as
-    ``acc_in`` beats, after the user's ``acc_beats``. With ``gap_seed``, input
-    streams idle and the result stream stalls at random with probabilities
-    ``idle`` and ``stall``. ``progress`` is passed to
-    :func:`~sim.transactors.run_transactors`. Returns the final result beats and, per stream
-    port, the bench cycles of its first and last transfer.
+    ``acc_in`` beats, after the user's ``acc_beats``. ``source`` and ``sink``
+    make the transactors (``verif`` passes agents with random gaps and
+    protocol checks); ``progress`` is passed to
+    :func:`~sim.transactors.run_transactors`. Returns the final result beats
+    and, per stream port, the bench cycles of its first and last transfer.
     """
     n_acc = len(acc_beats) + final_from
-    acc_source = StreamSource("acc_in", acc_beats, total=n_acc)
+    acc_source = source("acc_in", acc_beats, total=n_acc)
 
     def route(index, payload, _cycle):
         if index < final_from:
             acc_source.beats.append(payload)
 
-    rng = None if gap_seed is None else np.random.default_rng(gap_seed)
-
-    def gaps(probability):
-        return None if rng is None or not probability else (lambda: rng.random() < probability)
-
-    sink = StreamSink("result", n_results, on_beat=route, stall=gaps(stall))
-    inputs = [StreamSource("weights", weight_beats, idle=gaps(idle)),
-              StreamSource("lhs", lhs_beats, idle=gaps(idle)), acc_source]
-    await run_transactors(bench, inputs + [sink], watchdog=watchdog, progress=progress)
-    spans = {t.port: (t.first_cycle, t.last_cycle) for t in inputs + [sink]}
-    return sink.beats[final_from:], spans
+    result = sink("result", n_results, on_beat=route)
+    inputs = [source("weights", weight_beats), source("lhs", lhs_beats), acc_source]
+    await run_transactors(bench, inputs + [result], watchdog=watchdog, progress=progress)
+    spans = {t.port: (t.first_cycle, t.last_cycle) for t in inputs + [result]}
+    return result.beats[final_from:], spans
 
 
 def run_plan(plan, *, numerics="tpu", backend="amaranth", waves=None, mxu_params=None,
-             progress=None, **gaps):
+             progress=None):
     """Run ``plan`` on an MXU of the plan's shape; returns a :class:`MatmulRun`.
 
     ``progress`` (a callable, see :func:`~sim.transactors.run_transactors`)
@@ -166,7 +160,7 @@ def run_plan(plan, *, numerics="tpu", backend="amaranth", waves=None, mxu_params
         acc_beats=plan.acc_beats, n_results=plan.n_results, final_from=plan.final_from,
         # Longer than any MXU's latency (at most 6 adder and 5 multiplier stages).
         watchdog=1000 + 4 * (6 * plan.rows + plan.cols + 7),
-        progress=progress if backend == "amaranth" else None, **gaps)
+        progress=progress if backend == "amaranth" else None)
     final, spans = run_program("mxu", params, program, backend=backend, waves=waves)
     first_in = min(first for first, _ in (spans[p] for p in ("weights", "lhs", "acc_in"))
                    if first is not None)

@@ -1,8 +1,9 @@
 """Stream transactors and the cycle loop that runs them on any :class:`~sim.bench.Bench`.
 
 A transactor owns one stream port of the design. Every cycle the loop asks
-each transactor what to drive, advances the clock once for all of them, and
-hands each the samples it asked for. Keeping every transactor in one loop
+each transactor what to drive (``drive()``), advances the clock once for all
+of them, and hands each the cycle number and the samples it asked for
+(``observe(cycle, *samples)``, True when a beat moved). Keeping every transactor in one loop
 means one simulator round trip per cycle, whatever the number of streams.
 
 ``idle`` and ``stall`` are hooks for gaps: a callable returning True to keep
@@ -58,7 +59,7 @@ class StreamSource(_Transactor):
             return {self._valid_path: 0}
         return {self._valid_path: 1, self._payload_path: self.beats[self.sent]}
 
-    def observe(self, ready):
+    def observe(self, cycle, ready):
         if self._valid and ready:
             self.sent += 1
             self._valid = False
@@ -82,7 +83,6 @@ class StreamSink(_Transactor):
         self._ready = 0
         self._ready_path = f"{port}.ready"
         self.samples = (f"{port}.valid", f"{port}.payload")
-        self.cycle = 0
 
     @property
     def done(self):
@@ -95,11 +95,10 @@ class StreamSink(_Transactor):
         self._ready = 0 if self.done or (self._stall is not None and self._stall()) else 1
         return {self._ready_path: self._ready}
 
-    def observe(self, valid, payload):
-        self.cycle += 1
+    def observe(self, cycle, valid, payload):
         if valid and self._ready:
             if self._on_beat is not None:
-                self._on_beat(len(self.beats), payload, self.cycle)
+                self._on_beat(len(self.beats), payload, cycle)
             self.beats.append(payload)
             return True
         return False
@@ -130,7 +129,7 @@ async def run_transactors(bench, transactors, *, watchdog=1000, progress=None):
         values = await bench.cycle(drive, sample_paths)
         moved = False
         for t, lo, hi in spans:
-            if t.observe(*values[lo:hi]):
+            if t.observe(bench.cycles, *values[lo:hi]):
                 moved = True
                 if t.first_cycle is None:
                     t.first_cycle = bench.cycles

@@ -131,6 +131,38 @@ def _flushed_stderr(*text):
     print(*text, file=sys.stderr, flush=True)
 
 
+def _cmd_regress(args):
+    from sim.backends import check_backend
+    from .regress import run_regression
+    check_backend(args.sim)
+    seeds = 1 if args.seed is not None else args.seeds
+    print(f"regress {args.suite}: {seeds} seed{'s' * (seeds > 1)} on {args.sim}, "
+          f"{args.jobs} worker{'s' * (args.jobs > 1)}", flush=True)
+    result = run_regression(args.suite, seeds=args.seeds, jobs=args.jobs, sim=args.sim,
+                            seed_base=args.seed_base, only_seed=args.seed, waves=args.waves,
+                            timeout=args.timeout, inject=args.inject,
+                            inject_seed=args.inject_seed, only=args.only)
+    passed = len(result.outcomes) - len(result.failed)
+    print(f"passed {passed} of {len(result.outcomes)} seeds")
+    if result.coverage is not None:
+        print(f"functional coverage: {result.coverage:.2f}% (uncovered bins listed in "
+              f"{result.out / 'coverage.txt'})")
+    if result.code_coverage:
+        parts = ", ".join(f"{kind} {100 * hit / total:.1f}%"
+                          for kind, (hit, total) in result.code_coverage.items() if total)
+        print(f"code coverage: {parts} ({result.out / 'code_coverage.txt'})")
+    print(f"junit: {result.out / 'junit.xml'}")
+    for outcome in sorted(result.failed, key=lambda o: o.seed):
+        print(f"FAILED seed {outcome.seed} ({outcome.status}): "
+              f"{outcome.message.splitlines()[0] if outcome.message else ''}")
+        print(f"  reproduce: {result.repro[outcome.seed]}")
+    if result.failed:
+        raise CommandError(f"{len(result.failed)} of {len(result.outcomes)} seeds failed")
+    if args.cover_goal is not None and (result.coverage or 0.0) < args.cover_goal:
+        raise CommandError(f"functional coverage {result.coverage or 0.0:.2f}% is below the "
+                           f"goal of {args.cover_goal:g}%")
+
+
 def _positive(text):
     value = int(text)
     if value < 1:
@@ -200,9 +232,35 @@ def _parser():
     p.add_argument("--json", metavar="REPORT.json", help="also write the report as JSON")
     p.set_defaults(func=_cmd_fpga)
 
+    p = sub.add_parser("regress", help="run a seeded, coverage-driven regression",
+                       description="Run SEEDS seeds of a suite on J parallel workers. Writes "
+                                   "JUnit XML, merged functional coverage and (Verilator) code "
+                                   "coverage under build/regress/SUITE/, prints every failing "
+                                   "seed with the command that reproduces it, and exits "
+                                   "non-zero on any failure or when coverage is below the goal.")
+    p.add_argument("suite", help="arith, mxu or bf16_mul_exhaustive")
+    p.add_argument("--seeds", type=_positive, default=4, help="number of seeds (default 4)")
+    p.add_argument("-j", "--jobs", type=_positive, default=1, help="parallel workers (default 1)")
+    p.add_argument("--sim", choices=("amaranth", "verilator", "icarus"), default="verilator",
+                   help="simulator (default verilator)")
+    p.add_argument("--seed-base", type=int, default=1, help="first seed (default 1)")
+    p.add_argument("--seed", type=int, help="run exactly this one seed (to reproduce it)")
+    p.add_argument("--cover-goal", type=float, metavar="PCT",
+                   help="fail if merged functional coverage is below PCT percent")
+    p.add_argument("--only", metavar="TEXT",
+                   help="run only the suite's runs whose name contains TEXT "
+                        "(e.g. fp32_add, tpu, mxu-ieee)")
+    p.add_argument("--waves", action="store_true", help="write a waveform of every run")
+    p.add_argument("--timeout", type=float, default=1800.0, metavar="SECONDS",
+                   help="time limit of one seed (default 1800)")
+    p.add_argument("--inject", choices=("golden-no-flush", "crash", "hang"),
+                   help="inject a fault, to test the regression itself")
+    p.add_argument("--inject-seed", type=int, metavar="SEED",
+                   help="inject only into this seed (default: every seed)")
+    p.set_defaults(func=_cmd_regress)
+
     for name, issue, text in (
-            ("regress", 4, "run a seeded, coverage-driven regression"),
-            ("bench", 5, "measure simulation and export speed into docs/benchmarks.md")):
+            ("bench", 5, "measure simulation and export speed into docs/benchmarks.md"),):
         p = sub.add_parser(name, help=f"{text} (not built yet)")
         p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
         p.set_defaults(func=_not_built(issue))
@@ -210,13 +268,17 @@ def _parser():
 
 
 def main(argv=None):
+    from sim.cocotb_backend import SimulationError
+    from sim.toolchain import ToolMissing
+    from sim.transactors import SimulationHang
     args = _parser().parse_args(argv)
     try:
         args.func(args)
     except CommandError as error:
         print(f"tpu-rtl {args.command}: {error}", file=sys.stderr)
         return error.status
-    except (ValueError, TypeError, FileNotFoundError) as error:
+    except (ValueError, TypeError, FileNotFoundError, ToolMissing, SimulationError,
+            SimulationHang) as error:
         if args.debug:
             raise
         print(f"tpu-rtl {args.command}: error: {error}", file=sys.stderr)

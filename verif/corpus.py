@@ -14,10 +14,11 @@ callers derive it from the run's one seed.
 
 import numpy as np
 
-from golden.formats import BF16, FP32
+from golden.formats import BF16, FP32, OperandClass
 
 __all__ = [
-    "EXPONENTS", "significand_patterns", "operands", "random_values",
+    "EXPONENTS", "significand_patterns", "operands", "random_values", "class_values",
+    "class_cross",
     "NAMED_CASES", "binary_corpus", "unary_corpus", "exponent_distance_pairs",
 ]
 
@@ -59,6 +60,33 @@ def random_values(rng, fmt, n):
     sign = rng.integers(0, 2, n, dtype=np.uint64)
     biased = (sign << np.uint64(fmt.width - 1)) | (exp.astype(np.uint64) << np.uint64(fmt.fbits)) | frac
     return np.where(rng.random(n) < 0.5, uniform, biased).astype(fmt.bits_dtype)
+
+
+def class_values(rng, fmt, cls, n):
+    """``n`` random positive patterns of operand class ``cls`` (see golden.formats.OperandClass)."""
+    frac = rng.integers(1, 1 << fmt.fbits, n, dtype=np.uint64)
+    exp_max = np.uint64((1 << fmt.ebits) - 1)
+    exp = {OperandClass.ZERO: 0, OperandClass.SUBNORMAL: 0, OperandClass.INF: exp_max,
+           OperandClass.NAN: exp_max}.get(cls)
+    if exp is None:                                       # normal
+        exp = rng.integers(1, exp_max, n, dtype=np.uint64)
+    if cls in (OperandClass.ZERO, OperandClass.INF):
+        frac = np.zeros(n, np.uint64)
+    return ((np.asarray(exp, np.uint64) << np.uint64(fmt.fbits)) | frac).astype(fmt.bits_dtype)
+
+
+def class_cross(rng, fmt):
+    """One random pair for every (class, sign) of a crossed with every (class, sign) of b."""
+    kinds = [(cls, sign) for cls in range(len(OperandClass.NAMES)) for sign in (0, 1)]
+    pairs = [(ka, kb) for ka in kinds for kb in kinds]
+    sign_bit = fmt.bits_dtype(fmt.sign_mask)
+
+    def pick(kind):
+        value = class_values(rng, fmt, kind[0], 1)[0]
+        return value | sign_bit if kind[1] else value
+    a = np.array([pick(ka) for ka, _ in pairs], fmt.bits_dtype)
+    b = np.array([pick(kb) for _, kb in pairs], fmt.bits_dtype)
+    return a, b
 
 
 def exponent_distance_pairs(rng, n_per_distance, distances=(0, 1, 2, 3, 7, 8, 15, 16, 22, 23, 24, 25, 26, 27, 40, 100, 253)):

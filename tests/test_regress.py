@@ -1,0 +1,129 @@
+"""``tpu-rtl regress``: exit codes, merged coverage, failures caught and reproduced."""
+
+import os
+import shlex
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from verif import code_coverage
+from verif.regress import functional_summary
+
+
+def _regress(*args, cwd):
+    """Run ``tpu-rtl regress ...`` in ``cwd``: its build/regress stays in the test's
+    folder, while simulator builds come from (and go to) the project's cache."""
+    env = dict(os.environ, TPU_RTL_CACHE=str(Path("build/sim").resolve()))
+    return subprocess.run([sys.executable, "-m", "verif.cli", "regress", *args],
+                          capture_output=True, text=True, cwd=cwd, env=env)
+
+
+def _junit(folder):
+    return ET.parse(folder / "junit.xml").getroot()
+
+
+def test_arith_regression_passes_with_full_coverage(tmp_path):
+    proc = _regress("arith", "--seeds", "2", "-j", "2", "--sim", "amaranth",
+                    "--cover-goal", "100", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = tmp_path / "build" / "regress" / "arith"
+    assert [case.get("name") for case in _junit(out)] == ["seed 1", "seed 2"]
+    percent, text = functional_summary(out / "coverage.xml")
+    assert percent == 100.0 and "uncovered bins: 0" in text
+    assert (out / "coverage.txt").read_text() == text
+    # Two seeds of six runs each were merged: bins hold both seeds' hits.
+    single, _ = functional_summary(out / "seeds" / "1" / "fp32_add-tpu.cov.xml")
+    merged = ET.parse(out / "coverage.xml").getroot()
+    named = merged.find(".//fp32_add/tpu/rounding")
+    assert sum(int(b.get("hits")) for b in named) > \
+        sum(int(b.get("hits")) for b in ET.parse(out / "seeds" / "1" / "fp32_add-tpu.cov.xml")
+            .getroot().find(".//fp32_add/tpu/rounding"))
+    assert single == 100.0
+
+
+def test_mxu_regression_passes(tmp_path):
+    proc = _regress("mxu", "--seeds", "1", "--sim", "amaranth", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "functional coverage:" in proc.stdout
+
+
+def test_coverage_goal_fails_the_run(tmp_path):
+    proc = _regress("mxu", "--seeds", "1", "--sim", "amaranth", "--only", "mxu-tpu",
+                    "--cover-goal", "100", cwd=tmp_path)
+    # One seed of one mode cannot reach every MXU bin (both numerics are bins).
+    assert proc.returncode == 1
+    assert "is below the goal of 100%" in proc.stderr
+
+
+def test_broken_golden_is_caught_and_reproduced(tmp_path):
+    proc = _regress("arith", "--seeds", "2", "-j", "2", "--sim", "amaranth", "--only",
+                    "fp32_add-tpu", "--inject", "golden-no-flush", "--inject-seed", "2",
+                    cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "passed 1 of 2 seeds" in proc.stdout
+    assert "FAILED seed 2 (fail): fp32_add/tpu" in proc.stdout and "expected 0x" in proc.stdout
+    repro = next(line.split("reproduce: ", 1)[1] for line in proc.stdout.splitlines()
+                 if "reproduce:" in line)
+    assert repro == ("tpu-rtl regress arith --sim amaranth --seed 2 --only fp32_add-tpu "
+                     "--inject golden-no-flush --inject-seed 2")
+    again = _regress(*shlex.split(repro)[2:], cwd=tmp_path)
+    assert again.returncode == 1 and "FAILED seed 2 (fail)" in again.stdout
+    failures = [case for case in _junit(tmp_path / "build" / "regress" / "arith")
+                if case.find("failure") is not None]
+    assert len(failures) == 1 and "reproduce: tpu-rtl regress" in failures[0].find("failure").text
+
+
+def test_a_crash_or_a_hang_loses_only_its_seed(tmp_path):
+    crash = _regress("arith", "--seeds", "3", "-j", "2", "--sim", "amaranth", "--only",
+                     "fp32_to_bf16-tpu", "--inject", "crash", "--inject-seed", "2", cwd=tmp_path)
+    assert crash.returncode == 1
+    assert "passed 2 of 3 seeds" in crash.stdout
+    assert "FAILED seed 2 (crash): worker exited with status 86" in crash.stdout
+    hang = _regress("arith", "--seeds", "2", "-j", "2", "--sim", "amaranth", "--only",
+                    "fp32_to_bf16-tpu", "--inject", "hang", "--inject-seed", "1",
+                    "--timeout", "20", cwd=tmp_path)
+    assert hang.returncode == 1
+    assert "FAILED seed 1 (timeout): no result after 20 s" in hang.stdout
+    assert "seed 2: pass" in hang.stderr
+
+
+def test_verilator_regression_merges_code_coverage(tmp_path):
+    proc = _regress("arith", "--seeds", "2", "-j", "2", "--sim", "verilator", "--only",
+                    "fp32_to_bf16-ieee", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = tmp_path / "build" / "regress" / "arith"
+    runs = sorted((out / "seeds").glob("*/*.dat"))
+    assert len(runs) == 2
+    merged = code_coverage.read(out / "code_coverage.dat")
+    assert merged == code_coverage.merge(runs)
+    summary = code_coverage.summary(merged)
+    assert set(summary) >= {"line", "toggle"}
+    hit, total = summary["toggle"]
+    assert 0 < hit <= total
+    assert "code coverage: " in proc.stdout and "toggle" in proc.stdout
+
+
+def test_code_coverage_merge_sums_hits(tmp_path):
+    key = "\x01f\x02top.v\x01l\x0210\x01t\x02{kind}\x01o\x02{name}\x01h\x02top"
+    first, second = tmp_path / "a.dat", tmp_path / "b.dat"
+    first.write_text("# SystemC::Coverage-3\n"
+                     f"C '{key.format(kind='line', name='block')}' 3\n"
+                     f"C '{key.format(kind='toggle', name='x[0]:0->1')}' 0\n"
+                     f"C '{key.format(kind='toggle', name='__024auto[0]:0->1')}' 0\n",
+                     encoding="latin-1")
+    second.write_text("# SystemC::Coverage-3\n"
+                      f"C '{key.format(kind='toggle', name='x[0]:0->1')}' 2\n",
+                      encoding="latin-1")
+    merged = code_coverage.merge([first, second])
+    assert merged[key.format(kind="toggle", name="x[0]:0->1")] == 2
+    assert merged[key.format(kind="line", name="block")] == 3
+    # Amaranth's `$` temporaries (`__024` once mangled) are left out of the percentages.
+    assert code_coverage.summary(merged) == {"line": (1, 1), "toggle": (1, 1)}
+
+
+def test_unknown_suite_is_a_one_line_error(tmp_path):
+    proc = _regress("alu", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == ("tpu-rtl regress: error: unknown suite 'alu'; suites: "
+                                   "arith, mxu")

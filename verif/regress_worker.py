@@ -1,0 +1,87 @@
+"""One seed of a regression, run in its own process by :mod:`verif.regress`.
+
+A seed runs each of its suite's simulator runs, writes the functional
+coverage and (Verilator) code coverage of each next to it, and records the
+outcome in ``result.json``. Its own process means a simulator that crashes
+or hangs takes down this seed only. Exit status 0 when every run passed.
+"""
+
+import argparse
+import functools
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from sim.backends import run_program
+
+from . import arith_suite, mxu_suite
+
+__all__ = ["SUITES", "main"]
+
+#: Suites whose seeds this worker runs: name -> module with ``runs(seed, inject=...)``.
+SUITES = {"arith": arith_suite, "mxu": mxu_suite}
+
+#: Faults a test of the regression runner itself can inject into one seed.
+INJECTIONS = ("golden-no-flush", "crash", "hang")
+
+
+def run_seed(suite, seed, sim, out, *, waves=False, code_coverage=False, inject=None,
+             only=None):
+    """Run one seed; returns its result record (also written to ``out/result.json``).
+
+    ``only`` keeps just the runs whose name (such as ``fp32_add-tpu``) contains it.
+    """
+    out = Path(out).resolve()          # simulators run in folders of their own
+    out.mkdir(parents=True, exist_ok=True)
+    if inject == "crash":
+        os._exit(86)                    # as a simulator dying with the process would
+    if inject == "hang":
+        time.sleep(1e6)
+    started = time.perf_counter()
+    cases = []
+    for block, params, name, program in SUITES[suite].runs(seed, inject=inject):
+        if only and only not in name:
+            continue
+        case = {"case": name}
+        try:
+            case |= run_program(
+                block, params, functools.partial(program, coverage=out / f"{name}.cov.xml"),
+                backend=sim, waves=out / f"{name}.{'vcd' if sim != 'icarus' else 'fst'}"
+                if waves else None,
+                coverage=out / f"{name}.dat" if code_coverage else None,
+                run_dir=out / name if sim != "amaranth" else None)
+            case["status"] = "pass" if case["mismatches"] == 0 else "fail"
+        except Exception as error:      # a hang, a protocol error, a simulator failure
+            case |= {"status": "error", "error": f"{type(error).__name__}: {error}",
+                     "traceback": traceback.format_exc()}
+        cases.append(case)
+    if not cases:
+        raise SystemExit(f"no run of suite {suite} matches {only!r}")
+    record = {"suite": suite, "seed": seed, "sim": sim, "cases": cases,
+              "status": "pass" if all(c["status"] == "pass" for c in cases) else "fail",
+              "seconds": round(time.perf_counter() - started, 2)}
+    (out / "result.json").write_text(json.dumps(record, indent=1, default=str))
+    return record
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m verif.regress_worker")
+    parser.add_argument("suite", choices=SUITES)
+    parser.add_argument("seed", type=int)
+    parser.add_argument("--sim", required=True)
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--waves", action="store_true")
+    parser.add_argument("--code-coverage", action="store_true")
+    parser.add_argument("--inject", choices=INJECTIONS)
+    parser.add_argument("--only")
+    args = parser.parse_args(argv)
+    record = run_seed(args.suite, args.seed, args.sim, args.out, waves=args.waves,
+                      code_coverage=args.code_coverage, inject=args.inject, only=args.only)
+    return 0 if record["status"] == "pass" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
