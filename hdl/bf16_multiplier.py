@@ -4,8 +4,8 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .float_ops import BF16, FP32, check_numerics, leading_zeros, round_nearest_even, \
-    shift_right_sticky, unpack
+from .float_ops import BF16, FP32, check_numerics, exceeds_finite, leading_zeros, \
+    not_positive, round_nearest_even, shift_right_sticky, unpack
 from .stager import Stager, check_stages
 from .stream_pipeline import StreamPipeline
 
@@ -13,8 +13,9 @@ __all__ = ["BF16MulCore", "BF16Multiplier"]
 
 # Cut points: 0 after unpack, 1 after the 8x8 multiply, 2 after normalizing,
 # 3 after rounding, 4 output. Registering the product early lets synthesis
-# fold the register into the FPGA's DSP block.
-_CUT_PREFERENCE = (4, 1, 0, 2, 3)
+# fold the register into the FPGA's DSP block; cuts 2 and 3 split the
+# subnormal handling of "ieee" numerics.
+_CUT_PREFERENCE = (4, 1, 2, 3, 0)
 MAX_STAGES = len(_CUT_PREFERENCE)
 
 
@@ -56,7 +57,9 @@ class BF16MulCore(wiring.Component):
                        stages=self.latency, prefix="mul")
         ieee = self.numerics == "ieee"
 
-        # 0: classify.
+        # 0: classify. In "tpu" numerics a zero or subnormal operand makes the
+        # result a zero through the flags, so the multiplier can take the raw
+        # fraction with a constant hidden bit, straight from the operand bits.
         a = unpack(m, self.a, BF16, self.numerics, name="a")
         b = unpack(m, self.b, BF16, self.numerics, name="b")
         flags = dict(
@@ -65,14 +68,19 @@ class BF16MulCore(wiring.Component):
             inf=a.is_inf | b.is_inf,
             zero=a.is_zero | b.is_zero,
         )
-        (a_sig, b_sig, exp_sum, *flag_values) = stage(
-            0, a_sig=a.sig, b_sig=b.sig, exp_sum=a.exp + b.exp, **flags)
+        a_sig, b_sig = (a.sig, b.sig) if ieee else (Cat(self.a[:7], 1), Cat(self.b[:7], 1))
+        # The product's biased exponent if its leading one is at bit 14 (may be <= 0).
+        exp_base = Signal(signed(10))
+        m.d.comb += exp_base.eq(a.exp + b.exp - (2 * BF16.bias - FP32.bias))
+        (a_sig, b_sig, exp_base, *flag_values) = stage(
+            0, a_sig=a_sig, b_sig=b_sig, exp_base=exp_base, **flags)
         flags = dict(zip(flags, flag_values))
 
         # 1: multiply.
         product = Signal(16)
         m.d.comb += product.eq(a_sig * b_sig)
-        (product, exp_sum, *flag_values) = stage(1, product=product, exp_sum=exp_sum, **flags)
+        (product, exp_base, *flag_values) = stage(1, product=product, exp_base=exp_base,
+                                                   **flags)
         flags = dict(zip(flags, flag_values))
 
         # 2: move the leading one to bit 15. The value is then
@@ -83,32 +91,34 @@ class BF16MulCore(wiring.Component):
             lz = ~product[15]
         normalized = Signal(16)
         exponent = Signal(signed(10))
+        below = Signal(signed(10))      # 1 - exponent, computed beside it, not after it
         m.d.comb += [
             normalized.eq(product << lz),
-            exponent.eq(exp_sum - (2 * BF16.bias - FP32.bias - 1) - lz),
+            exponent.eq(exp_base + 1 - lz),
+            below.eq(lz - exp_base),
         ]
-        (normalized, exponent, *flag_values) = stage(
-            2, normalized=normalized, exponent=exponent, **flags)
+        (normalized, exponent, below, *flag_values) = stage(
+            2, normalized=normalized, exponent=exponent, below=below, **flags)
         flags = dict(zip(flags, flag_values))
 
         # 3: pack (exponent field + hidden bit trick, see round_nearest_even);
         # in "ieee" numerics, shift a tiny product into the subnormal range first.
-        underflow = exponent < 1
+        # The packed field is then the exponent (the hidden bit is at bit 25)
+        # or, for a subnormal, 0 (the hidden bit has moved down).
+        underflow = not_positive(exponent)
         if ieee:
-            below = Signal(8)
-            m.d.comb += below.eq(Mux(underflow, 1 - exponent, 0))
-            shifted, lost = shift_right_sticky(m, Cat(Const(0, 10), normalized), below,
-                                               name="subnormal")
-            packed = Signal(9)
-            m.d.comb += packed.eq(Mux(underflow, 0, exponent - 1) + shifted[25])
-            rounded = round_nearest_even(m, Cat(shifted[2:25], packed[:8]), shifted[1],
+            # below = 0 shifts by nothing, so only its sign needs testing here.
+            shifted, lost = shift_right_sticky(m, Cat(Const(0, 10), normalized),
+                                               Mux(below[-1], 0, below[:8]), name="subnormal")
+            packed = Mux(underflow, 0, exponent[:8])
+            rounded = round_nearest_even(m, Cat(shifted[2:25], packed), shifted[1],
                                          shifted[0] | lost, name="rounded")
             flush = Const(0)
         else:
             rounded = Signal(31)
             m.d.comb += rounded.eq(Cat(Const(0, 8), normalized[:15], exponent[:8]))
             flush = underflow
-        overflow = exponent >= FP32.exp_max
+        overflow = exceeds_finite(exponent, FP32)
         (rounded, overflow, flush, *flag_values) = stage(
             3, rounded=rounded, overflow=overflow, flush=flush, **flags)
         flags = dict(zip(flags, flag_values))

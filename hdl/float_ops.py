@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from amaranth.hdl import Cat, Const, Mux, Signal
 
 __all__ = ["FloatFormat", "FP32", "BF16", "NUMERICS", "check_numerics",
-           "unpack", "leading_zeros", "shift_right_sticky", "round_nearest_even"]
+           "unpack", "leading_zeros", "shift_right_sticky", "shift_out_leading_zeros",
+           "round_nearest_even", "not_positive", "exceeds_finite"]
 
 NUMERICS = ("tpu", "ieee")
 
@@ -148,6 +149,28 @@ def shift_right_sticky(m, value, amount, *, name):
     return shifted, sticky
 
 
+def shift_out_leading_zeros(m, value, sizes, *, name):
+    """Normalize ``value`` step by step: shift left by each of ``sizes`` whose top bits are zero.
+
+    With ``sizes`` the descending powers of two below the width, the leading
+    one ends at the MSB (unless ``value`` is zero) and the returned count is
+    the leading-zero count. Each step tests only the bits it would shift out,
+    so no separate leading-zero counter is needed, and the steps may be split
+    over pipeline stages (the count's bits come out MSB first). Returns
+    (shifted, count), ``count`` as wide as the largest size needs.
+    """
+    width = len(value)
+    cur, count = value, Const(0, max(sizes).bit_length())
+    for size in sizes:
+        top_zero = ~cur[width - size:].any()
+        cur = Mux(top_zero, Cat(Const(0, size), cur[:width - size]), cur)
+        count = count | Mux(top_zero, size, 0)
+    shifted = Signal(width, name=name)
+    shift = Signal(len(count), name=f"{name}_count")
+    m.d.comb += [shifted.eq(cur), shift.eq(count)]
+    return shifted, shift
+
+
 def round_nearest_even(m, packed, guard, sticky, *, name):
     """Round a packed exponent-and-fraction field to nearest, ties to even.
 
@@ -160,3 +183,16 @@ def round_nearest_even(m, packed, guard, sticky, *, name):
     m.d.comb += rounded.eq(packed + (guard & (sticky | packed[0])))
     return rounded
 
+
+
+# Comparisons of a signed exponent with constants, as plain logic: written as
+# ``<`` or ``>=`` they would each cost a carry chain (and inverter LUTs) on an FPGA.
+
+def not_positive(exponent):
+    """``exponent <= 0`` for a signed value."""
+    return exponent[-1] | ~exponent.any()
+
+
+def exceeds_finite(exponent, fmt):
+    """``exponent >= fmt.exp_max`` for a signed value wider than the exponent field."""
+    return ~exponent[-1] & (exponent[fmt.ebits:-1].any() | exponent[:fmt.ebits].all())
