@@ -46,9 +46,12 @@ class ProcessingElement(wiring.Component):
     ----------
     numerics : "tpu" or "ieee"
     mul_stages : int
-        Multiplier pipeline depth, 1 to 5.
+        Multiplier pipeline depth, 1 to 5 (default 2).
     add_stages : int
-        Adder pipeline depth, 1 to 6: the cycles a partial sum spends in the PE.
+        Adder pipeline depth, 1 to 6 (default 6): the cycles a partial sum
+        spends in the PE. The defaults are the shallowest that place and
+        route above 100 MHz on an ECP5 at speed grade 6 (docs/fpga.md);
+        "ieee" numerics need ``mul_stages=3`` for that.
     transpose : bool
         Whether the shadow can also shift in from the right (transposed load).
 
@@ -74,9 +77,13 @@ class ProcessingElement(wiring.Component):
         Shadow weight of the PE to the right.
     w_out : Out(16)
         This PE's shadow weight.
+
+    Latency ``1 + mul_stages`` cycles from ``x_in`` to its product entering
+    the adder, ``add_stages`` from ``psum_in`` to ``psum_out``; throughput one
+    MAC per cycle. Every register holds while ``en`` is low.
     """
 
-    def __init__(self, *, numerics="tpu", mul_stages=1, add_stages=2, transpose=True):
+    def __init__(self, *, numerics="tpu", mul_stages=2, add_stages=6, transpose=True):
         check_pe_params(numerics=numerics, mul_stages=mul_stages, add_stages=add_stages)
         self.numerics, self.mul_stages, self.add_stages = numerics, mul_stages, add_stages
         self.transposable = bool(transpose)
