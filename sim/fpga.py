@@ -211,7 +211,8 @@ def _block_cells(stat, top):
     key = next((k for k in modules if k.lstrip("\\") == top), None)
     if key is None:
         raise FpgaError(f"yosys statistics have no module {top!r} (modules: {', '.join(modules)})")
-    return {kind.lstrip("$"): count for kind, count in modules[key]["num_cells_by_type"].items()}
+    return {kind: count for kind, count in modules[key]["num_cells_by_type"].items()
+            if not kind.startswith("$")}      # $scopeinfo: names for debuggers, no hardware
 
 
 def _critical_path(pnr, ports):
