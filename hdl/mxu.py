@@ -4,6 +4,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .pe import ADD_STAGES, MUL_STAGES
 from .systolic_array import SystolicArray, array_latency, check_array_params
 
 __all__ = ["MXU", "PRESETS", "preset", "weights_layout", "lhs_layout"]
@@ -45,11 +46,12 @@ class MXU(wiring.Component):
         Array shape (default 8x8); see :data:`PRESETS` and :func:`preset`.
     numerics : "tpu" (default) or "ieee"
     mul_stages, add_stages : int
-        PE pipeline depth (defaults 1 and 2); more stages, higher Fmax.
+        PE pipeline depth (defaults :data:`~hdl.pe.MUL_STAGES` and
+        :data:`~hdl.pe.ADD_STAGES`, the shallowest that reach 100 MHz on an ECP5).
     transpose : bool
         Support transposed weight loads; defaults to ``rows == cols`` (required).
     fifo_depth : int
-        Result FIFO depth (default 8).
+        Result FIFO depth, at least 3 (default 8).
 
     Ports
     -----
@@ -79,15 +81,18 @@ class MXU(wiring.Component):
     ``(rows - 1) * add_stages + cols - 1`` cycles. A tile of at least
     ``(rows - 1) * add_stages + cols + rows`` LHS rows therefore hides the
     next tile's load completely, and consecutive tiles stream with no bubble.
-    Stall: when a result is due and the FIFO is full, the whole array holds
-    (and ``lhs``, ``acc_in`` and ``weights`` are not ready); nothing is lost,
+    Stall: when the result FIFO could fill, the whole array holds (and
+    ``lhs``, ``acc_in`` and ``weights`` are not ready), from the next cycle:
+    the array's clock enable is registered, so it keeps a slot of headroom
+    and resumes a cycle after the consumer frees one. Nothing is lost,
     duplicated or reordered.
     """
 
-    def __init__(self, *, rows=8, cols=8, numerics="tpu", mul_stages=1, add_stages=2,
-                 transpose=None, fifo_depth=8):
-        if not isinstance(fifo_depth, int) or isinstance(fifo_depth, bool) or fifo_depth < 2:
-            raise ValueError(f"fifo_depth must be an integer of at least 2, not {fifo_depth!r}")
+    def __init__(self, *, rows=8, cols=8, numerics="tpu", mul_stages=MUL_STAGES,
+                 add_stages=ADD_STAGES, transpose=None, fifo_depth=8):
+        # Three entries, so the registered stall below always leaves the FIFO a slot.
+        if not isinstance(fifo_depth, int) or isinstance(fifo_depth, bool) or fifo_depth < 3:
+            raise ValueError(f"fifo_depth must be an integer of at least 3, not {fifo_depth!r}")
         self._array_params = dict(rows=rows, cols=cols, numerics=numerics,
                                   mul_stages=mul_stages, add_stages=add_stages,
                                   transpose=transpose)
@@ -124,8 +129,16 @@ class MXU(wiring.Component):
         # valid[i]: the LHS row accepted i + 1 enabled cycles ago is in flight.
         valid = Signal(self.array_latency)
         result_due = valid[-1]
-        advance = Signal()
-        m.d.comb += advance.eq(~result_due | result_fifo.w_rdy)
+        # The clock enable of every array register. It is itself a register,
+        # decided a cycle ahead, so no handshake reaches its tens of thousands
+        # of loads combinationally: advance next cycle if the FIFO will still
+        # have a free slot then, whatever arrives. (SyncFIFOBuffered's level
+        # counts its output register; with depth >= 3 a level below the depth
+        # means the next write is accepted.)
+        advance = Signal(init=1)
+        written = result_due & advance
+        read = self.result.valid & self.result.ready
+        m.d.sync += advance.eq(result_fifo.level + written - read < self.fifo_depth)
 
         # Shadow tile bookkeeping: rows loaded since the last swap, and how long
         # the last swap still needs to reach every PE (shifting the shadow
@@ -166,7 +179,7 @@ class MXU(wiring.Component):
             array.load.eq(load),
             array.weights.eq(self.weights.payload.data),
             result_fifo.w_data.eq(array.result),
-            result_fifo.w_en.eq(result_due & result_fifo.w_rdy),
+            result_fifo.w_en.eq(written),
         ]
         if self.transposable:
             m.d.comb += array.transpose.eq(self.weights.payload.transpose)

@@ -9,7 +9,13 @@ from .float_ops import check_numerics
 from .fp32_adder import FP32AddCore, MAX_STAGES as ADD_MAX_STAGES
 from .stager import check_stages
 
-__all__ = ["ProcessingElement", "check_pe_params", "pe_signature"]
+__all__ = ["ProcessingElement", "check_pe_params", "pe_signature", "MUL_STAGES", "ADD_STAGES"]
+
+#: Default pipeline depths: the shallowest that place and route above 100 MHz
+#: on an ECP5 at speed grade 6 in "tpu" numerics (docs/fpga.md). The array and
+#: the MXU default to these too.
+MUL_STAGES = 2
+ADD_STAGES = 6
 
 
 def pe_signature(transposable):
@@ -83,7 +89,8 @@ class ProcessingElement(wiring.Component):
     MAC per cycle. Every register holds while ``en`` is low.
     """
 
-    def __init__(self, *, numerics="tpu", mul_stages=2, add_stages=6, transpose=True):
+    def __init__(self, *, numerics="tpu", mul_stages=MUL_STAGES, add_stages=ADD_STAGES,
+                 transpose=True):
         check_pe_params(numerics=numerics, mul_stages=mul_stages, add_stages=add_stages)
         self.numerics, self.mul_stages, self.add_stages = numerics, mul_stages, add_stages
         self.transposable = bool(transpose)

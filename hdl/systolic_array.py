@@ -4,7 +4,7 @@ from amaranth.hdl import Cat, Module
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .pe import ProcessingElement, check_pe_params
+from .pe import ADD_STAGES, MUL_STAGES, ProcessingElement, check_pe_params
 from .skew_buffer import SkewBuffer
 
 __all__ = ["PERow", "SystolicArray", "check_array_params", "array_latency",
@@ -134,8 +134,8 @@ class SystolicArray(wiring.Component):
     Latency ``rows * add_stages + cols + mul_stages`` cycles; one LHS row per cycle.
     """
 
-    def __init__(self, *, rows, cols, numerics="tpu", mul_stages=1, add_stages=2,
-                 transpose=None):
+    def __init__(self, *, rows, cols, numerics="tpu", mul_stages=MUL_STAGES,
+                 add_stages=ADD_STAGES, transpose=None):
         self.transposable = check_array_params(
             rows=rows, cols=cols, numerics=numerics, mul_stages=mul_stages,
             add_stages=add_stages, transpose=transpose)

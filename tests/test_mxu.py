@@ -15,6 +15,7 @@ from golden.formats import NUMERICS
 from hdl.mxu import MXU, preset
 from sim import mxu
 from sim.backends import run_program
+from verif.agents import Driver, Monitor
 from verif.mxu_scenarios import bf16_matrix, fp32_matrix
 
 from . import oracle
@@ -84,20 +85,23 @@ def test_transposed_load_gives_the_same_tiles(numerics, rng):
     _assert_bit_exact(run.out, golden_mxu.matmul(x, w, numerics=numerics, acc=acc))
 
 
-def _spans(plan, **gaps):
+def _spans(plan, **agents):
     params = {"rows": plan.rows, "cols": plan.cols}
     program = functools.partial(
         mxu.stream_matmul, weight_beats=plan.weight_beats, lhs_beats=plan.lhs_beats,
-        acc_beats=plan.acc_beats, n_results=plan.n_results, final_from=plan.final_from, **gaps)
+        acc_beats=plan.acc_beats, n_results=plan.n_results, final_from=plan.final_from, **agents)
     return MXU(**params), run_program("mxu", params, program)
 
 
 def test_tiles_stream_back_to_back_without_bubbles(rng):
-    # 2 K-tiles x 2 N-tiles on 4x4; 16 LHS rows per tile cover the weight load
-    # ((rows-1)*add_stages + cols + rows = 14 cycles), so LHS never waits.
-    x, w, _ = _operands(rng, 16, 8, 8, acc=False, special_density=0.0)
+    # 2 K-tiles x 2 N-tiles on 4x4. A tile of (rows-1)*add_stages + cols + rows
+    # LHS rows covers the next tile's weight load (MXU docstring), so with that
+    # many rows per tile the LHS stream never waits.
+    dut = MXU(rows=4, cols=4)
+    m = (dut.rows - 1) * dut.array_params["add_stages"] + dut.cols + dut.rows
+    x, w, _ = _operands(rng, m, 8, 8, acc=False, special_density=0.0)
     plan = mxu.plan_matmul(x.view(np.uint16), w.view(np.uint16), rows=4, cols=4)
-    dut, (final, spans) = _spans(plan)
+    _, (final, spans) = _spans(plan)
     first, last = spans["lhs"]
     assert last - first + 1 == len(plan.lhs_beats), "the LHS stream stalled between tiles"
     _assert_bit_exact(plan.assemble(final), golden_mxu.matmul(x, w))
@@ -107,19 +111,32 @@ def test_latency_matches_the_docstring(rng):
     x, w, _ = _operands(rng, 1, 4, 4, acc=False, special_density=0.0)
     plan = mxu.plan_matmul(x.view(np.uint16), w.view(np.uint16), rows=4, cols=4)
     dut, (_final, spans) = _spans(plan)
-    assert spans["result"][0] - spans["lhs"][0] == dut.latency == 4 * 2 + 4 + 1 + 2
+    p = dut.array_params
+    assert spans["result"][0] - spans["lhs"][0] == dut.latency == \
+        4 * p["add_stages"] + 4 + p["mul_stages"] + 2
 
 
-@pytest.mark.parametrize("idle, stall", [(0.0, 0.6), (0.4, 0.4)])
+@pytest.mark.parametrize("idle, stall", [(0.0, 0.6), (0.4, 0.4), (0.0, 0.95)])
 def test_backpressure_changes_nothing(idle, stall, rng, seed):
     x, w, acc = _operands(rng, 12, 6, 5, acc=True, special_density=0.1)
     plan = mxu.plan_matmul(x.view(np.uint16), w.view(np.uint16), acc.view(np.uint32),
                            rows=3, cols=3)
     calm = mxu.run_plan(plan)
-    bumpy = mxu.run_plan(plan, gap_seed=seed, idle=idle, stall=stall)
-    _assert_bit_exact(bumpy.out, calm.out)
+    gaps = np.random.default_rng(seed)
+    agents = {}
+
+    def monitor(*args, **kwargs):          # the monitor also checks the stream rules
+        agents["result"] = Monitor(*args, rng=gaps, stall=stall, **kwargs)
+        return agents["result"]
+
+    final, spans = _spans(plan, source=functools.partial(Driver, rng=gaps, idle=idle),
+                          sink=monitor)[1]
+    _assert_bit_exact(plan.assemble(final), calm.out)
     _assert_bit_exact(calm.out, golden_mxu.matmul(x, w, acc=acc))
-    assert bumpy.cycles > calm.cycles
+    first = min(first for first, _ in spans.values() if first is not None)
+    assert spans["result"][1] - first + 1 > calm.cycles
+    if stall > 0.9:                        # long waits fill the FIFO: the array must hold
+        assert max(agents["result"].stalls) > MXU().fifo_depth
 
 
 @pytest.mark.parametrize("numerics", NUMERICS)
@@ -164,7 +181,7 @@ def test_bad_input_is_a_clear_value_error(call, message):
     (dict(cols=2.0), TypeError, "cols must be an integer"),
     (dict(rows=3, cols=5, transpose=True), ValueError, "need a square array, not 3x5"),
     (dict(add_stages=7), ValueError, "add_stages must be between 1 and 6"),
-    (dict(fifo_depth=1), ValueError, "fifo_depth must be an integer of at least 2"),
+    (dict(fifo_depth=2), ValueError, "fifo_depth must be an integer of at least 3"),
 ])
 def test_bad_mxu_parameters(params, error, message):
     with pytest.raises(error, match=message):
