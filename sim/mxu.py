@@ -24,7 +24,8 @@ from golden.formats import BF16, FP32, check_numerics
 from .backends import check_backend, run_program
 from .transactors import StreamSink, StreamSource, run_transactors
 
-__all__ = ["matmul", "MatmulRun", "MatmulPlan", "plan_matmul", "run_plan", "stream_matmul"]
+__all__ = ["matmul", "MatmulRun", "MatmulPlan", "plan_matmul", "run_plan", "stream_matmul",
+           "matmul_cycles"]
 
 # K padding must not disturb a sum: (-0) * (+0) = -0, and x + (-0) == x for
 # every x, including -0 (whereas -0 + +0 would round to +0).
@@ -162,11 +163,19 @@ def run_plan(plan, *, numerics="tpu", backend="amaranth", waves=None, mxu_params
         watchdog=1000 + 4 * (6 * plan.rows + plan.cols + 7),
         progress=progress if backend == "amaranth" else None)
     final, spans = run_program("mxu", params, program, backend=backend, waves=waves)
-    first_in = min(first for first, _ in (spans[p] for p in ("weights", "lhs", "acc_in"))
-                   if first is not None)
-    cycles = spans["result"][1] - first_in + 1
+    cycles = matmul_cycles(spans)
     m, k, n = plan.shape
     return MatmulRun(plan.assemble(final), cycles, m * k * n / (plan.rows * plan.cols * cycles))
+
+
+def matmul_cycles(spans):
+    """Cycles from the first input beat accepted to the last result delivered, both included.
+
+    ``spans`` is what :func:`stream_matmul` returns beside the results.
+    """
+    first_in = min(first for first, _ in (spans[p] for p in ("weights", "lhs", "acc_in"))
+                   if first is not None)
+    return spans["result"][1] - first_in + 1
 
 
 def _check_matrix(value, name, dtype, ndim=2):

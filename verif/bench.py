@@ -24,7 +24,7 @@ import numpy as np
 
 from sim.arith import UNITS, stream_through
 from sim.backends import run_program
-from sim.mxu import plan_matmul, stream_matmul
+from sim.mxu import matmul_cycles, plan_matmul, stream_matmul
 from sim.toolchain import iverilog
 
 from . import corpus
@@ -87,10 +87,9 @@ def _mxu_run(shape, rows, cols, backend, rng):
     plan, program = _mxu_program(shape, rows, cols, rng)
     (final, spans), cycles, seconds = run_program(
         "mxu", {"rows": rows, "cols": cols}, program, backend=backend)
-    first = min(spans[p][0] for p in ("weights", "lhs", "acc_in") if spans[p][0] is not None)
-    matmul_cycles = spans["result"][1] - first + 1
+    span = matmul_cycles(spans)
     m, k, n = shape
-    return cycles, seconds, matmul_cycles, m * k * n / (rows * cols * matmul_cycles)
+    return cycles, seconds, span, m * k * n / (rows * cols * span)
 
 
 def _export_cost(size):

@@ -286,6 +286,7 @@ def _parser():
 
 def main(argv=None):
     from sim.cocotb_backend import SimulationError
+    from sim.fpga import FpgaError
     from sim.toolchain import ToolMissing
     from sim.transactors import SimulationHang
     args = _parser().parse_args(argv)
@@ -295,7 +296,7 @@ def main(argv=None):
         print(f"tpu-rtl {args.command}: {error}", file=sys.stderr)
         return error.status
     except (ValueError, TypeError, FileNotFoundError, ToolMissing, SimulationError,
-            SimulationHang) as error:
+            SimulationHang, FpgaError) as error:
         if args.debug:
             raise
         print(f"tpu-rtl {args.command}: error: {error}", file=sys.stderr)
