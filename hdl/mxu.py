@@ -47,7 +47,7 @@ class MXU(wiring.Component):
     numerics : "tpu" (default) or "ieee"
     mul_stages, add_stages : int
         PE pipeline depth (defaults :data:`~hdl.pe.MUL_STAGES` and
-        :data:`~hdl.pe.ADD_STAGES`, the shallowest that reach 100 MHz on an ECP5).
+        :data:`~hdl.pe.ADD_STAGES`, chosen for Fmax on an ECP5; see there).
     transpose : bool
         Support transposed weight loads; defaults to ``rows == cols`` (required).
     fifo_depth : int

@@ -11,10 +11,14 @@ from .stager import check_stages
 
 __all__ = ["ProcessingElement", "check_pe_params", "pe_signature", "MUL_STAGES", "ADD_STAGES"]
 
-#: Default pipeline depths: the shallowest that place and route above 100 MHz
-#: on an ECP5 at speed grade 6 in "tpu" numerics (docs/fpga.md). The array and
-#: the MXU default to these too.
-MUL_STAGES = 2
+#: Default pipeline depths (docs/fpga.md). Six adder stages are the fewest that
+#: place and route above 100 MHz on an ECP5 at speed grade 6 in "tpu" numerics.
+#: The multiplier uses all five cut points, more than a lone PE needs (two reach
+#: 126 MHz): in an array the placer cannot keep every PE beside its DSP block,
+#: and registers on both sides of the multiplier keep that distance out of the
+#: DSP's own delay (an 8x8 MXU's multiplier paths: 68 MHz with two stages, off
+#: its critical path with five). The array and the MXU default to these too.
+MUL_STAGES = 5
 ADD_STAGES = 6
 
 
@@ -52,12 +56,12 @@ class ProcessingElement(wiring.Component):
     ----------
     numerics : "tpu" or "ieee"
     mul_stages : int
-        Multiplier pipeline depth, 1 to 5 (default 2).
+        Multiplier pipeline depth, 1 to 5 (default :data:`MUL_STAGES`).
     add_stages : int
-        Adder pipeline depth, 1 to 6 (default 6): the cycles a partial sum
-        spends in the PE. The defaults are the shallowest that place and
-        route above 100 MHz on an ECP5 at speed grade 6 (docs/fpga.md);
-        "ieee" numerics need ``mul_stages=3`` for that.
+        Adder pipeline depth, 1 to 6 (default :data:`ADD_STAGES`): the
+        cycles a partial sum spends in the PE. A lone PE places and routes
+        above 100 MHz on an ECP5 at speed grade 6 from ``mul_stages=2`` in
+        "tpu" numerics and ``mul_stages=3`` in "ieee" (docs/fpga.md).
     transpose : bool
         Whether the shadow can also shift in from the right (transposed load).
 
