@@ -13,7 +13,7 @@ PYTHON ?= $(shell for p in python3 python3.14 python3.13 python3.12 python3.11; 
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
 	&& { command -v $$p; break; }; done)
 
-.PHONY: demo test regress bench fpga-report clean distclean
+.PHONY: demo test regress bench clean distclean
 
 demo: $(STAMP)
 	$(BIN)/tpu-rtl demo

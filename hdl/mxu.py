@@ -51,7 +51,7 @@ class MXU(wiring.Component):
     transpose : bool
         Support transposed weight loads; defaults to ``rows == cols`` (required).
     fifo_depth : int
-        Result FIFO depth, at least 3 (default 8).
+        Result FIFO depth, at least 4 (default 8).
 
     Ports
     -----
@@ -73,8 +73,9 @@ class MXU(wiring.Component):
     result : Out(stream.Signature(ArrayLayout(32, cols)))
         One fp32 result row per LHS beat, in order.
 
-    Latency: ``rows * add_stages + cols + mul_stages + 2`` cycles from an LHS
-    beat accepted to its result valid (the array, then the buffered FIFO).
+    Latency: ``rows * add_stages + cols + mul_stages + 3`` cycles from an LHS
+    beat accepted to its result valid (the array, a write register, then the
+    buffered FIFO).
     Throughput: one LHS row per cycle, ``rows * cols`` MACs per cycle.
     Weights: the next tile's ``rows`` beats load while the current one
     computes, once the previous swap has reached every PE, which takes
@@ -90,9 +91,10 @@ class MXU(wiring.Component):
 
     def __init__(self, *, rows=8, cols=8, numerics="tpu", mul_stages=MUL_STAGES,
                  add_stages=ADD_STAGES, transpose=None, fifo_depth=8):
-        # Three entries, so the registered stall below always leaves the FIFO a slot.
-        if not isinstance(fifo_depth, int) or isinstance(fifo_depth, bool) or fifo_depth < 3:
-            raise ValueError(f"fifo_depth must be an integer of at least 3, not {fifo_depth!r}")
+        # The registered stall below needs three entries to be safe and four to
+        # keep a steadily read stream at one row a cycle.
+        if not isinstance(fifo_depth, int) or isinstance(fifo_depth, bool) or fifo_depth < 4:
+            raise ValueError(f"fifo_depth must be an integer of at least 4, not {fifo_depth!r}")
         self._array_params = dict(rows=rows, cols=cols, numerics=numerics,
                                   mul_stages=mul_stages, add_stages=add_stages,
                                   transpose=transpose)
@@ -102,7 +104,7 @@ class MXU(wiring.Component):
         self.numerics = numerics
         self.array_latency = array_latency(rows=rows, cols=cols, mul_stages=mul_stages,
                                            add_stages=add_stages)
-        self.latency = self.array_latency + 2
+        self.latency = self.array_latency + 3
         self.fifo_depth = fifo_depth
         self.swap_wave = (rows - 1) * add_stages + cols - 1
         super().__init__({
@@ -131,14 +133,22 @@ class MXU(wiring.Component):
         result_due = valid[-1]
         # The clock enable of every array register. It is itself a register,
         # decided a cycle ahead, so no handshake reaches its tens of thousands
-        # of loads combinationally: advance next cycle if the FIFO will still
-        # have a free slot then, whatever arrives. (SyncFIFOBuffered's level
-        # counts its output register; with depth >= 3 a level below the depth
-        # means the next write is accepted.)
+        # of loads combinationally. The FIFO's write side is registered too,
+        # apart from that logic: a result leaving the array (`leaving`) is
+        # written a cycle later (`pending`). Advance next cycle if, counting
+        # the write in flight, the FIFO will still have a free slot when the
+        # result that may leave then is written. (SyncFIFOBuffered's level
+        # counts its output register; with depth >= 3, a level below the
+        # depth means the next write is accepted.)
         advance = Signal(init=1)
-        written = result_due & advance
+        leaving = result_due & advance
+        pending = Signal()
+        pending_row = Signal(32 * self.cols, reset_less=True)
         read = self.result.valid & self.result.ready
-        m.d.sync += advance.eq(result_fifo.level + written - read < self.fifo_depth)
+        m.d.sync += [
+            pending.eq(leaving), pending_row.eq(array.result),
+            advance.eq(result_fifo.level + pending + leaving - read < self.fifo_depth),
+        ]
 
         # Shadow tile bookkeeping: rows loaded since the last swap, and how long
         # the last swap still needs to reach every PE (shifting the shadow
@@ -178,8 +188,8 @@ class MXU(wiring.Component):
             array.acc.eq(Mux(take & lhs.acc, self.acc_in.payload, 0)),
             array.load.eq(load),
             array.weights.eq(self.weights.payload.data),
-            result_fifo.w_data.eq(array.result),
-            result_fifo.w_en.eq(written),
+            result_fifo.w_data.eq(pending_row),
+            result_fifo.w_en.eq(pending),
         ]
         if self.transposable:
             m.d.comb += array.transpose.eq(self.weights.payload.transpose)

@@ -12,11 +12,12 @@ class SkewBuffer(wiring.Component):
     """Delays lane ``i`` of a multi-lane word by ``delays[i]`` enabled cycles.
 
     A lane with delay 1 is a register; a longer one is a ring buffer of that
-    depth: each enabled cycle writes the input where the output is read from,
-    so the output is the value written ``depth`` enabled cycles earlier. A
-    ring costs one memory and a pointer instead of ``depth`` registers,
-    which keeps the 128x128 array's skew (hundreds of thousands of bits)
-    cheap to elaborate and lets an FPGA use distributed RAM for it.
+    depth: each enabled cycle writes the input at the pointer and reads the
+    oldest entry, the next one, into the read port's register, which then
+    holds the value written ``depth`` enabled cycles earlier. A ring costs one
+    memory and a pointer instead of ``depth`` registers, which keeps the
+    128x128 array's skew (hundreds of thousands of bits) cheap to elaborate,
+    and its registered read lets an FPGA put a long ring in block RAM.
 
     Parameters
     ----------
@@ -53,15 +54,20 @@ class SkewBuffer(wiring.Component):
                     m.d.sync += reg.eq(self.i[lane])
                 m.d.comb += self.o[lane].eq(reg)
             else:
+                # Never the same address for read and write, so no read/write
+                # collision logic is needed (no_rw_check), and an FPGA can use
+                # block RAM, whose reads are registered.
                 m.submodules[f"lane{lane}"] = ring = Memory(
                     shape=self.width, depth=delay, init=[], attrs={"no_rw_check": 1})
                 pointer = Signal(range(delay), name=f"lane{lane}_ptr")
-                write, read = ring.write_port(), ring.read_port(domain="comb")
+                oldest = Signal(range(delay), name=f"lane{lane}_oldest")
+                write, read = ring.write_port(), ring.read_port()
                 m.d.comb += [
-                    read.addr.eq(pointer), write.addr.eq(pointer),
-                    write.data.eq(self.i[lane]), write.en.eq(self.en),
+                    oldest.eq(Mux(pointer == delay - 1, 0, pointer + 1)),
+                    write.addr.eq(pointer), write.data.eq(self.i[lane]), write.en.eq(self.en),
+                    read.addr.eq(oldest), read.en.eq(self.en),
                     self.o[lane].eq(read.data),
                 ]
                 with m.If(self.en):
-                    m.d.sync += pointer.eq(Mux(pointer == delay - 1, 0, pointer + 1))
+                    m.d.sync += pointer.eq(oldest)
         return m

@@ -113,7 +113,7 @@ def test_latency_matches_the_docstring(rng):
     dut, (_final, spans) = _spans(plan)
     p = dut.array_params
     assert spans["result"][0] - spans["lhs"][0] == dut.latency == \
-        4 * p["add_stages"] + 4 + p["mul_stages"] + 2
+        4 * p["add_stages"] + 4 + p["mul_stages"] + 3
 
 
 @pytest.mark.parametrize("idle, stall", [(0.0, 0.6), (0.4, 0.4), (0.0, 0.95)])
@@ -180,7 +180,7 @@ def test_bad_input_is_a_clear_value_error(call, message):
     (dict(cols=2.0), TypeError, "cols must be an integer"),
     (dict(rows=3, cols=5, transpose=True), ValueError, "need a square array, not 3x5"),
     (dict(add_stages=7), ValueError, "add_stages must be between 1 and 6"),
-    (dict(fifo_depth=2), ValueError, "fifo_depth must be an integer of at least 3"),
+    (dict(fifo_depth=3), ValueError, "fifo_depth must be an integer of at least 4"),
 ])
 def test_bad_mxu_parameters(params, error, message):
     with pytest.raises(error, match=message):

@@ -157,7 +157,7 @@ def run_bench(*, quick=False, output="docs/benchmarks.md", seed=1):
     plan = QUICK if quick else FULL
     rng = np.random.default_rng(seed)
     backends = ["amaranth", "verilator"] + (["icarus"] if iverilog() else [])
-    steps = _Steps(len(UNITS) * len(backends) + 3 + len(plan.export_sizes)
+    steps = _Steps(len(UNITS) * len(backends) + 5 + len(plan.export_sizes)
                    + len(plan.util_cases))
     speed = []
     for unit in UNITS:
@@ -166,12 +166,15 @@ def run_bench(*, quick=False, output="docs/benchmarks.md", seed=1):
             rates[backend] = _arith_rate(unit, backend, plan.arith_ops, plan.repeats, rng)
             steps(f"{unit} on {backend}")
         speed.append((unit, f"{plan.arith_ops} operations", rates))
-    mxu_rates = {}
-    for backend in ("amaranth", "verilator"):
-        runs = [_mxu_run(plan.mxu_shape, 8, 8, backend, rng)[:2] for _ in range(plan.repeats)]
-        mxu_rates[backend] = _median_rate(runs)
-        steps(f"mxu 8x8 on {backend}")
-    speed.append(("mxu 8x8", f"{'x'.join(map(str, plan.mxu_shape))} matmul", mxu_rates))
+    for size in (4, 8):
+        mxu_rates = {}
+        for backend in ("amaranth", "verilator"):
+            runs = [_mxu_run(plan.mxu_shape, size, size, backend, rng)[:2]
+                    for _ in range(plan.repeats)]
+            mxu_rates[backend] = _median_rate(runs)
+            steps(f"mxu {size}x{size} on {backend}")
+        speed.append((f"mxu {size}x{size}", f"{'x'.join(map(str, plan.mxu_shape))} matmul",
+                      mxu_rates))
     harness = _harness_rate(plan.repeats)
     steps("bf16_mul compiled harness")
 
