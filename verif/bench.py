@@ -214,6 +214,8 @@ def run_bench(*, quick=False, output="docs/benchmarks.md", seed=1):
         lines.append(f"| {name} | {workload} | " + " | ".join(cells)
                      + f" | {rates['verilator'] / rates['amaranth']:.0f}x |")
     bf16_amaranth = dict((name, rates) for name, _, rates in speed)["bf16_mul"]["amaranth"]
+    if "icarus" in backends:
+        lines += ["", "n/a: the MXU is timed on Amaranth and Verilator only."]
     lines += [
         "",
         f"The exhaustive check's compiled C++ Verilator harness (no cocotb, no Python per "

@@ -1,0 +1,45 @@
+"""``tpu-rtl bench`` on a tiny plan: every section is measured and written.
+
+The real numbers come from ``tpu-rtl bench`` (docs/benchmarks.md); here the
+plan is shrunk so the whole table is produced in about a minute, and the test
+checks its shape and that every measurement is a positive number.
+"""
+
+import re
+
+import verif.bench
+from verif.bench import Plan, run_bench
+
+TINY = Plan(repeats=1, arith_ops=64, mxu_shape=(8, 4, 4), export_sizes=(4,),
+            util_cases=(((8, 8, 8), 4, 4),))
+
+
+def _numbers(row):
+    return [float(cell.strip().replace(",", "").rstrip("x")) for cell in row.split("|")[3:-1]
+            if cell.strip() != "n/a"]
+
+
+def test_tiny_bench_writes_every_section(tmp_path, monkeypatch):
+    monkeypatch.setattr(verif.bench, "QUICK", TINY)
+    output = tmp_path / "benchmarks.md"
+    text = run_bench(quick=True, output=output)
+    assert output.read_text() == text
+    for heading in ("## Simulation speed", "## Verilog export", "## MXU utilization"):
+        assert heading in text
+
+    speed = {row.split("|")[1].strip(): row for row in text.splitlines()
+             if re.match(r"\| (fp32_add|bf16_mul|fp32_to_bf16|mxu \dx\d) \|", row)}
+    assert set(speed) == {"fp32_add", "bf16_mul", "fp32_to_bf16", "mxu 4x4", "mxu 8x8"}
+    for row in speed.values():
+        assert all(value > 0 for value in _numbers(row)), row
+    assert re.search(r"harness .* runs the bf16 multiplier at [\d,]+ cycles per second", text)
+
+    export_row = next(row for row in text.splitlines() if row.startswith("| 4x4 |"))
+    seconds, memory, verilog = (float(cell) for cell in export_row.split("|")[2:5])
+    assert seconds > 0 and memory > 10 and verilog > 0
+
+    # 8x8x8 on a 4x4 array: 2 K-tiles x 2 N-tiles of 8 rows each, so the
+    # utilization is 512 MACs over 16 PEs and the measured cycles.
+    util_row = next(row for row in text.splitlines() if row.startswith("| 8x8x8 | 4x4 |"))
+    cycles, utilization = (float(cell) for cell in util_row.split("|")[3:5])
+    assert cycles >= 32 and utilization == round(512 / (16 * cycles), 3)
