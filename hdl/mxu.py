@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from .pe import ADD_STAGES, MUL_STAGES
 from .systolic_array import SystolicArray, array_latency, check_array_params
 
-__all__ = ["MXU", "PRESETS", "preset", "weights_layout", "lhs_layout"]
+__all__ = ["MXU", "PRESETS", "preset", "mxu_latency", "weights_layout", "lhs_layout"]
 
 #: Array shapes of the named presets (SPEC section 4.1).
 PRESETS = {"tpu_v4": (128, 128), "tpu_v6e": (256, 256)}
@@ -19,6 +19,17 @@ def preset(name):
         raise ValueError(f"unknown preset {name!r}; presets: {', '.join(PRESETS)}")
     rows, cols = PRESETS[name]
     return {"rows": rows, "cols": cols}
+
+
+def mxu_latency(*, rows, cols, mul_stages=MUL_STAGES, add_stages=ADD_STAGES, **_others):
+    """Cycles from an LHS beat accepted to its result valid (see :class:`MXU`).
+
+    Other MXU parameters are accepted and ignored, so an MXU's keyword
+    arguments can be passed as they are.
+    """
+    # The array, the FIFO's write register, then the buffered FIFO.
+    return array_latency(rows=rows, cols=cols, mul_stages=mul_stages,
+                         add_stages=add_stages) + 3
 
 
 def weights_layout(cols, transposable):
@@ -104,7 +115,8 @@ class MXU(wiring.Component):
         self.numerics = numerics
         self.array_latency = array_latency(rows=rows, cols=cols, mul_stages=mul_stages,
                                            add_stages=add_stages)
-        self.latency = self.array_latency + 3
+        self.latency = mxu_latency(rows=rows, cols=cols, mul_stages=mul_stages,
+                                   add_stages=add_stages)
         self.fifo_depth = fifo_depth
         self.swap_wave = (rows - 1) * add_stages + cols - 1
         super().__init__({

@@ -20,6 +20,7 @@ import ml_dtypes
 import numpy as np
 
 from golden.formats import BF16, FP32, check_numerics
+from hdl.mxu import mxu_latency
 
 from .backends import check_backend, run_program
 from .transactors import StreamSink, StreamSource, run_transactors
@@ -77,6 +78,18 @@ class MatmulPlan:
     def final_from(self):
         """Index of the first result beat that belongs to the last K-tile."""
         return (self.k_tiles - 1) * self.n_tiles * self.shape[0]
+
+    @property
+    def stream_args(self):
+        """The keyword arguments of :func:`stream_matmul` that carry this plan."""
+        return dict(weight_beats=self.weight_beats, lhs_beats=self.lhs_beats,
+                    acc_beats=self.acc_beats, n_results=self.n_results,
+                    final_from=self.final_from)
+
+    def utilization(self, cycles):
+        """Useful MACs of the unpadded matmul / (rows * cols * cycles)."""
+        m, k, n = self.shape
+        return m * k * n / (self.rows * self.cols * cycles)
 
     def assemble(self, final_beats):
         m, _, n = self.shape
@@ -157,15 +170,13 @@ def run_plan(plan, *, numerics="tpu", backend="amaranth", waves=None, mxu_params
     """
     params = dict(rows=plan.rows, cols=plan.cols, numerics=numerics, **(mxu_params or {}))
     program = functools.partial(
-        stream_matmul, weight_beats=plan.weight_beats, lhs_beats=plan.lhs_beats,
-        acc_beats=plan.acc_beats, n_results=plan.n_results, final_from=plan.final_from,
-        # Longer than any MXU's latency (at most 6 adder and 5 multiplier stages).
-        watchdog=1000 + 4 * (6 * plan.rows + plan.cols + 7),
+        stream_matmul, **plan.stream_args,
+        # A result overdue by several latencies means a hang, not a slow run.
+        watchdog=1000 + 4 * mxu_latency(**params),
         progress=progress if backend == "amaranth" else None)
     final, spans = run_program("mxu", params, program, backend=backend, waves=waves)
     cycles = matmul_cycles(spans)
-    m, k, n = plan.shape
-    return MatmulRun(plan.assemble(final), cycles, m * k * n / (plan.rows * plan.cols * cycles))
+    return MatmulRun(plan.assemble(final), cycles, plan.utilization(cycles))
 
 
 def matmul_cycles(spans):

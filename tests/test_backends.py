@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from golden import arith as golden
+from golden import mxu as golden_mxu
 from sim import arith, mxu
 from sim.arith import stream_through
 from sim.backends import check_backend, run_program
@@ -43,6 +44,8 @@ def test_matmul_backends_agree_cycle_for_cycle(backend, rng):
     w = bf16_matrix(rng, (5, 3), special_density=0.1)
     acc = fp32_matrix(rng, (6, 3), special_density=0.1)
     reference = mxu.matmul(x, w, rows=2, cols=2, acc=acc, numerics="ieee")
+    np.testing.assert_array_equal(reference.out.view(np.uint32),
+                                  golden_mxu.matmul(x, w, acc=acc, numerics="ieee").view(np.uint32))
     got = mxu.matmul(x, w, rows=2, cols=2, acc=acc, numerics="ieee", backend=backend)
     np.testing.assert_array_equal(got.out.view(np.uint32), reference.out.view(np.uint32))
     assert got.cycles == reference.cycles

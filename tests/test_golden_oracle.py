@@ -109,9 +109,11 @@ def test_named_case_by_hand(name, numerics):
 @pytest.mark.parametrize("numerics", NUMERICS)
 @pytest.mark.parametrize("op", ["fp32_add", "bf16_mul"])
 def test_golden_commutes_bitwise(op, numerics, rng):
-    a, b = corpus.binary_corpus(op, rng, n_random=5_000)
-    fn = getattr(arith, op)
-    np.testing.assert_array_equal(fn(a, b, numerics=numerics), fn(b, a, numerics=numerics))
+    # Golden on (b, a) against SoftFloat on (a, b): a + b == b + a, bit for bit,
+    # including which NaN comes out.
+    a, b = corpus.binary_corpus(op, rng, n_random=2_000)
+    swapped = getattr(arith, op)(b, a, numerics=numerics)
+    assert [int(v) for v in swapped] == oracle.apply(op, numerics, a, b)
 
 
 def test_mac_sequence_is_the_sequential_loop():

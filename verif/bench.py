@@ -77,10 +77,8 @@ def _mxu_program(shape, rows, cols, rng):
     m, k, n = shape
     x, w = bf16_matrix(rng, (m, k)), bf16_matrix(rng, (k, n))
     plan = plan_matmul(x.view(np.uint16), w.view(np.uint16), rows=rows, cols=cols)
-    inner = functools.partial(stream_matmul, weight_beats=plan.weight_beats,
-                              lhs_beats=plan.lhs_beats, acc_beats=plan.acc_beats,
-                              n_results=plan.n_results, final_from=plan.final_from)
-    return plan, functools.partial(timed, inner=inner)
+    return plan, functools.partial(timed, inner=functools.partial(stream_matmul,
+                                                                  **plan.stream_args))
 
 
 def _mxu_run(shape, rows, cols, backend, rng):
@@ -88,8 +86,7 @@ def _mxu_run(shape, rows, cols, backend, rng):
     (final, spans), cycles, seconds = run_program(
         "mxu", {"rows": rows, "cols": cols}, program, backend=backend)
     span = matmul_cycles(spans)
-    m, k, n = shape
-    return cycles, seconds, span, m * k * n / (rows * cols * span)
+    return cycles, seconds, span, plan.utilization(span)
 
 
 def _export_cost(size):
@@ -157,8 +154,9 @@ def run_bench(*, quick=False, output="docs/benchmarks.md", seed=1):
     plan = QUICK if quick else FULL
     rng = np.random.default_rng(seed)
     backends = ["amaranth", "verilator"] + (["icarus"] if iverilog() else [])
-    steps = _Steps(len(UNITS) * len(backends) + 5 + len(plan.export_sizes)
-                   + len(plan.util_cases))
+    mxu_sizes, mxu_backends = (4, 8), ("amaranth", "verilator")
+    steps = _Steps(len(UNITS) * len(backends) + len(mxu_sizes) * len(mxu_backends) + 1
+                   + len(plan.export_sizes) + len(plan.util_cases))
     speed = []
     for unit in UNITS:
         rates = {}
@@ -166,9 +164,9 @@ def run_bench(*, quick=False, output="docs/benchmarks.md", seed=1):
             rates[backend] = _arith_rate(unit, backend, plan.arith_ops, plan.repeats, rng)
             steps(f"{unit} on {backend}")
         speed.append((unit, f"{plan.arith_ops} operations", rates))
-    for size in (4, 8):
+    for size in mxu_sizes:
         mxu_rates = {}
-        for backend in ("amaranth", "verilator"):
+        for backend in mxu_backends:
             runs = [_mxu_run(plan.mxu_shape, size, size, backend, rng)[:2]
                     for _ in range(plan.repeats)]
             mxu_rates[backend] = _median_rate(runs)

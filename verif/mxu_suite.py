@@ -99,10 +99,7 @@ async def check_scenarios(bench, *, numerics, seed, rows=ROWS, cols=COLS,
             agents[port] = Monitor(port, count, rng=rng, stall=s.stall, on_beat=on_beat)
             return agents[port]
 
-        final, _spans = await stream_matmul(
-            bench, weight_beats=plan.weight_beats, lhs_beats=plan.lhs_beats,
-            acc_beats=plan.acc_beats, n_results=plan.n_results, final_from=plan.final_from,
-            source=source, sink=sink)
+        final, _spans = await stream_matmul(bench, **plan.stream_args, source=source, sink=sink)
         expected = golden_mxu.matmul(x, w, acc=acc, numerics="ieee" if inject ==
                                      "golden-no-flush" else numerics).view(np.uint32)
         board = Scoreboard(f"mxu/{numerics} scenario {index} {s}", expected,
