@@ -10,22 +10,30 @@ cycle, and returns the results in order::
 
 Operands are numpy arrays of bit patterns (``uint32`` for fp32, ``uint16``
 for bf16) of equal shape; the result has the same shape.
+
+Each call is a whole run (:mod:`sim.backends.whole_run`): the operands are
+played from a memory inside the simulation and the results recorded into
+one, :data:`CHUNK` operations at a time, so every backend runs the same RTL
+with no Python per cycle and one Verilator build serves every call.
+``waves`` records the first chunk.
 """
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
 
-from hdl.bf16_multiplier import BF16Multiplier
-from hdl.float_ops import check_numerics
-from hdl.fp32_adder import FP32Adder
-from hdl.fp32_to_bf16 import FP32ToBF16
+from hdl.arith import BF16Multiplier, FP32Adder, FP32ToBF16, check_numerics
 
-from .backends import check_backend, run_program
+from .backends import check_backend
+from .backends.whole_run import WholeRun, run_whole
 from .transactors import StreamSink, StreamSource, run_transactors
 
-__all__ = ["fp32_add", "bf16_mul", "fp32_to_bf16", "UNITS", "ArithUnit", "stream_through"]
+__all__ = ["fp32_add", "bf16_mul", "fp32_to_bf16", "UNITS", "ArithUnit", "stream_through",
+           "CHUNK"]
+
+#: Operations per whole run: the depth of the harness memories, fixed so that
+#: one build per unit and numerics serves calls of any size.
+CHUNK = 4096
 
 
 @dataclass(frozen=True)
@@ -86,9 +94,13 @@ def _run(name, operands, numerics, backend, waves):
     if arrays[0].size == 0:
         return np.zeros(shape, unit.result)
     beats = unit.pack(arrays)
-    results = run_program(name, {"numerics": numerics},
-                          functools.partial(stream_through, beats=beats),
-                          backend=backend, waves=waves)
+    results = []
+    for start in range(0, len(beats), CHUNK):
+        chunk = beats[start:start + CHUNK]
+        run = WholeRun(name, {"numerics": numerics}, play={"operands": chunk},
+                       record={"result": len(chunk)}, depth=CHUNK)
+        results += run_whole(run, backend=backend,
+                             waves=waves if start == 0 else None).recorded["result"]
     return np.array(results, dtype=unit.result).reshape(shape)
 
 

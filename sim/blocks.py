@@ -4,15 +4,16 @@ A block is a component class; its keyword-only constructor parameters are the
 block's parameters, with the constructor's defaults, so nothing restates them.
 """
 
+import gc
 import inspect
+import warnings
 
-from hdl.bf16_multiplier import BF16Multiplier
-from hdl.fp32_adder import FP32Adder
-from hdl.fp32_to_bf16 import FP32ToBF16
-from hdl.mxu import MXU, preset
-from hdl.pe import ProcessingElement
+from amaranth.hdl import UnusedElaboratable
 
-__all__ = ["BLOCKS", "block_params", "parse_params", "build"]
+from hdl.arith import BF16Multiplier, FP32Adder, FP32ToBF16
+from hdl.mxu import MXU, ProcessingElement, preset
+
+__all__ = ["BLOCKS", "block_params", "parse_params", "build", "block_signature"]
 
 #: Block name -> component class.
 BLOCKS = {
@@ -91,3 +92,16 @@ def parse_params(block, pairs):
 def build(block, params=None):
     """A new component for ``block`` with ``params``."""
     return _component(block)(**(params or {}))
+
+
+def block_signature(block, params=None):
+    """The signature of ``block`` built with ``params``, without keeping the component.
+
+    The component is built only to read its ports; it is never elaborated, so
+    Amaranth's warning about an unused elaboratable is expected and dropped.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        signature = build(block, params).signature
+        gc.collect()            # the component and its parts go while the filter is on
+    return signature

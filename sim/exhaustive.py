@@ -1,6 +1,6 @@
 """Exhaustive check of the bf16 multiplier: every operand pair against golden.
 
-A compiled Verilator harness (``sim/harness/bf16_mul_stream.cpp``) streams
+A compiled Verilator harness (``sim/backends/harness/bf16_mul_stream.cpp``) streams
 operand pairs through the exported RTL at one operation per cycle and writes
 the fp32 results to a pipe, one block of 65536 results per ``a`` (all ``b``
 in order). Python reads the blocks and compares them with
@@ -34,13 +34,13 @@ from golden.arith import bf16_mul as golden_bf16_mul
 from golden.formats import check_numerics
 
 from .export import export
-from .toolchain import tool_env, verilator, verilator_version
+from .backends.toolchain import tool_env, verilator, verilator_version
 
 __all__ = ["ExhaustiveError", "ExhaustiveResult", "HARNESS", "build_harness",
            "run_bf16_mul_exhaustive"]
 
 #: The C++ harness source; its text is part of the build cache key.
-HARNESS = Path(__file__).with_name("harness") / "bf16_mul_stream.cpp"
+HARNESS = Path(__file__).parent / "backends" / "harness" / "bf16_mul_stream.cpp"
 
 _TOP = "bf16_mul"
 _BLOCK = 65536          # results per a: one per b

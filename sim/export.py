@@ -8,19 +8,19 @@ Elaboration therefore grows with rows + cols, not rows * cols.
 """
 
 import importlib.metadata
+import re
 import time
 from dataclasses import dataclass, field
 
 from amaranth.back import verilog
 
-from hdl.blackbox import BlackBox
-from hdl.mxu import MXU
-from hdl.pe import ProcessingElement, pe_signature
-from hdl.systolic_array import PERow, SystolicArray, pe_row_signature
+from hdl.lib.blackbox import BlackBox
+from hdl.mxu import MXU, PERow, ProcessingElement, SystolicArray, pe_row_signature, pe_signature
 
 from .blocks import BLOCKS, block_params, build, parse_params
 
-__all__ = ["BLOCKS", "Export", "export", "parse_params", "block_params"]
+__all__ = ["BLOCKS", "Export", "export", "parse_params", "block_params", "module_ports"]
+
 
 @dataclass
 class Export:
@@ -28,6 +28,7 @@ class Export:
     block: str
     params: dict
     verilog: str
+    signature: object            # the top module's wiring.Signature
     modules: list = field(default_factory=list)
     seconds: float = 0.0
 
@@ -85,6 +86,21 @@ def export(block, params=None):
     texts = [_convert(component, name) for name, component in parts]
     modules = [name for name, _ in parts]
     text = _header(block, shown, modules) + "\n".join(texts)
-    return Export(block, shown, text, modules, time.perf_counter() - started)
+    return Export(block, shown, text, parts[-1][1].signature, modules,
+                  time.perf_counter() - started)
 
 
+_PORT = re.compile(r"^\s*(input|output)\s+(?:\[(\d+):0\]\s+)?(\\\S+ |\w+)\s*;", re.M)
+
+
+def module_ports(verilog, module):
+    """(direction, width, name) of each port of ``module`` in Amaranth's Verilog, in order.
+
+    ``name`` keeps Verilog's escaping (``\\name `` for escaped identifiers).
+    """
+    start = re.search(rf"^module\s+{re.escape(module)}\s*\(", verilog, re.M)
+    if start is None:
+        raise ValueError(f"the Verilog has no module {module!r}")
+    end = verilog.index("endmodule", start.end())
+    return [(direction, int(msb or 0) + 1, name.strip())
+            for direction, msb, name in _PORT.findall(verilog[start.end():end])]

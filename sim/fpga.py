@@ -33,7 +33,7 @@ import threading
 import time
 from pathlib import Path
 
-from .export import export
+from .export import export, module_ports
 
 __all__ = ["DEVICES", "FpgaError", "run_fpga", "format_report", "harness_verilog"]
 
@@ -75,21 +75,14 @@ def _tool(name):
 
 # -- the harness -------------------------------------------------------------------
 
-_PORT = re.compile(r"^\s*(input|output)\s+(?:\[(\d+):0\]\s+)?(\\\S+ |\w+)\s*;", re.M)
-
-
 def _harness_ports(verilog, top):
     """(direction, width, name, register) of each port of ``top`` but the clock, inputs first.
 
     ``register`` is the name of the port's harness register: ``i<k>_q`` or
     ``o<k>_q`` for the k-th port (the port names themselves may be escaped).
     """
-    start = re.search(rf"^module\s+{re.escape(top)}\s*\(", verilog, re.M)
-    if start is None:
-        raise ValueError(f"the Verilog has no module {top!r}")
-    end = verilog.index("endmodule", start.end())
-    ports = [(direction, int(msb or 0) + 1, name.strip(), f"{direction[0]}{k}_q")
-             for k, (direction, msb, name) in enumerate(_PORT.findall(verilog[start.end():end]))]
+    ports = [(direction, width, name, f"{direction[0]}{k}_q")
+             for k, (direction, width, name) in enumerate(module_ports(verilog, top))]
     return sorted((port for port in ports if port[2] != "clk"),
                   key=lambda port: port[0] != "input")
 

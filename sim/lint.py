@@ -4,7 +4,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .toolchain import tool_env, verilator
+from .backends.toolchain import tool_env, verilator
 
 __all__ = ["WAIVERS", "lint"]
 

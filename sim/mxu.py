@@ -13,7 +13,6 @@ first starts its partial sums from the previous K-tile's results through
 ``acc_in``, so each output is the sequential MAC loop over all of K.
 """
 
-import functools
 from dataclasses import dataclass
 
 import ml_dtypes
@@ -22,7 +21,8 @@ import numpy as np
 from golden.formats import BF16, FP32, check_numerics
 from hdl.mxu import mxu_latency
 
-from .backends import check_backend, run_program
+from .backends import check_backend
+from .backends.whole_run import WholeRun, run_whole
 from .transactors import StreamSink, StreamSource, run_transactors
 
 __all__ = ["matmul", "MatmulRun", "MatmulPlan", "plan_matmul", "run_plan", "stream_matmul",
@@ -162,21 +162,30 @@ async def stream_matmul(bench, *, weight_beats, lhs_beats, acc_beats, n_results,
 
 
 def run_plan(plan, *, numerics="tpu", backend="amaranth", waves=None, mxu_params=None,
-             progress=None):
-    """Run ``plan`` on an MXU of the plan's shape; returns a :class:`MatmulRun`.
+             progress=None, seed=0, idle=0.0, stall=0.0):
+    """Run ``plan`` on an MXU of the plan's shape as a whole run; returns a :class:`MatmulRun`.
 
-    ``progress`` (a callable, see :func:`~sim.transactors.run_transactors`)
-    reports from inside the run on the in-process "amaranth" backend.
+    The beat streams are played and the results recorded inside the
+    simulation (:mod:`sim.backends.whole_run`); intermediate K-tile results
+    loop back into ``acc_in`` there too. ``idle`` and ``stall`` are the
+    probabilities of a gap on each input stream and of backpressure on
+    ``result``, drawn from ``seed``. ``progress(cycle, status)`` is called
+    now and then during the run.
     """
     params = dict(rows=plan.rows, cols=plan.cols, numerics=numerics, **(mxu_params or {}))
-    program = functools.partial(
-        stream_matmul, **plan.stream_args,
+    run = WholeRun(
+        "mxu", params,
+        play={"weights": plan.weight_beats, "lhs": plan.lhs_beats, "acc_in": plan.acc_beats},
+        record={"result": plan.n_results},
+        loopbacks={"acc_in": ("result", len(plan.acc_beats) + plan.final_from)},
+        gaps={"weights": idle, "lhs": idle, "acc_in": idle, "result": stall}, seed=seed,
         # A result overdue by several latencies means a hang, not a slow run.
-        watchdog=1000 + 4 * mxu_latency(**params),
-        progress=progress if backend == "amaranth" else None)
-    final, spans = run_program("mxu", params, program, backend=backend, waves=waves)
+        watchdog=1000 + 4 * mxu_latency(**params))
+    result = run_whole(run, backend=backend, waves=waves, progress=progress)
+    spans = {port: (stats.first, stats.last) for port, stats in result.streams.items()}
     cycles = matmul_cycles(spans)
-    return MatmulRun(plan.assemble(final), cycles, plan.utilization(cycles))
+    return MatmulRun(plan.assemble(result.recorded["result"][plan.final_from:]), cycles,
+                     plan.utilization(cycles))
 
 
 def matmul_cycles(spans):
@@ -204,7 +213,7 @@ def _check_size(value, name):
 
 
 def matmul(x, w, *, rows=8, cols=8, numerics="tpu", acc=None, backend="amaranth", waves=None,
-           progress=None):
+           progress=None, seed=0, idle=0.0, stall=0.0):
     """``x @ w`` on an MXU RTL of ``rows x cols`` PEs; returns :class:`MatmulRun`.
 
     ``x`` is ``ml_dtypes.bfloat16`` [M, K], ``w`` bfloat16 [K, N] and ``acc``,
@@ -212,6 +221,9 @@ def matmul(x, w, *, rows=8, cols=8, numerics="tpu", acc=None, backend="amaranth"
     +0.0) and accumulates k = 0..K-1 in order, bit-identical to
     :func:`golden.mxu.matmul`. ``waves`` names a VCD file to write;
     ``progress`` is called now and then with (cycle, status) during the run.
+    ``idle`` and ``stall`` (probabilities, default 0) add seeded random gaps
+    to the input streams and backpressure on the results, inside the
+    simulation; the results do not change, the cycles do.
     """
     _check_matrix(x, "x", ml_dtypes.bfloat16)
     _check_matrix(w, "w", ml_dtypes.bfloat16)
@@ -228,4 +240,5 @@ def matmul(x, w, *, rows=8, cols=8, numerics="tpu", acc=None, backend="amaranth"
     check_backend(backend)
     plan = plan_matmul(x.view(BF16.bits_dtype), w.view(BF16.bits_dtype),
                        None if acc is None else acc.view(FP32.bits_dtype), rows=rows, cols=cols)
-    return run_plan(plan, numerics=numerics, backend=backend, waves=waves, progress=progress)
+    return run_plan(plan, numerics=numerics, backend=backend, waves=waves, progress=progress,
+                    seed=seed, idle=idle, stall=stall)

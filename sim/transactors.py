@@ -1,4 +1,4 @@
-"""Stream transactors and the cycle loop that runs them on any :class:`~sim.bench.Bench`.
+"""Stream transactors and the cycle loop that runs them on any :class:`~sim.backends.bench.Bench`.
 
 A transactor owns one stream port of the design. Every cycle the loop asks
 each transactor what to drive (``drive()``), advances the clock once for all

@@ -25,10 +25,10 @@ import numpy as np
 from sim.arith import UNITS, stream_through
 from sim.backends import run_program
 from sim.mxu import matmul_cycles, plan_matmul, stream_matmul
-from sim.toolchain import iverilog
+from sim.backends.toolchain import iverilog
 
-from . import corpus
-from .mxu_scenarios import bf16_matrix
+from .suites.arith import corpus
+from .suites.mxu.scenarios import bf16_matrix
 
 __all__ = ["run_bench", "timed"]
 

@@ -58,8 +58,8 @@ def _load_matrix(path, name, dtype):
 
 def _cmd_matmul(args):
     import numpy as np
-    from .matmul_check import check_matmul
-    from .mxu_scenarios import bf16_matrix, fp32_matrix
+    from .suites.mxu.matmul_check import check_matmul
+    from .suites.mxu.scenarios import bf16_matrix, fp32_matrix
 
     rng = np.random.default_rng(args.seed)
     if (args.x is None) != (args.w is None):
@@ -285,9 +285,9 @@ def _parser():
 
 
 def main(argv=None):
-    from sim.cocotb_backend import SimulationError
+    from sim.backends.cocotb_sim import SimulationError
     from sim.fpga import FpgaError
-    from sim.toolchain import ToolMissing
+    from sim.backends.toolchain import ToolMissing
     from sim.transactors import SimulationHang
     args = _parser().parse_args(argv)
     try:

@@ -6,9 +6,9 @@ from golden import arith as golden_arith
 from golden.formats import NUMERICS
 from sim import arith as sim_arith
 
-from . import corpus
-from .matmul_check import check_matmul
-from .mxu_scenarios import bf16_matrix, fp32_matrix
+from .suites.arith import corpus
+from .suites.mxu.matmul_check import check_matmul
+from .suites.mxu.scenarios import bf16_matrix, fp32_matrix
 from .scoreboard import Scoreboard
 
 __all__ = ["mxu_demo", "arith_demo", "MXU_CASES"]

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import code_coverage
-from .regress_worker import SUITES
+from .suites import SUITES
 
 __all__ = ["Outcome", "Regression", "run_regression", "run_exhaustive", "functional_summary",
            "EXHAUSTIVE", "SUITE_NAMES"]

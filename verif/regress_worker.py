@@ -17,12 +17,9 @@ from pathlib import Path
 
 from sim.backends import run_program
 
-from . import arith_suite, mxu_suite
+from .suites import SUITES
 
-__all__ = ["SUITES", "main"]
-
-#: Suites whose seeds this worker runs: name -> module with ``runs(seed, inject=...)``.
-SUITES = {"arith": arith_suite, "mxu": mxu_suite}
+__all__ = ["run_seed", "main"]
 
 #: Faults a test of the regression runner itself can inject into one seed.
 INJECTIONS = ("golden-no-flush", "crash", "hang")

@@ -1,0 +1,2 @@
+"""Building blocks that more than one block uses: pipeline stagers, stream wrappers,
+export black boxes, and the stream players and recorders of whole-run harnesses."""

@@ -1,0 +1,188 @@
+"""The weight-stationary bf16 systolic array: rows of PEs between skew buffers."""
+
+from amaranth.hdl import Cat, Module
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from .pe import ADD_STAGES, MUL_STAGES, ProcessingElement, check_pe_params
+from .skew_buffer import SkewBuffer
+
+__all__ = ["PERow", "SystolicArray", "check_array_params", "array_latency",
+           "pe_row_signature"]
+
+
+def pe_row_signature(cols, transposable):
+    """The ports of a :class:`PERow` of ``cols`` PEs."""
+    ports = {
+        "en": In(1), "x_in": In(16), "swap_in": In(1),
+        "psum_in": In(data.ArrayLayout(32, cols)),
+        "psum_out": Out(data.ArrayLayout(32, cols)),
+        "load": In(1),
+        "w_below": In(data.ArrayLayout(16, cols)),
+        "w_out": Out(data.ArrayLayout(16, cols)),
+    }
+    if transposable:
+        ports.update(transpose=In(1), w_right=In(16))
+    return wiring.Signature(ports)
+
+
+def check_array_params(*, rows, cols, numerics, mul_stages, add_stages, transpose):
+    """Validate array parameters; return whether transposed loads are supported."""
+    for name, value in (("rows", rows), ("cols", cols)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{name} must be an integer, not {value!r}")
+        if value < 1:
+            raise ValueError(f"{name} must be at least 1, not {value}")
+    check_pe_params(numerics=numerics, mul_stages=mul_stages, add_stages=add_stages)
+    if transpose is None:
+        return rows == cols
+    if transpose and rows != cols:
+        raise ValueError(f"transposed weight loads need a square array, not {rows}x{cols}")
+    return bool(transpose)
+
+
+def array_latency(*, rows, cols, mul_stages, add_stages):
+    """Cycles from an LHS row into the array to its result row out of it."""
+    return rows * add_stages + cols + mul_stages
+
+
+class PERow(wiring.Component):
+    """``cols`` PEs side by side: x flows right, partial sums and weights pass through.
+
+    Every row of an array is identical, so an export emits this module once
+    and instantiates it ``rows`` times (see :meth:`make_pe` for the hook).
+
+    Ports
+    -----
+    en : In(1)
+    x_in, swap_in : In(16), In(1)
+        Into the leftmost PE.
+    psum_in, psum_out : In/Out(ArrayLayout(32, cols))
+        From the row above, to the row below.
+    load : In(1)
+    w_below : In(ArrayLayout(16, cols))
+        Shadow weights of the row below (or the weight beat, for the bottom row).
+    w_out : Out(ArrayLayout(16, cols))
+        This row's shadow weights.
+    transpose, w_right : In(1), In(16), only when transposable
+        Transposed load: the shadow shifts left, ``w_right`` entering on the right.
+    """
+
+    def __init__(self, *, cols, pe_params):
+        self.cols = cols
+        self.pe_params = dict(pe_params)
+        self.transposable = self.pe_params.get("transpose", True)
+        super().__init__(pe_row_signature(cols, self.transposable))
+
+    def make_pe(self):
+        """One PE of the row. Export overrides this to emit the PE module once."""
+        return ProcessingElement(**self.pe_params)
+
+    def elaborate(self, platform):
+        m = Module()
+        pes = [self.make_pe() for _ in range(self.cols)]
+        for c, pe in enumerate(pes):
+            m.submodules[f"pe{c}"] = pe
+            m.d.comb += [
+                pe.en.eq(self.en), pe.load.eq(self.load),
+                pe.x_in.eq(self.x_in if c == 0 else pes[c - 1].x_out),
+                pe.swap_in.eq(self.swap_in if c == 0 else pes[c - 1].swap_out),
+                pe.psum_in.eq(self.psum_in[c]), self.psum_out[c].eq(pe.psum_out),
+                pe.w_below.eq(self.w_below[c]), self.w_out[c].eq(pe.w_out),
+            ]
+            if self.transposable:
+                m.d.comb += [
+                    pe.transpose.eq(self.transpose),
+                    pe.w_right.eq(self.w_right if c == self.cols - 1 else pes[c + 1].w_out),
+                ]
+        return m
+
+
+class SystolicArray(wiring.Component):
+    """A ``rows x cols`` weight-stationary array with internal skew and de-skew.
+
+    Row ``r`` of the LHS word enters PE row ``r`` delayed by ``r * add_stages``
+    cycles, and the starting partial sums enter column ``c`` delayed by
+    ``c + 1 + mul_stages``; column ``c``'s result is delayed by
+    ``cols - 1 - c``. So a whole LHS row goes in on one cycle and its whole
+    result row comes out ``latency`` cycles later, aligned. All registers
+    share ``en``.
+
+    Parameters
+    ----------
+    rows, cols : int
+        Array shape: ``rows`` is the K depth of a weight tile, ``cols`` its N width.
+    numerics, mul_stages, add_stages, transpose
+        As for :class:`~hdl.mxu.pe.ProcessingElement`.
+
+    Ports
+    -----
+    en : In(1)
+    lhs : In(ArrayLayout(16, rows))
+        One bf16 LHS row.
+    swap : In(1)
+        This LHS row is the first of the weight tile now in the shadow.
+    acc : In(ArrayLayout(32, cols))
+        Starting partial sums of this LHS row.
+    result : Out(ArrayLayout(32, cols))
+        Result row, ``latency`` enabled cycles after its LHS row.
+    load : In(1), weights : In(ArrayLayout(16, cols))
+        Shift one weight row into the shadow tile (``rows`` loads per tile).
+    transpose : In(1), only when transposable
+        Shift the beat in as a column instead (loads W^T; needs rows == cols).
+
+    Latency ``rows * add_stages + cols + mul_stages`` cycles; one LHS row per cycle.
+    """
+
+    def __init__(self, *, rows, cols, numerics="tpu", mul_stages=MUL_STAGES,
+                 add_stages=ADD_STAGES, transpose=None):
+        self.transposable = check_array_params(
+            rows=rows, cols=cols, numerics=numerics, mul_stages=mul_stages,
+            add_stages=add_stages, transpose=transpose)
+        self.rows, self.cols = rows, cols
+        self.pe_params = dict(numerics=numerics, mul_stages=mul_stages,
+                              add_stages=add_stages, transpose=self.transposable)
+        self.latency = array_latency(rows=rows, cols=cols, mul_stages=mul_stages,
+                                     add_stages=add_stages)
+        ports = {
+            "en": In(1),
+            "lhs": In(data.ArrayLayout(16, rows)), "swap": In(1),
+            "acc": In(data.ArrayLayout(32, cols)),
+            "result": Out(data.ArrayLayout(32, cols)),
+            "load": In(1), "weights": In(data.ArrayLayout(16, cols)),
+        }
+        if self.transposable:
+            ports["transpose"] = In(1)
+        super().__init__(ports)
+
+    def make_row(self):
+        """One row of PEs. Export overrides this to emit the row module once."""
+        return PERow(cols=self.cols, pe_params=self.pe_params)
+
+    def elaborate(self, platform):
+        m = Module()
+        rows, cols = self.rows, self.cols
+        mul_stages, add_stages = self.pe_params["mul_stages"], self.pe_params["add_stages"]
+        m.submodules.lhs_skew = lhs_skew = SkewBuffer(
+            width=17, delays=[r * add_stages for r in range(rows)])
+        m.submodules.acc_skew = acc_skew = SkewBuffer(
+            width=32, delays=[c + 1 + mul_stages for c in range(cols)])
+        m.submodules.deskew = deskew = SkewBuffer(
+            width=32, delays=[cols - 1 - c for c in range(cols)])
+        m.d.comb += [buf.en.eq(self.en) for buf in (lhs_skew, acc_skew, deskew)]
+        m.d.comb += [lhs_skew.i[r].eq(Cat(self.lhs[r], self.swap)) for r in range(rows)]
+        m.d.comb += acc_skew.i.eq(self.acc)
+
+        pe_rows = [self.make_row() for _ in range(rows)]
+        for r, row in enumerate(pe_rows):
+            m.submodules[f"row{r}"] = row
+            m.d.comb += [
+                row.en.eq(self.en), row.load.eq(self.load),
+                row.x_in.eq(lhs_skew.o[r][:16]), row.swap_in.eq(lhs_skew.o[r][16]),
+                row.psum_in.eq(acc_skew.o if r == 0 else pe_rows[r - 1].psum_out),
+                row.w_below.eq(self.weights if r == rows - 1 else pe_rows[r + 1].w_out),
+            ]
+            if self.transposable:
+                m.d.comb += [row.transpose.eq(self.transpose), row.w_right.eq(self.weights[r])]
+        m.d.comb += [deskew.i.eq(pe_rows[-1].psum_out), self.result.eq(deskew.o)]
+        return m

@@ -1,0 +1,44 @@
+"""Choosing the simulator a run uses.
+
+``"amaranth"`` simulates the Amaranth design in this process, with no
+extra tools. ``"verilator"`` and ``"icarus"`` simulate the exported Verilog
+through cocotb (:mod:`sim.backends.cocotb_sim`); the same test program runs on
+all three and gives bit-identical results, cycle for cycle.
+"""
+
+from . import amaranth_sim
+from ..blocks import build
+from .toolchain import ToolMissing, iverilog
+
+__all__ = ["BACKENDS", "check_backend", "run_program"]
+
+#: Every backend name the public API accepts (SPEC section 5).
+BACKENDS = ("amaranth", "verilator", "icarus")
+
+
+def check_backend(backend):
+    """Return ``backend`` if it names a backend that can run here; raise otherwise."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, "
+                         f"not {backend!r}")
+    if backend == "icarus" and iverilog() is None:
+        raise ToolMissing("backend 'icarus' needs Icarus Verilog (iverilog), which is not "
+                          "installed; use backend 'verilator' or install iverilog")
+    return backend
+
+
+def run_program(block, params, program, *, backend="amaranth", waves=None, coverage=None,
+                run_dir=None):
+    """Run the test program ``program`` (an async callable taking a Bench) on ``block``.
+
+    ``program`` must be picklable (a ``functools.partial`` of a module-level
+    function) for the cocotb backends, which run it in the simulator's process.
+    ``coverage`` (a path for Verilator's coverage.dat) and ``run_dir`` apply
+    to the cocotb backends only.
+    """
+    check_backend(backend)
+    if backend == "amaranth":
+        return amaranth_sim.simulate(build(block, params), program, waves=waves)
+    from . import cocotb_sim
+    return cocotb_sim.simulate(block, params, program, simulator=backend, waves=waves,
+                                   coverage=coverage, run_dir=run_dir)

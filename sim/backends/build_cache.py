@@ -1,0 +1,51 @@
+"""The one cache of simulator builds, shared by every backend and harness.
+
+A build lives in ``<root>/<kind>/<name>-<hash>/``, the hash taken over
+everything that goes into it (Verilog, harness sources, flags, tool
+versions), so one build serves every run of the same design. The root is
+``$TPU_RTL_CACHE``, by default ``./build/sim``. Parallel workers build a
+design once: the first takes a lock beside the folder and builds, the others
+wait on the lock and then find the finished build's stamp.
+"""
+
+import fcntl
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+__all__ = ["build_root", "cached_build"]
+
+
+def build_root():
+    """Where builds are cached: ``$TPU_RTL_CACHE``, by default ``./build/sim``, absolute."""
+    # Absolute: simulators run with a run's own folder as their working directory.
+    return Path(os.environ.get("TPU_RTL_CACHE", "build/sim")).resolve()
+
+
+def cached_build(kind, name, key_parts, build):
+    """The folder of the build ``name`` of ``kind`` for ``key_parts``, built once.
+
+    ``build(folder)`` fills an empty ``folder`` the first time; if it raises,
+    the half-built folder is removed and the error propagates, so the next
+    call starts afresh.
+    """
+    key = hashlib.sha256("\0".join(map(str, key_parts)).encode()).hexdigest()[:12]
+    folder = build_root() / kind / f"{name}-{key}"
+    stamp = folder / "built"
+    if stamp.exists():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f"{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.exists():                 # another worker built it while we waited
+            return folder
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+        try:
+            build(folder)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        stamp.touch()
+    return folder

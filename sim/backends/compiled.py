@@ -1,0 +1,198 @@
+"""Whole runs on Verilator and Icarus: a compiled simulator, no Python per cycle.
+
+The block's exported Verilog, the :class:`~hdl.lib.run_harness.RunHarness`
+around it and the generated testbench (:mod:`sim.backends.testbench`) are
+built once (Verilator: a C++ model with ``harness/whole_run_main.cpp``;
+Icarus: a vvp image) and cached (:mod:`sim.backends.build_cache`). A run
+writes its stream data as ``$readmemh`` files, starts the simulator with
+plusargs, and reads back the status and recorded beats it writes.
+
+The cache key is taken from the sources that determine the Verilog (every
+file of the ``hdl`` package, the export code and the testbench generator),
+the block's parameters, the harness' memory depths and the tool versions, so
+a cached build is found without exporting the design again.
+"""
+
+import hashlib
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from functools import cache
+from pathlib import Path
+
+from amaranth.back import verilog as amaranth_verilog
+
+import hdl
+from hdl.lib.blackbox import BlackBox
+
+from ..export import export
+from .build_cache import build_root, cached_build
+from .testbench import TOP, testbench_verilog
+from .toolchain import amaranth_version, iverilog, tool_env, verilator, verilator_version
+
+__all__ = ["simulate_whole", "VERILATOR_FLAGS", "CompiledRunError"]
+
+MAIN = Path(__file__).with_name("harness") / "whole_run_main.cpp"
+HARNESS_MODULE = "harness"
+
+#: Verilator's fast options: -O3 for the model and for its C++ compile,
+#: no X handling beyond zeros. No --public-flat-rw: nothing outside the
+#: testbench looks inside the model.
+VERILATOR_FLAGS = ("--cc", "--exe", "--build", "-O3", "--x-assign", "fast", "--x-initial",
+                   "fast", "-Wno-fatal", "-Wno-lint", "-Wno-style", "--top-module", TOP,
+                   "-MAKEFLAGS", "OPT_FAST=-O3", "-j", "2")
+ICARUS_FLAGS = ("-g2012", "-s", TOP)
+
+#: Cycles between progress lines, when progress is asked for.
+PROGRESS_EVERY = 100_000
+
+
+class CompiledRunError(RuntimeError):
+    """The compiled simulator failed to build or to run; the message names the log."""
+
+
+@cache
+def _source_digest():
+    """A digest of every source the exported Verilog and testbench depend on."""
+    digest = hashlib.sha256()
+    roots = [Path(hdl.__file__).parent]
+    files = sorted(p for root in roots for p in root.rglob("*.py"))
+    files += [Path(__file__).parent.parent / "export.py", Path(__file__).with_name("testbench.py"),
+              Path(__file__), MAIN]
+    for path in files:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _design(run):
+    """(harness, Verilog text): the block's export and the harness around it as a black box."""
+    from .whole_run import make_harness
+    exported = export(run.block, run.params)
+    harness = make_harness(run, BlackBox(run.block, exported.signature))
+    text = exported.verilog + "\n" + amaranth_verilog.convert(
+        harness, name=HARNESS_MODULE, emit_src=False, strip_internal_attrs=True)
+    return harness, text
+
+
+def _tool_version(simulator):
+    if simulator == "verilator":
+        return f"verilator {verilator_version()}"
+    proc = subprocess.run([iverilog(), "-V"], capture_output=True, text=True)
+    return (proc.stdout.splitlines() or ["iverilog"])[0]
+
+
+def _build(run, simulator, waves):
+    flags = VERILATOR_FLAGS + (("--trace",) if waves else ()) if simulator == "verilator" \
+        else ICARUS_FLAGS
+    key = [_source_digest(), run.block, sorted(run.params.items()),
+           sorted(run.depths.items()),
+           sorted((player, recorder) for player, (recorder, _) in run.loopbacks.items()), flags, _tool_version(simulator),
+           amaranth_version()]
+
+    def build(folder):
+        harness, text = _design(run)
+        (folder / "design.v").write_text(text)
+        (folder / "tb.v").write_text(testbench_verilog(harness, module=HARNESS_MODULE))
+        if simulator == "verilator":
+            shutil.copy(MAIN, folder / "main.cpp")
+            command = [verilator(), *flags, "-Mdir", "obj", "main.cpp", "design.v", "tb.v"]
+        else:
+            command = [iverilog(), *flags, "-o", "tb.vvp", "design.v", "tb.v"]
+        proc = subprocess.run(command, cwd=folder, env=tool_env(), capture_output=True,
+                              text=True)
+        if proc.returncode:
+            log = folder.parent / f"{folder.name}.failed.log"
+            log.write_text(proc.stdout + proc.stderr)
+            tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-3:])
+            raise CompiledRunError(f"{simulator} build of the {run.block} whole-run harness "
+                                   f"failed (exit status {proc.returncode}): {tail} "
+                                   f"(full log: {log})")
+
+    return cached_build(f"whole-{simulator}", run.block, key, build)
+
+
+_CYCLES = re.compile(r"whole-run: (\d+) cycles in ([\d.]+) s")
+
+
+def simulate_whole(run, *, simulator, waves=None, progress=None):
+    """Run a :class:`~sim.backends.whole_run.WholeRun` on ``simulator`` ("verilator" or "icarus")."""
+    from .whole_run import finish
+    folder = _build(run, simulator, waves=bool(waves))
+    (build_root() / "runs").mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"{run.block}-", dir=build_root() / "runs"))
+    try:
+        args = [f"+{name}={value}" for name, value in run.settings().items()]
+        for port, beats in run.play.items():
+            if beats:
+                (work / f"{port}.hex").write_text("".join(f"{beat:x}\n" for beat in beats))
+                args.append(f"+{port}_in={work / f'{port}.hex'}")
+        args += [f"+{port}_out={work / f'{port}.out.hex'}" for port in run.record]
+        args.append(f"+status={work / 'status.txt'}")
+        if progress is not None:
+            args.append(f"+progress={PROGRESS_EVERY}")
+        if waves:
+            Path(waves).parent.mkdir(parents=True, exist_ok=True)
+            args.append(f"+waves={Path(waves).resolve()}")
+        command = [str(folder / "obj" / f"V{TOP}")] if simulator == "verilator" else \
+            ["vvp", "-n", str(folder / "tb.vvp")]
+        seconds = _execute(command + args, work, simulator, run, progress)
+        status = _read_status(work / "status.txt", simulator, run)
+        recorded = {port: _read_hex(work / f"{port}.out.hex", status[f"{port}_transfers"])
+                    for port in run.record}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return finish(run, status, recorded, seconds)
+
+
+def _execute(command, work, simulator, run, progress):
+    """Run the simulator; return its own time for the run (Icarus: the process' wall time)."""
+    started = time.perf_counter()
+    output = []
+    with subprocess.Popen(command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, env=tool_env()) as proc:
+        try:
+            for line in proc.stdout:
+                output.append(line.rstrip("\n"))
+                if progress is not None and line.startswith("progress "):
+                    cycle, *streams = line.split()[1:]
+                    progress(int(cycle), "; ".join(s.replace("=", ": ") for s in streams))
+        except BaseException:
+            proc.kill()
+            raise
+    wall = time.perf_counter() - started
+    if proc.returncode:
+        tail = " | ".join(output[-3:]) or "no output"
+        raise CompiledRunError(f"{simulator} run of the {run.block} whole-run harness failed "
+                               f"(exit status {proc.returncode}): {tail}")
+    found = next((_CYCLES.search(line) for line in reversed(output) if _CYCLES.search(line)),
+                 None)
+    return float(found[2]) if found else wall
+
+
+def _read_status(path, simulator, run):
+    if not path.exists():
+        raise CompiledRunError(f"{simulator} run of the {run.block} whole-run harness ended "
+                               f"without writing its status")
+    status = {}
+    for line in path.read_text().splitlines():
+        name, value = line.split()
+        status[name] = int(value)
+    return status
+
+
+def _read_hex(path, count):
+    if count == 0:
+        return []
+    words = [line.split("//")[0].strip() for line in path.read_text().splitlines()]
+    words = [word for word in words if word and not word.startswith("@")]
+    try:
+        beats = [int(word, 16) for word in words]
+    except ValueError:
+        bad = next(word for word in words if not re.fullmatch(r"[0-9a-fA-F]+", word))
+        raise CompiledRunError(f"recorded beat {bad!r} in {path.name} is not a number "
+                               f"(X or Z reached a result)") from None
+    if len(beats) != count:
+        raise CompiledRunError(f"{path.name} holds {len(beats)} beats, expected {count}")
+    return beats

@@ -1,0 +1,141 @@
+# amaranth: UnusedElaboratable=no
+# (The bad-parameter tests construct components whose __init__ raises.)
+"""The RTL arithmetic units equal golden bit for bit, and lose nothing under backpressure."""
+
+import functools
+
+import numpy as np
+import pytest
+
+from golden import arith as golden
+from golden.formats import NUMERICS
+from hdl.arith import BF16Multiplier, FP32Adder, FP32ToBF16
+from sim import arith
+from sim.backends.amaranth_sim import simulate
+from sim.transactors import SimulationHang, StreamSink, StreamSource, run_transactors
+from verif.suites.arith import corpus
+from verif.scoreboard import Scoreboard
+
+OPS = ("fp32_add", "bf16_mul", "fp32_to_bf16")
+MIN_VECTORS = 20_000
+
+
+def _vectors(op, rng, n_random):
+    """Corpus operands; for binary ops every pair also appears swapped (a+b == b+a)."""
+    if op == "fp32_to_bf16":
+        return (corpus.unary_corpus(op, rng, n_random),)
+    a, b = corpus.binary_corpus(op, rng, n_random)
+    return np.concatenate([a, b]), np.concatenate([b, a])
+
+
+def _check(op, operands, got, numerics):
+    expected = getattr(golden, op)(*operands, numerics=numerics)
+    board = Scoreboard(f"rtl {op}/{numerics}", expected, dict(zip("ab", operands)))
+    board.check_all(got)
+    assert board.passed, board.summary()
+
+
+@pytest.mark.parametrize("numerics", NUMERICS)
+@pytest.mark.parametrize("op", OPS)
+def test_rtl_matches_golden(op, numerics, rng):
+    unary = op == "fp32_to_bf16"
+    operands = _vectors(op, rng, n_random=MIN_VECTORS if unary else MIN_VECTORS // 2)
+    assert operands[0].size >= MIN_VECTORS
+    got = getattr(arith, op)(*operands, numerics=numerics)
+    if len(operands) == 2:      # first, so an order-dependent RTL says so by name
+        half = operands[0].size // 2
+        np.testing.assert_array_equal(got[:half], got[half:], err_msg="a+b != b+a bitwise")
+    _check(op, operands, got, numerics)
+
+
+@pytest.mark.parametrize("numerics", NUMERICS)
+@pytest.mark.parametrize("component, op, stages", [
+    *((FP32Adder, "fp32_add", s) for s in (1, 4, 6)),
+    *((BF16Multiplier, "bf16_mul", s) for s in (1, 3, 5)),
+    (FP32ToBF16, "fp32_to_bf16", 2),
+])
+def test_every_pipeline_depth_matches_golden(component, op, stages, numerics, rng):
+    operands = _vectors(op, rng, n_random=500)
+    unit = arith.UNITS[op]
+    dut = component(numerics=numerics, stages=stages)
+    assert dut.latency == stages
+    results = simulate(dut, functools.partial(arith.stream_through, beats=unit.pack(operands)))
+    _check(op, operands, np.array(results, unit.result), numerics)
+
+
+async def _with_gaps(bench, *, beats, rng, idle, stall, latency):
+    sink = StreamSink("result", len(beats), stall=lambda: rng.random() < stall)
+    source = StreamSource("operands", beats, idle=lambda: rng.random() < idle)
+    await run_transactors(bench, [source, sink])
+    # Nothing may follow the last result: a duplicate would show up here.
+    extra = []
+    for _ in range(2 * latency + 4):
+        valid, = await bench.cycle({"result.ready": 1, "operands.valid": 0}, ("result.valid",))
+        extra.append(valid)
+    return sink.beats, extra
+
+
+@pytest.mark.parametrize("idle, stall", [(0.0, 0.5), (0.5, 0.0), (0.3, 0.7), (0.7, 0.3)])
+def test_backpressure_loses_nothing(idle, stall, rng):
+    operands = _vectors("fp32_add", rng, n_random=200)
+    operands = tuple(x[:1500] for x in operands)
+    dut = FP32Adder(numerics="ieee", stages=4)
+    beats = arith.UNITS["fp32_add"].pack(operands)
+    results, extra = simulate(dut, functools.partial(
+        _with_gaps, beats=beats, rng=rng, idle=idle, stall=stall, latency=dut.latency))
+    assert len(results) == len(beats)
+    assert not any(extra), "a result was delivered twice"
+    _check("fp32_add", operands, np.array(results, np.uint32), "ieee")
+
+
+def test_watchdog_names_the_stuck_stream():
+    async def never_ready(bench):
+        sink = StreamSink("result", 3, stall=lambda: True)
+        await run_transactors(bench, [StreamSource("operands", [1, 2, 3]), sink], watchdog=50)
+
+    with pytest.raises(SimulationHang, match=r"result: received 0/3"):
+        simulate(FP32Adder(), never_ready)
+
+
+def test_waves_on_request(tmp_path):
+    path = tmp_path / "waves" / "add.vcd"
+    arith.fp32_add(np.array([1, 2], np.uint32), np.array([3, 4], np.uint32), waves=path)
+    assert b"$enddefinitions" in path.read_bytes()
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: arith.fp32_add(np.zeros(2, np.uint32), np.zeros(2, np.uint16)),
+     "operand b must hold uint32 bit patterns, not uint16"),
+    (lambda: arith.bf16_mul(np.zeros(2, np.float32), np.zeros(2, np.uint16)),
+     "operand a must hold uint16 bit patterns, not float32"),
+    (lambda: arith.fp32_add(np.zeros(2, np.uint32), np.zeros(3, np.uint32)),
+     r"operands differ in shape: \(2,\) vs \(3,\)"),
+    (lambda: arith.fp32_add([1, 2], np.zeros(2, np.uint32)),
+     "operand a must be a numpy array of uint32 bit patterns, not list"),
+    (lambda: arith.fp32_to_bf16(np.zeros(2, np.uint32), numerics="ftz"),
+     "numerics must be one of 'tpu', 'ieee', not 'ftz'"),
+    (lambda: arith.bf16_mul(np.zeros(2, np.uint16), np.zeros(2, np.uint16), backend="vcs"),
+     "backend must be one of 'amaranth', 'verilator', 'icarus', not 'vcs'"),
+])
+def test_bad_input_is_a_clear_value_error(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+@pytest.mark.parametrize("component", [FP32Adder, BF16Multiplier, FP32ToBF16])
+def test_bad_parameters_are_rejected(component):
+    with pytest.raises(ValueError, match="numerics must be one of"):
+        component(numerics="IEEE")
+    with pytest.raises(ValueError, match="stages must be between 1 and"):
+        component(stages=0)
+    with pytest.raises(TypeError, match="stages must be an integer"):
+        component(stages=2.5)
+
+
+def test_empty_input_gives_empty_output():
+    assert arith.fp32_add(np.zeros(0, np.uint32), np.zeros(0, np.uint32)).shape == (0,)
+
+
+def test_result_keeps_the_operand_shape():
+    a = np.full((2, 3), 0x3F800000, np.uint32)
+    assert arith.fp32_add(a, a).tolist() == [[0x40000000] * 3] * 2

@@ -1,0 +1,84 @@
+"""The Verilator and Icarus backends give bit-identical results to Amaranth's simulator."""
+
+import functools
+
+import numpy as np
+import pytest
+
+from golden import arith as golden
+from golden import mxu as golden_mxu
+from sim import arith, mxu
+from sim.arith import stream_through
+from sim.backends import check_backend, run_program
+from sim.backends.cocotb_sim import SimulationError
+from sim.backends.toolchain import ToolMissing, iverilog
+from sim.transactors import SimulationHang, StreamSink, StreamSource, run_transactors
+from verif.suites.arith import corpus
+from verif.suites.mxu.scenarios import bf16_matrix, fp32_matrix
+
+needs_icarus = pytest.mark.skipif(iverilog() is None, reason="Icarus (iverilog) not installed")
+COCOTB_BACKENDS = ["verilator", pytest.param("icarus", marks=needs_icarus)]
+
+
+def _small_corpus(op, rng):
+    if op == "fp32_to_bf16":
+        return (corpus.unary_corpus(op, rng, 200)[:600],)
+    a, b = corpus.binary_corpus(op, rng, 200)
+    return a[:600], b[:600]
+
+
+@pytest.mark.parametrize("backend", COCOTB_BACKENDS)
+@pytest.mark.parametrize("op, numerics", [("fp32_add", "ieee"), ("bf16_mul", "tpu"),
+                                          ("fp32_to_bf16", "ieee")])
+def test_arith_backends_agree(op, numerics, backend, rng):
+    operands = _small_corpus(op, rng)
+    reference = getattr(arith, op)(*operands, numerics=numerics, backend="amaranth")
+    np.testing.assert_array_equal(reference, getattr(golden, op)(*operands, numerics=numerics))
+    got = getattr(arith, op)(*operands, numerics=numerics, backend=backend)
+    np.testing.assert_array_equal(got, reference)
+
+
+@pytest.mark.parametrize("backend", COCOTB_BACKENDS)
+def test_matmul_backends_agree_cycle_for_cycle(backend, rng):
+    x = bf16_matrix(rng, (6, 5), special_density=0.1)
+    w = bf16_matrix(rng, (5, 3), special_density=0.1)
+    acc = fp32_matrix(rng, (6, 3), special_density=0.1)
+    reference = mxu.matmul(x, w, rows=2, cols=2, acc=acc, numerics="ieee")
+    np.testing.assert_array_equal(reference.out.view(np.uint32),
+                                  golden_mxu.matmul(x, w, acc=acc, numerics="ieee").view(np.uint32))
+    got = mxu.matmul(x, w, rows=2, cols=2, acc=acc, numerics="ieee", backend=backend)
+    np.testing.assert_array_equal(got.out.view(np.uint32), reference.out.view(np.uint32))
+    assert got.cycles == reference.cycles
+
+
+async def _never_ready(bench):
+    # Module level, so the cocotb backends can unpickle it in the simulator's process.
+    sink = StreamSink("result", 2, stall=lambda: True)
+    await run_transactors(bench, [StreamSource("operands", [1, 2]), sink], watchdog=20)
+
+
+def test_a_hang_in_the_simulator_comes_back_as_a_hang():
+    with pytest.raises(SimulationHang, match="result: received 0/2"):
+        run_program("fp32_to_bf16", {}, _never_ready, backend="verilator")
+
+
+def test_a_failing_program_names_its_error():
+    program = functools.partial(stream_through, beats=["not a number"])
+    with pytest.raises(SimulationError, match="test program failed in verilator"):
+        run_program("fp32_to_bf16", {}, program, backend="verilator")
+
+
+def test_waves_and_code_coverage_on_request(tmp_path):
+    program = functools.partial(stream_through, beats=[0x3F800000, 0x7F800001])
+    waves, cover = tmp_path / "run.vcd", tmp_path / "run.dat"
+    results = run_program("fp32_to_bf16", {}, program, backend="verilator", waves=waves,
+                          coverage=cover)
+    assert results == [0x3F80, 0x7FC0]
+    assert b"$enddefinitions" in waves.read_bytes()
+    assert cover.read_text(encoding="latin-1").startswith("# SystemC::Coverage-3")
+
+
+@pytest.mark.skipif(iverilog() is not None, reason="Icarus is installed here")
+def test_missing_icarus_is_a_clear_error():
+    with pytest.raises(ToolMissing, match="needs Icarus Verilog"):
+        check_backend("icarus")

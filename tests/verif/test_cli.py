@@ -1,0 +1,85 @@
+"""The tpu-rtl command line: verdicts, exit statuses and one-line errors."""
+
+import subprocess
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from verif import cli, demo
+from verif.suites.mxu import matmul_check
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "verif.cli", *args], capture_output=True,
+                          text=True)
+
+
+def test_help_lists_every_command():
+    proc = _cli("--help")
+    assert proc.returncode == 0
+    for command in ("demo", "matmul", "export", "fpga", "regress", "bench"):
+        assert command in proc.stdout
+
+
+def test_matmul_prints_a_verdict(capsys):
+    assert cli.main(["matmul", "--m", "5", "--k", "3", "--n", "7", "--rows", "2", "--cols", "2",
+                     "--numerics", "ieee", "--special-density", "0.2", "--with-acc"]) == 0
+    out = capsys.readouterr().out
+    assert "matmul 5x3x7 on a 2x2 MXU" in out and "35 results bit-exact" in out
+    assert "utilization: " in out
+
+
+def test_matmul_from_files(tmp_path, capsys):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "w.npy", np.eye(3, dtype=np.float32).astype(ml_dtypes.bfloat16)
+            .view(np.uint16))
+    assert cli.main(["matmul", "--x", str(tmp_path / "x.npy"), "--w", str(tmp_path / "w.npy"),
+                     "--rows", "2", "--cols", "2"]) == 0
+    assert "matmul 2x3x3" in capsys.readouterr().out
+
+
+def test_matmul_exits_non_zero_on_a_mismatch(monkeypatch, capsys):
+    real = matmul_check.golden_mxu.matmul
+    monkeypatch.setattr(matmul_check.golden_mxu, "matmul",
+                        lambda *a, **k: real(*a, **k) * np.float32(2))
+    assert cli.main(["matmul", "--m", "2", "--k", "2", "--n", "2", "--rows", "2",
+                     "--cols", "2"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("tpu-rtl matmul: mismatch: ") and "out[0, 0]" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_demo_reports_and_fails_on_a_mismatch(monkeypatch, capsys):
+    monkeypatch.setattr(demo, "MXU_CASES", ((3, 2, 2, "tpu", True, 0.2),))
+    monkeypatch.setattr(demo.corpus, "binary_corpus", lambda op, rng, n: (
+        np.array([0x3F80, 0x0001], np.uint16 if op == "bf16_mul" else np.uint32),) * 2)
+    monkeypatch.setattr(demo.corpus, "unary_corpus",
+                        lambda op, rng, n: np.array([0x3F808000], np.uint32))
+    assert cli.main(["demo"]) == 0
+    assert capsys.readouterr().out.count("bit-exact") == 7      # 1 matmul + 6 units
+    real = demo.golden_arith.fp32_to_bf16
+    monkeypatch.setattr(demo.golden_arith, "fp32_to_bf16", lambda *a, **k: real(*a, **k) ^ 1)
+    assert cli.main(["demo"]) == 1
+    captured = capsys.readouterr()
+    assert "MISMATCH" in captured.out and "first mismatch: fp32_to_bf16/tpu #0" in captured.out
+    assert captured.err.strip() == "tpu-rtl demo: results differ from golden (see the tables " \
+                                   "above)"
+
+
+@pytest.mark.parametrize("args, status, message", [
+    (["matmul", "--m", "5"], 2, "give --k, --n (or --x and --w files)"),
+    (["matmul", "--x", "a.npy"], 2, "give both --x and --w, or neither"),
+    (["matmul", "--x", "missing.npy", "--w", "missing.npy"], 1, "No such file or directory"),
+    (["matmul", "--m", "2", "--k", "2", "--n", "2", "--rows", "0"], 2, "must be a positive"),
+    (["regress", "mxu", "--sim", "vcs"], 2, "invalid choice: 'vcs'"),
+    (["regress", "bf16_mul_exhaustive", "--sim", "amaranth"], 2, "runs on a compiled Verilator"),
+    (["fpga", "mxu", "--param", "rows=x"], 1, "parameter rows must be an integer"),
+])
+def test_bad_arguments_are_one_line_errors(args, status, message, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "verif.cli", *args], capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert proc.returncode == status
+    assert message in proc.stderr and "Traceback" not in proc.stderr

@@ -1,0 +1,1 @@
+"""Suite ``arith``: the floating-point units against golden, with the TestFloat-style corpus."""

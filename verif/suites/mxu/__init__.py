@@ -1,0 +1,1 @@
+"""Suite ``mxu``: random matmul scenarios on the MXU against golden."""
