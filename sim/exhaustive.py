@@ -10,19 +10,14 @@ contiguous slice of ``a``; one reader thread per process keeps its pipe
 drained (numpy releases the GIL while it computes and compares).
 
 The harness is built once per (Verilog, harness source, flags, Verilator
-version) into ``build/exhaustive/<hash>/``: later runs reuse it, and
-concurrent builds each work in a private temporary directory that is renamed
-into place atomically, the first rename winning.
+version) in the shared build cache (``$TPU_RTL_CACHE``, by default
+``build/sim``, :mod:`sim.backends.build_cache`); later runs reuse it.
 """
 
 import fcntl
-import hashlib
 import operator
-import os
 import queue
-import shutil
 import subprocess
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -34,6 +29,7 @@ from golden.arith import bf16_mul as golden_bf16_mul
 from golden.formats import check_numerics
 
 from .export import export
+from .backends.build_cache import cached_build
 from .backends.toolchain import tool_env, verilator, verilator_version
 
 __all__ = ["ExhaustiveError", "ExhaustiveResult", "HARNESS", "build_harness",
@@ -86,38 +82,27 @@ class ExhaustiveResult:
                 f"{self.seconds:.1f} s, {self.cycles_per_second / 1e6:.1f} M cycles/s")
 
 
-def build_harness(numerics="tpu", *, build_root="build"):
-    """Build (or reuse) the Verilated harness for ``numerics``; return its executable."""
+def build_harness(numerics="tpu"):
+    """Build (or reuse) the Verilated harness for ``numerics``; return its executable.
+
+    Cached with every other build (:mod:`sim.backends.build_cache`).
+    """
     verilog = export(_TOP, {"numerics": check_numerics(numerics)}).verilog
     source = HARNESS.read_text()
-    key = hashlib.sha256("\0".join(
-        [verilog, source, " ".join(_FLAGS), verilator_version()]).encode()).hexdigest()[:16]
-    home = Path(build_root) / "exhaustive"
-    final = home / key
-    exe = final / "obj" / f"V{_TOP}"
-    if exe.is_file():
-        return exe
-    home.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f"{key}.tmp-", dir=home))
-    work.chmod(0o755)                   # mkdtemp's 0o700 would hide the cache from others
-    try:
-        (work / f"{_TOP}.v").write_text(verilog)
-        (work / "harness.cpp").write_text(source)
+
+    def build(folder):
+        (folder / f"{_TOP}.v").write_text(verilog)
+        (folder / "harness.cpp").write_text(source)
         proc = subprocess.run([verilator(), *_FLAGS, "-Mdir", "obj", "harness.cpp", f"{_TOP}.v"],
-                              cwd=work, env=tool_env(), capture_output=True, text=True)
+                              cwd=folder, env=tool_env(), capture_output=True, text=True)
         if proc.returncode != 0:
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-20:])
             raise ExhaustiveError(f"building the bf16_mul harness failed "
                                   f"(verilator exit status {proc.returncode}):\n{tail}")
-        try:
-            os.rename(work, final)
-        except OSError:
-            # Another process finished the same build first; use its copy.
-            if not exe.is_file():
-                raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return exe
+
+    folder = cached_build("exhaustive", _TOP, [verilog, source, " ".join(_FLAGS),
+                                               verilator_version()], build)
+    return folder / "obj" / f"V{_TOP}"
 
 
 def _check_range(a_range):
@@ -236,8 +221,7 @@ class _Slice(threading.Thread):
                               f"(exit status {status}){detail}")
 
 
-def run_bf16_mul_exhaustive(numerics="tpu", *, jobs=2, a_range=(0, 65536), progress=None,
-                            build_root="build"):
+def run_bf16_mul_exhaustive(numerics="tpu", *, jobs=2, a_range=(0, 65536), progress=None):
     """Check the RTL bf16 multiplier on every ``(a, b)`` with ``a`` in ``a_range``.
 
     Parameters
@@ -251,8 +235,6 @@ def run_bf16_mul_exhaustive(numerics="tpu", *, jobs=2, a_range=(0, 65536), progr
     progress : callable, optional
         Called as ``progress(done_pairs, total_pairs)`` after each checked
         group of blocks, and once at the end.
-    build_root : path
-        The harness is built and cached under ``build_root/exhaustive/``.
 
     Returns
     -------
@@ -272,7 +254,7 @@ def run_bf16_mul_exhaustive(numerics="tpu", *, jobs=2, a_range=(0, 65536), progr
     _check_jobs(jobs)
     lo, hi = _check_range(a_range)
     started = time.perf_counter()
-    exe = build_harness(numerics, build_root=build_root)
+    exe = build_harness(numerics)
     build_seconds = time.perf_counter() - started
 
     total = (hi - lo) * _BLOCK

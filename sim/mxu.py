@@ -25,8 +25,8 @@ from .backends import check_backend
 from .backends.whole_run import WholeRun, run_whole
 from .transactors import StreamSink, StreamSource, run_transactors
 
-__all__ = ["matmul", "MatmulRun", "MatmulPlan", "plan_matmul", "run_plan", "stream_matmul",
-           "matmul_cycles"]
+__all__ = ["matmul", "MatmulRun", "MatmulPlan", "plan_matmul", "matmul_run", "run_plan",
+           "stream_matmul", "matmul_cycles"]
 
 # K padding must not disturb a sum: (-0) * (+0) = -0, and x + (-0) == x for
 # every x, including -0 (whereas -0 + +0 would round to +0).
@@ -161,19 +161,15 @@ async def stream_matmul(bench, *, weight_beats, lhs_beats, acc_beats, n_results,
     return result.beats[final_from:], spans
 
 
-def run_plan(plan, *, numerics="tpu", backend="amaranth", waves=None, mxu_params=None,
-             progress=None, seed=0, idle=0.0, stall=0.0):
-    """Run ``plan`` on an MXU of the plan's shape as a whole run; returns a :class:`MatmulRun`.
+def matmul_run(plan, params, *, seed=0, idle=0.0, stall=0.0):
+    """The :class:`~sim.backends.whole_run.WholeRun` that streams ``plan`` through an MXU.
 
-    The beat streams are played and the results recorded inside the
-    simulation (:mod:`sim.backends.whole_run`); intermediate K-tile results
-    loop back into ``acc_in`` there too. ``idle`` and ``stall`` are the
+    ``params`` are the MXU's; intermediate K-tile results loop back into
+    ``acc_in`` inside the simulation. ``idle`` and ``stall`` are the
     probabilities of a gap on each input stream and of backpressure on
-    ``result``, drawn from ``seed``. ``progress(cycle, status)`` is called
-    now and then during the run.
+    ``result``, drawn from ``seed``.
     """
-    params = dict(rows=plan.rows, cols=plan.cols, numerics=numerics, **(mxu_params or {}))
-    run = WholeRun(
+    return WholeRun(
         "mxu", params,
         play={"weights": plan.weight_beats, "lhs": plan.lhs_beats, "acc_in": plan.acc_beats},
         record={"result": plan.n_results},
@@ -181,6 +177,17 @@ def run_plan(plan, *, numerics="tpu", backend="amaranth", waves=None, mxu_params
         gaps={"weights": idle, "lhs": idle, "acc_in": idle, "result": stall}, seed=seed,
         # A result overdue by several latencies means a hang, not a slow run.
         watchdog=1000 + 4 * mxu_latency(**params))
+
+
+def run_plan(plan, *, numerics="tpu", backend="amaranth", waves=None, mxu_params=None,
+             progress=None, seed=0, idle=0.0, stall=0.0):
+    """Run ``plan`` on an MXU of the plan's shape as a whole run; returns a :class:`MatmulRun`.
+
+    See :func:`matmul_run` for ``seed``, ``idle`` and ``stall``;
+    ``progress(cycle, status)`` is called now and then during the run.
+    """
+    params = dict(rows=plan.rows, cols=plan.cols, numerics=numerics, **(mxu_params or {}))
+    run = matmul_run(plan, params, seed=seed, idle=idle, stall=stall)
     result = run_whole(run, backend=backend, waves=waves, progress=progress)
     spans = {port: (stats.first, stats.last) for port, stats in result.streams.items()}
     cycles = matmul_cycles(spans)

@@ -24,9 +24,11 @@ import numpy as np
 
 from sim.arith import UNITS, stream_through
 from sim.backends import run_program
-from sim.mxu import matmul_cycles, plan_matmul, stream_matmul
 from sim.backends.toolchain import iverilog
+from sim.backends.whole_run import WholeRun, run_whole
+from sim.mxu import matmul_run, plan_matmul, run_plan, stream_matmul
 
+from .progress import ProgressLine
 from .suites.arith import corpus
 from .suites.mxu.scenarios import bf16_matrix
 
@@ -47,46 +49,93 @@ class Plan:
     mxu_shape: tuple          # (M, K, N) of the speed run, the same on every backend
     export_sizes: tuple
     util_cases: tuple         # ((M, K, N), rows, cols)
+    large_array: int = 0      # rows = cols of the compiled large-array run (0: none)
+    mxu_sizes: tuple = (4, 8)  # square MXUs timed on every path; the last is the headline
 
 
 FULL = Plan(3, 4000, (64, 32, 32), (8, 16, 32, 64, 128),
             (((128, 32, 32), 8, 8), ((256, 64, 64), 8, 8), ((64, 64, 64), 8, 8),
-             ((16, 16, 16), 8, 8), ((256, 64, 64), 16, 16)))
+             ((16, 16, 16), 8, 8), ((256, 64, 64), 16, 16)), large_array=128)
 QUICK = Plan(1, 1000, (16, 16, 16), (8, 16, 32),
              (((128, 32, 32), 8, 8), ((16, 16, 16), 8, 8)))
+
+#: The simulation paths the speed table compares, in column order.
+#: "cocotb": a Python test program acting every cycle (the Bench interface);
+#: "whole": a whole run (stream players and recorders in the RTL).
+PATHS = (("amaranth", "whole"), ("verilator", "cocotb"), ("icarus", "cocotb"),
+         ("verilator", "whole"), ("icarus", "whole"))
+
+
+def _path_name(backend, kind):
+    return {("amaranth", "whole"): "amaranth", ("verilator", "whole"): "compiled verilator",
+            ("icarus", "whole"): "compiled icarus"}.get((backend, kind), f"cocotb {backend}")
 
 
 def _median_rate(runs):
     return statistics.median(cycles / seconds for cycles, seconds in runs)
 
 
-def _arith_rate(unit, backend, n_ops, repeats, rng):
-    a, b = corpus.binary_corpus(unit, rng, n_ops) if unit != "fp32_to_bf16" else \
-        (corpus.unary_corpus(unit, rng, n_ops), None)
-    operands = (a[-n_ops:],) if b is None else (a[-n_ops:], b[-n_ops:])
-    program = functools.partial(timed, inner=functools.partial(
-        stream_through, beats=UNITS[unit].pack(operands)))
-    runs = []
+def _arith_operands(unit, n_ops, rng):
+    if unit == "fp32_to_bf16":
+        return (corpus.unary_corpus(unit, rng, n_ops)[-n_ops:],)
+    return tuple(x[-n_ops:] for x in corpus.binary_corpus(unit, rng, n_ops))
+
+
+def _whole_rate(run, backend, repeats):
+    """Median cycles/s of a whole run: in the simulator's own time, and end to end."""
+    inside, outside = [], []
     for _ in range(repeats):
-        _, cycles, seconds = run_program(unit, {"numerics": "tpu"}, program, backend=backend)
-        runs.append((cycles, seconds))
-    return _median_rate(runs)
+        started = time.perf_counter()
+        result = run_whole(run, backend=backend)
+        outside.append((result.cycles, time.perf_counter() - started))
+        inside.append((result.cycles, result.seconds))
+    return _median_rate(inside), _median_rate(outside)
 
 
-def _mxu_program(shape, rows, cols, rng):
+def _arith_rate(unit, path, n_ops, repeats, rng):
+    """(cycles/s, end-to-end cycles/s or None) of ``unit`` on ``path``."""
+    beats = UNITS[unit].pack(_arith_operands(unit, n_ops, rng))
+    backend, kind = path
+    if kind == "whole":
+        run = WholeRun(unit, {"numerics": "tpu"}, play={"operands": beats},
+                       record={"result": len(beats)})
+        return _whole_rate(run, backend, repeats)
+    program = functools.partial(timed, inner=functools.partial(stream_through, beats=beats))
+    runs = [run_program(unit, {"numerics": "tpu"}, program, backend=backend)[1:]
+            for _ in range(repeats)]
+    return _median_rate(runs), None
+
+
+def _mxu_plan(shape, rows, cols, rng):
     m, k, n = shape
     x, w = bf16_matrix(rng, (m, k)), bf16_matrix(rng, (k, n))
-    plan = plan_matmul(x.view(np.uint16), w.view(np.uint16), rows=rows, cols=cols)
-    return plan, functools.partial(timed, inner=functools.partial(stream_matmul,
-                                                                  **plan.stream_args))
+    return plan_matmul(x.view(np.uint16), w.view(np.uint16), rows=rows, cols=cols)
 
 
-def _mxu_run(shape, rows, cols, backend, rng):
-    plan, program = _mxu_program(shape, rows, cols, rng)
-    (final, spans), cycles, seconds = run_program(
-        "mxu", {"rows": rows, "cols": cols}, program, backend=backend)
-    span = matmul_cycles(spans)
-    return cycles, seconds, span, plan.utilization(span)
+def _mxu_rate(shape, size, path, repeats, rng, *, public_flat_rw=False):
+    """(cycles/s, end-to-end cycles/s or None) of a ``size`` x ``size`` MXU on ``path``."""
+    plan = _mxu_plan(shape, size, size, rng)
+    backend, kind = path
+    params = {"rows": size, "cols": size}
+    if kind == "whole":
+        return _whole_rate(matmul_run(plan, params), backend, repeats)
+    program = functools.partial(timed, inner=functools.partial(stream_matmul,
+                                                               **plan.stream_args))
+    runs = []
+    for _ in range(repeats):
+        if public_flat_rw:
+            from sim.backends import cocotb_sim
+            result = cocotb_sim.simulate("mxu", params, program, simulator=backend,
+                                         public_flat_rw=True)
+        else:
+            result = run_program("mxu", params, program, backend=backend)
+        runs.append(result[1:])
+    return _median_rate(runs), None
+
+
+def _utilization(shape, rows, cols, rng):
+    run = run_plan(_mxu_plan(shape, rows, cols, rng), backend="verilator")
+    return run.cycles, run.utilization
 
 
 def _export_cost(size):
@@ -110,24 +159,14 @@ def _harness_rate(repeats):
     return statistics.median(rates)
 
 
-class _Steps:
-    def __init__(self, total, stream=sys.stderr):
-        self.total, self.done, self.stream = total, 0, stream
-        self.tty = stream.isatty()
-        self.started = time.perf_counter()
+def _steps(total):
+    """``step(label)``: one more measurement done, shown on a progress line."""
+    line = ProgressLine("bench", total=total, unit="steps")
 
-    def __call__(self, label):
-        self.done += 1
-        elapsed = time.perf_counter() - self.started
-        width = 24
-        bar = "#" * (width * self.done // self.total)
-        text = f"[{bar:<{width}}] {self.done}/{self.total} {label} ({elapsed:.0f} s)"
-        self.stream.write(f"\r{text}\033[K" if self.tty else text + "\n")
-        self.stream.flush()
-
-    def close(self):
-        if self.tty:
-            self.stream.write("\r\033[K")
+    def step(label):
+        line.update(advance=1, text=label)
+    step.close = line.close
+    return step
 
 
 def _versions():
@@ -149,32 +188,61 @@ def _machine():
     return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
+def _large_array(size, repeats, rng):
+    """Build the compiled harness of a ``size`` x ``size`` MXU and run a size^3 matmul on it.
+
+    The build runs in a child process so its peak memory (the child's and its
+    compilers') is measured alone. Returns (build seconds, build peak MB,
+    cycles, cycles per second).
+    """
+    plan = _mxu_plan((size, size, size), size, size, rng)
+    run = matmul_run(plan, {"rows": size, "cols": size})
+    code = (
+        "import json, pickle, resource, sys, time\n"
+        "from sim.backends import compiled\n"
+        "run = pickle.loads(sys.stdin.buffer.read())\n"
+        "t = time.perf_counter()\n"
+        "compiled._build(run, 'verilator', waves=False)\n"
+        "peak = max(resource.getrusage(who).ru_maxrss for who in "
+        "(resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))\n"
+        "print(json.dumps([time.perf_counter() - t, peak / 1024]))\n")
+    import pickle
+    proc = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(run),
+                          capture_output=True, check=True)
+    seconds, peak = json.loads(proc.stdout)
+    cycles = run_whole(run, backend="verilator").cycles
+    rate, _ = _whole_rate(run, "verilator", repeats)
+    return seconds, peak, cycles, rate
+
+
 def run_bench(*, quick=False, output="docs/benchmarks.md", seed=1):
     """Measure everything, write the Markdown table to ``output``; returns its text."""
     plan = QUICK if quick else FULL
     rng = np.random.default_rng(seed)
-    backends = ["amaranth", "verilator"] + (["icarus"] if iverilog() else [])
-    mxu_sizes, mxu_backends = (4, 8), ("amaranth", "verilator")
-    steps = _Steps(len(UNITS) * len(backends) + len(mxu_sizes) * len(mxu_backends) + 1
-                   + len(plan.export_sizes) + len(plan.util_cases))
+    paths = [p for p in PATHS if p[0] != "icarus" or iverilog()]
+    mxu_sizes = plan.mxu_sizes
+    steps = _steps((len(UNITS) + len(mxu_sizes)) * len(paths) + 2 + len(plan.export_sizes)
+                   + len(plan.util_cases) + bool(plan.large_array))
     speed = []
     for unit in UNITS:
         rates = {}
-        for backend in backends:
-            rates[backend] = _arith_rate(unit, backend, plan.arith_ops, plan.repeats, rng)
-            steps(f"{unit} on {backend}")
+        for path in paths:
+            rates[path] = _arith_rate(unit, path, plan.arith_ops, plan.repeats, rng)
+            steps(f"{unit} on {_path_name(*path)}")
         speed.append((unit, f"{plan.arith_ops} operations", rates))
     for size in mxu_sizes:
-        mxu_rates = {}
-        for backend in mxu_backends:
-            runs = [_mxu_run(plan.mxu_shape, size, size, backend, rng)[:2]
-                    for _ in range(plan.repeats)]
-            mxu_rates[backend] = _median_rate(runs)
-            steps(f"mxu {size}x{size} on {backend}")
+        rates = {}
+        for path in paths:
+            rates[path] = _mxu_rate(plan.mxu_shape, size, path, plan.repeats, rng)
+            steps(f"mxu {size}x{size} on {_path_name(*path)}")
         speed.append((f"mxu {size}x{size}", f"{'x'.join(map(str, plan.mxu_shape))} matmul",
-                      mxu_rates))
+                      rates))
+    size = mxu_sizes[-1]
+    all_public, _ = _mxu_rate(plan.mxu_shape, size, ("verilator", "cocotb"), plan.repeats, rng,
+                              public_flat_rw=True)
+    steps(f"mxu {size}x{size} on cocotb verilator with --public-flat-rw")
     harness = _harness_rate(plan.repeats)
-    steps("bf16_mul compiled harness")
+    steps("bf16_mul exhaustive harness")
 
     exports = []
     for size in plan.export_sizes:
@@ -182,11 +250,25 @@ def run_bench(*, quick=False, output="docs/benchmarks.md", seed=1):
         steps(f"export {size}x{size}")
     utilization = []
     for shape, rows, cols in plan.util_cases:
-        _, _, cycles, util = _mxu_run(shape, rows, cols, "verilator", rng)
-        utilization.append((shape, rows, cols, cycles, util))
+        utilization.append((shape, rows, cols, *_utilization(shape, rows, cols, rng)))
         steps(f"utilization {'x'.join(map(str, shape))} on {rows}x{cols}")
+    large = None
+    if plan.large_array:
+        large = _large_array(plan.large_array, plan.repeats, rng)
+        steps(f"{plan.large_array}x{plan.large_array} MXU, compiled")
     steps.close()
+    text = _report(plan, quick, paths, speed, all_public, harness, exports, utilization, large)
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    Path(output).write_text(text)
+    return text
 
+
+def _report(plan, quick, paths, speed, all_public, harness, exports, utilization, large):
+    names = [_path_name(*path) for path in paths]
+    compiled, cocotb = ("verilator", "whole"), ("verilator", "cocotb")
+    rates = {name: dict(r) for name, _, r in speed}
+    size = plan.mxu_sizes[-1]
+    mxu = rates[f"mxu {size}x{size}"]
     lines = [
         "# Benchmarks",
         "",
@@ -200,27 +282,54 @@ def run_bench(*, quick=False, output="docs/benchmarks.md", seed=1):
         "",
         "## Simulation speed",
         "",
-        "Simulated clock cycles per second, timed inside the test program (testbench "
-        "included, simulator build and start-up excluded). The same program runs on every "
-        "backend.",
+        "Simulated clock cycles per second. *cocotb* columns run a Python test program "
+        "that acts on every cycle (the Bench interface of interactive testbenches), timed "
+        "inside the program. The other columns are whole runs: stream players and "
+        "recorders in the RTL, no Python per cycle, timed by the simulator itself from "
+        "loading the stimulus to writing the results (*compiled verilator*: the C++ model "
+        "of the harness; *amaranth*: Amaranth's simulator on the same harness). Builds "
+        "and process start-up are excluded everywhere; the end-to-end column below "
+        "includes them for the compiled path (cached build).",
         "",
-        "| block | workload | " + " | ".join(backends) + " | verilator / amaranth |",
-        "|---|---|" + "---:|" * len(backends) + "---:|",
+        "| block | workload | " + " | ".join(names) + " | compiled / cocotb (verilator) |",
+        "|---|---|" + "---:|" * len(names) + "---:|",
     ]
-    for name, workload, rates in speed:
-        cells = [f"{rates[b]:,.0f}" if b in rates else "n/a" for b in backends]
+    for name, workload, rate in speed:
+        cells = [f"{rate[path][0]:,.0f}" for path in paths]
         lines.append(f"| {name} | {workload} | " + " | ".join(cells)
-                     + f" | {rates['verilator'] / rates['amaranth']:.0f}x |")
-    bf16_amaranth = dict((name, rates) for name, _, rates in speed)["bf16_mul"]["amaranth"]
-    if "icarus" in backends:
-        lines += ["", "n/a: the MXU is timed on Amaranth and Verilator only."]
+                     + f" | {rate[compiled][0] / rate[cocotb][0]:.0f}x |")
     lines += [
         "",
-        f"The exhaustive check's compiled C++ Verilator harness (no cocotb, no Python per "
-        f"cycle) runs the bf16 multiplier at {harness:,.0f} cycles per second on one core: "
-        f"{harness / bf16_amaranth:,.0f}x the Amaranth simulator in this run "
-        f"(median of {plan.repeats}, 1,048,576 operand pairs each).",
+        f"End to end, a compiled Verilator whole run of the {size}x{size} MXU's "
+        f"{'x'.join(map(str, plan.mxu_shape))} matmul (writing the stimulus files, "
+        "starting the simulator, reading the results back; build cached) runs at "
+        f"{mxu[compiled][1]:,.0f} cycles per second, "
+        f"{mxu[compiled][1] / mxu[cocotb][0]:.1f}x the cocotb path: a run this short "
+        "is dominated by process start-up.",
         "",
+        f"cocotb's Verilator runner builds with `--public-flat-rw`; our builds keep only the "
+        f"top-level ports public (a generated `.vlt`). The {size}x{size} MXU on cocotb "
+        f"Verilator: {mxu[cocotb][0]:,.0f} cycles per second ports-only, {all_public:,.0f} "
+        f"with `--public-flat-rw` ({mxu[cocotb][0] / all_public:.2f}x).",
+        "",
+        f"The exhaustive check's C++ Verilator harness streams the bf16 multiplier at "
+        f"{harness:,.0f} cycles per second on one core (median of {plan.repeats}, 1,048,576 "
+        f"operand pairs each): {harness / rates['bf16_mul'][compiled][0]:.1f}x the generic "
+        "compiled whole run of the same unit, which plays its operands from a memory.",
+        "",
+    ]
+    if large:
+        seconds, peak, cycles, rate = large
+        n = plan.large_array
+        lines += [
+            f"## A large array: {n}x{n} MXU (preset tpu_v4), compiled",
+            "",
+            f"`sim.mxu.matmul` of {n}x{n}x{n} on a {n}x{n} MXU, backend verilator: build "
+            f"{seconds:.0f} s with a peak of {peak:,.0f} MB (export, Verilator and the C++ "
+            f"compile), then {cycles:,} cycles at {rate:,.0f} cycles per second.",
+            "",
+        ]
+    lines += [
         "## Verilog export",
         "",
         "`tpu-rtl export mxu --param rows=N --param cols=N`: the PE and the PE row are "
@@ -242,7 +351,4 @@ def run_bench(*, quick=False, output="docs/benchmarks.md", seed=1):
           for s, r, c, cy, u in utilization),
         "",
     ]
-    text = "\n".join(lines)
-    Path(output).parent.mkdir(parents=True, exist_ok=True)
-    Path(output).write_text(text)
-    return text
+    return "\n".join(lines)

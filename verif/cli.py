@@ -19,13 +19,14 @@ class CommandError(Exception):
         self.status = status
 
 
-def _progress_printer():
-    """A progress callback that redraws one stderr line, or None when stderr is not a terminal."""
-    if not sys.stderr.isatty():
-        return None
+def _progress_printer(label):
+    """A ``progress(cycle, status)`` callback that shows one progress line on stderr."""
+    from .progress import ProgressLine
+    line = ProgressLine(label)
 
     def show(cycle, status):
-        print(f"\r  cycle {cycle}: {status}\033[K", end="", file=sys.stderr, flush=True)
+        line.update(text=f"cycle {cycle:,}: {status}")
+    show.close = line.close
     return show
 
 
@@ -79,11 +80,11 @@ def _cmd_matmul(args):
     n = w.shape[1] if w.ndim == 2 else 0
     print(f"matmul {m}x{k}x{n} on a {args.rows}x{args.cols} MXU (numerics {args.numerics}, "
           f"seed {args.seed}, backend {args.backend})", flush=True)
-    progress = _progress_printer() if args.backend == "amaranth" else None
+    progress = _progress_printer("matmul")
     check = check_matmul(x, w, acc=acc, rows=args.rows, cols=args.cols, numerics=args.numerics,
-                         backend=args.backend, waves=args.waves, progress=progress)
-    if progress is not None:
-        print("\r\033[K", end="", file=sys.stderr)
+                         backend=args.backend, waves=args.waves, progress=progress,
+                         seed=args.seed, idle=args.idle, stall=args.stall)
+    progress.close()
     print(f"  result: {check.board.summary()}")
     print(f"  cycles: {check.run.cycles}   utilization: {check.run.utilization:.3f}")
     if args.waves:
@@ -215,7 +216,12 @@ def _parser():
     p.add_argument("--rows", type=_positive, default=8, help="array rows (default 8)")
     p.add_argument("--cols", type=_positive, default=8, help="array columns (default 8)")
     p.add_argument("--numerics", choices=("tpu", "ieee"), default="tpu")
-    p.add_argument("--seed", type=int, default=1, help="seed of the random operands (default 1)")
+    p.add_argument("--seed", type=int, default=1,
+                   help="seed of the random operands and gaps (default 1)")
+    p.add_argument("--idle", type=float, default=0.0, metavar="P",
+                   help="probability of an idle cycle on each input stream (default 0)")
+    p.add_argument("--stall", type=float, default=0.0, metavar="P",
+                   help="probability of backpressure on the results each cycle (default 0)")
     p.add_argument("--special-density", type=float, default=0.0, metavar="P",
                    help="fraction of operands replaced by special values (default 0)")
     p.add_argument("--with-acc", action="store_true", help="start from random partial sums")

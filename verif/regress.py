@@ -14,7 +14,6 @@ import json
 import shutil
 import subprocess
 import sys
-import threading
 import time
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import code_coverage
+from .progress import ProgressLine
 from .suites import SUITES
 
 __all__ = ["Outcome", "Regression", "run_regression", "run_exhaustive", "functional_summary",
@@ -91,44 +91,24 @@ def _run_one(suite, seed, sim, out, *, waves, timeout, inject, only):
     return Outcome(seed, record["status"], message, seconds, record)
 
 
-class _Progress:
-    """A one-line progress bar on a terminal, one line per seed otherwise."""
+class _SeedProgress:
+    """Seeds done and failed on one progress line, and a line of its own per seed."""
 
-    def __init__(self, total, stream=sys.stderr):
-        self.total, self.done, self.failed = total, 0, 0
-        self.stream = stream
-        self.tty = stream.isatty()
-        self.started = time.perf_counter()
-        self.lock = threading.Lock()
-        self._draw()
-
-    def _draw(self):
-        if self.tty:
-            width = 30
-            filled = width * self.done // max(self.total, 1)
-            elapsed = time.perf_counter() - self.started
-            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/"
-                              f"{self.total} seeds, {self.failed} failed, {elapsed:.0f} s\033[K")
-            self.stream.flush()
+    def __init__(self, total):
+        self.line = ProgressLine("regress", total=total, unit="seeds")
+        self.failed = 0
+        self.line.update(text="0 failed")
 
     def update(self, outcome):
-        with self.lock:
-            self.done += 1
-            self.failed += outcome.status != "pass"
-            line = f"seed {outcome.seed}: {outcome.status} ({outcome.seconds:.1f} s)"
-            if outcome.status != "pass":
-                line += f": {outcome.message.splitlines()[0][:200] if outcome.message else ''}"
-            if self.tty:
-                self.stream.write(f"\r\033[K{line}\n")
-            else:
-                self.stream.write(line + "\n")
-            self._draw()
-            self.stream.flush()
+        self.failed += outcome.status != "pass"
+        message = f"seed {outcome.seed}: {outcome.status} ({outcome.seconds:.1f} s)"
+        if outcome.status != "pass":
+            message += f": {outcome.message.splitlines()[0][:200] if outcome.message else ''}"
+        self.line.log(message)
+        self.line.update(advance=1, text=f"{self.failed} failed")
 
     def close(self):
-        if self.tty:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
+        self.line.close()
 
 
 def _case_name(seed):
@@ -197,27 +177,15 @@ def _merge_code(out, seeds_dir):
     return code_coverage.summary(points)
 
 
-class _PairProgress:
-    """Progress of the exhaustive check: a redrawn line on a terminal, every 10% otherwise."""
+def _pair_progress(label):
+    """The ``progress(done, total)`` callback of an exhaustive check."""
+    line = ProgressLine(label, unit="pairs")
 
-    def __init__(self, label, stream=sys.stderr):
-        self.label, self.stream, self.tty = label, stream, stream.isatty()
-        self.started, self.shown = time.perf_counter(), -1
-
-    def __call__(self, done, total):
-        percent = 100 * done // total
-        elapsed = time.perf_counter() - self.started
-        if self.tty:
-            self.stream.write(f"\r{self.label}: {percent}% of {total:,} pairs, "
-                              f"{elapsed:.0f} s\033[K")
-        elif percent // 10 > self.shown:
-            self.shown = percent // 10
-            self.stream.write(f"{self.label}: {percent}% of {total:,} pairs, {elapsed:.0f} s\n")
-        self.stream.flush()
-
-    def close(self):
-        if self.tty:
-            self.stream.write("\r\033[K")
+    def show(done, total):
+        line.total = total
+        line.update(done, text=f"{100 * done // total}%")
+    show.close = line.close
+    return show
 
 
 def run_exhaustive(*, jobs=2, only=None, out=None):
@@ -234,7 +202,7 @@ def run_exhaustive(*, jobs=2, only=None, out=None):
     for numerics in NUMERICS:
         if only and only not in numerics:
             continue
-        bar = _PairProgress(f"{EXHAUSTIVE} {numerics}")
+        bar = _pair_progress(f"{EXHAUSTIVE} {numerics}")
         try:
             result = run_bf16_mul_exhaustive(numerics, jobs=jobs, progress=bar)
         except ExhaustiveError as error:
@@ -270,7 +238,7 @@ def run_regression(suite, *, seeds, jobs=1, sim="amaranth", seed_base=1, only_se
                   "code_coverage.txt"):
         (out / stale).unlink(missing_ok=True)
     shutil.rmtree(out / "seeds", ignore_errors=True)
-    bar = progress if progress is not None else _Progress(len(seed_list))
+    bar = progress if progress is not None else _SeedProgress(len(seed_list))
     outcomes = []
 
     def job(seed):

@@ -35,6 +35,17 @@ def _endpoint_ports(depth):
     }
 
 
+def _beat_memory(shape, depth):
+    # Raw payload bits rather than the payload's layout, so a testbench loads
+    # and reads packed integers.
+    return Memory(shape=Shape.cast(shape).width, depth=depth, init=[])
+
+
+def _write_signature(memory):
+    return WritePort.Signature(addr_width=max(1, (memory.depth - 1).bit_length()),
+                               shape=memory.shape)
+
+
 def _gap(m, endpoint):
     """A signal that is high on a random cycle with probability ``gap / 2**GAP_BITS``."""
     m.submodules.random = random = Xorshift32()
@@ -92,15 +103,10 @@ class StreamPlayer(wiring.Component):
 
     def __init__(self, *, shape, depth):
         self.depth = check_depth(depth)
-        # The memory holds raw payload bits, so a testbench loads packed integers.
-        self.beats = Memory(shape=Shape.cast(shape).width, depth=depth, init=[])
-        ports = _endpoint_ports(depth) | {
-            "stream": Out(stream.Signature(shape)),
-            "available": In(range(depth + 1)),
-            "fill": In(WritePort.Signature(addr_width=max(1, (depth - 1).bit_length()),
-                                           shape=Shape.cast(shape).width)),
-        }
-        super().__init__(ports)
+        self.beats = _beat_memory(shape, depth)
+        super().__init__(_endpoint_ports(depth) | {
+            "stream": Out(stream.Signature(shape)), "available": In(range(depth + 1)),
+            "fill": In(_write_signature(self.beats))})
 
     def elaborate(self, platform):
         m = Module()
@@ -150,13 +156,10 @@ class StreamRecorder(wiring.Component):
 
     def __init__(self, *, shape, depth):
         self.depth = check_depth(depth)
-        self.beats = Memory(shape=Shape.cast(shape).width, depth=depth, init=[])
-        ports = _endpoint_ports(depth) | {
+        self.beats = _beat_memory(shape, depth)
+        super().__init__(_endpoint_ports(depth) | {
             "stream": In(stream.Signature(shape)),
-            "written": Out(WritePort.Signature(addr_width=max(1, (depth - 1).bit_length()),
-                                               shape=Shape.cast(shape).width)),
-        }
-        super().__init__(ports)
+            "written": Out(_write_signature(self.beats))})
 
     def elaborate(self, platform):
         m = Module()

@@ -1,9 +1,18 @@
-"""Choosing the simulator a run uses.
+"""The simulators, and the two ways a test talks to them.
 
-``"amaranth"`` simulates the Amaranth design in this process, with no
-extra tools. ``"verilator"`` and ``"icarus"`` simulate the exported Verilog
-through cocotb (:mod:`sim.backends.cocotb_sim`); the same test program runs on
-all three and gives bit-identical results, cycle for cycle.
+``"amaranth"`` simulates the Amaranth design in this process, with no extra
+tools; ``"verilator"`` and ``"icarus"`` simulate the exported Verilog.
+
+- **Whole runs** (:mod:`.whole_run`): stimulus in, run to completion,
+  results out, with no Python per cycle. Every runner of a block
+  (``sim.mxu``, ``sim.arith``) uses them; on Verilator the harness is a
+  compiled C++ model (:mod:`.compiled`).
+- **Interactive programs** (:func:`run_program`): an async test program that
+  drives and samples ports every cycle through the :mod:`.bench` interface,
+  in this process (Amaranth) or through cocotb (:mod:`.cocotb_sim`), for
+  agents that react cycle by cycle.
+
+Either way, all three backends give bit-identical results, cycle for cycle.
 """
 
 from . import amaranth_sim

@@ -33,13 +33,13 @@ class SimulationError(RuntimeError):
     """The simulator could not build or run the design, or the test program failed."""
 
 
-def _runner(simulator):
+def _runner(simulator, *, public_flat_rw=False):
     if simulator == "icarus" and iverilog() is None:
         raise ToolMissing("backend 'icarus' needs Icarus Verilog (iverilog), which is not "
                           "installed; use backend 'verilator' or install iverilog")
     os.environ.update(tool_env())          # cocotb's runner calls plain `verilator`
     from cocotb_tools.runner import Verilator, get_runner
-    if simulator != "verilator":
+    if simulator != "verilator" or public_flat_rw:
         return get_runner(simulator)
 
     class PortsOnlyVerilator(Verilator):
@@ -59,7 +59,7 @@ def _public_ports(verilog, top):
     return "\n".join(lines) + "\n"
 
 
-def _build(block, verilog, simulator, *, waves, coverage):
+def _build(block, verilog, simulator, *, waves, coverage, public_flat_rw=False):
     flags = ["-Wno-fatal"] + (_COVERAGE_FLAGS if coverage else []) \
         if simulator == "verilator" else []
 
@@ -67,12 +67,14 @@ def _build(block, verilog, simulator, *, waves, coverage):
         source = folder / f"{block}.v"
         source.write_text(verilog)
         sources = [source]
-        if simulator == "verilator":
+        if simulator == "verilator" and not public_flat_rw:
             ports = folder / "public_ports.vlt"
             ports.write_text(_public_ports(verilog, block))
             sources += [WAIVERS, ports]
+        elif simulator == "verilator":
+            sources.append(WAIVERS)
         try:
-            _runner(simulator).build(
+            _runner(simulator, public_flat_rw=public_flat_rw).build(
                 sources=sources, hdl_toplevel=block, build_dir=folder, build_args=flags,
                 waves=waves, always=True, log_file=folder / "build.log",
                 timescale=("1ns", "1ps") if simulator == "icarus" else None)
@@ -85,25 +87,30 @@ def _build(block, verilog, simulator, *, waves, coverage):
                                   f"log: {log}") from None
 
     return cached_build(f"cocotb-{simulator}", block,
-                        [verilog, " ".join(flags), waves, verilator_version(), "ports-only"],
+                        [verilog, " ".join(flags), waves, verilator_version(),
+                         "all public" if public_flat_rw else "ports only"],
                         build)
 
 
-def simulate(block, params, program, *, simulator, waves=None, coverage=None, run_dir=None):
+def simulate(block, params, program, *, simulator, waves=None, coverage=None, run_dir=None,
+             public_flat_rw=False):
     """Run ``await program(bench)`` on ``block`` built with ``params``; return its value.
 
     ``waves`` and ``coverage`` are paths to receive a VCD (Verilator) or FST
     (Icarus) waveform and a Verilator coverage.dat. ``run_dir`` keeps the run's
     files (logs, results) in a known place; by default a temporary folder is
-    used and removed after a successful run.
+    used and removed after a successful run. ``public_flat_rw`` builds the
+    model the way cocotb's runner does by default (every signal public), only
+    so that the bench can measure what keeping just the ports public saves.
     """
     if simulator not in SIMULATORS:
         raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, not {simulator!r}")
     if coverage and simulator != "verilator":
         raise ValueError("code coverage needs the verilator backend")
-    runner = _runner(simulator)
+    runner = _runner(simulator, public_flat_rw=public_flat_rw)
     verilog = export(block, params).verilog
-    folder = _build(block, verilog, simulator, waves=bool(waves), coverage=bool(coverage))
+    folder = _build(block, verilog, simulator, waves=bool(waves), coverage=bool(coverage),
+                    public_flat_rw=public_flat_rw)
     keep = run_dir is not None
     if keep:
         run_dir = Path(run_dir).resolve()

@@ -87,7 +87,7 @@ def testbench_verilog(harness, *, module="harness"):
         "    end",
         "    if (phase == 2) rst <= 0;",
         "    if (phase == 3) start <= 1;",
-        "    if (start && progress != 0 && cycles % progress == 0 && !done && !hung)",
+        "    if (start && progress != 0 && cycles != 0 && cycles % progress == 0 && !done && !hung)",
         '      $display("progress %0d' + "".join(f" {n}=%0d" for n in harness.streams) + '", '
         + ", ".join(["cycles"] + [f"{n}_transfers" for n in harness.streams]) + ");",
         "    if (start && (done || hung)) begin",

@@ -2,12 +2,11 @@
 
 The full 2^32-pair run is the ``bf16_mul_exhaustive`` regression suite; here
 each run covers two ``a`` values (131072 pairs). The Verilated harness is
-built once per numerics into the repository's build/ and reused after that.
+built once per numerics in the shared build cache and reused after that.
 """
 
 import stat
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +14,6 @@ import pytest
 import sim.exhaustive
 from sim.exhaustive import ExhaustiveError, build_harness, run_bf16_mul_exhaustive
 
-BUILD = Path(__file__).resolve().parents[1] / "build"
 PAIRS = 2 * 65536
 
 
@@ -27,7 +25,7 @@ PAIRS = 2 * 65536
 ], ids=["normal", "subnormal", "special"])
 def test_slice_matches_golden(numerics, a_range):
     calls = []
-    result = run_bf16_mul_exhaustive(numerics, jobs=2, a_range=a_range, build_root=BUILD,
+    result = run_bf16_mul_exhaustive(numerics, jobs=2, a_range=a_range,
                                      progress=lambda done, total: calls.append((done, total)))
     assert result.numerics == numerics
     assert result.pairs_checked == PAIRS
@@ -47,7 +45,7 @@ def test_a_wrong_result_is_reported(monkeypatch):
         return expected
 
     monkeypatch.setattr(sim.exhaustive, "golden_bf16_mul", off_by_one)
-    result = run_bf16_mul_exhaustive("tpu", jobs=1, a_range=(0x3F80, 0x3F82), build_root=BUILD)
+    result = run_bf16_mul_exhaustive("tpu", jobs=1, a_range=(0x3F80, 0x3F82))
     assert result.pairs_checked == PAIRS
     assert result.mismatches == 1 and not result.ok
     assert result.first_mismatches == ["a=0x3F80 b=0x4000: got 0x40000000, expected 0x40000001"]
@@ -57,7 +55,7 @@ def test_a_wrong_result_is_reported(monkeypatch):
 def test_harness_output_is_the_product():
     # Read the harness directly, independently of sim.exhaustive's reader:
     # 1.5 x b for a few b whose products are known by hand.
-    exe = build_harness("tpu", build_root=BUILD)
+    exe = build_harness("tpu")
     out = subprocess.run([str(exe), "0x3FC0", "0x3FC1"], capture_output=True, check=True).stdout
     got = np.frombuffer(out, dtype=np.uint32)
     assert got.size == 65536
@@ -69,15 +67,15 @@ def test_harness_output_is_the_product():
 
 
 def test_harness_is_cached():
-    exe = build_harness("tpu", build_root=BUILD)
+    exe = build_harness("tpu")
     mtime = exe.stat().st_mtime_ns
-    assert build_harness("tpu", build_root=BUILD) == exe
+    assert build_harness("tpu") == exe
     assert exe.stat().st_mtime_ns == mtime
-    assert build_harness("ieee", build_root=BUILD) != exe
+    assert build_harness("ieee") != exe
 
 
 def test_harness_rejects_bad_arguments():
-    exe = build_harness("tpu", build_root=BUILD)
+    exe = build_harness("tpu")
     for args in (["5", "5"], ["0", "65537"], ["x", "1"], ["1"]):
         proc = subprocess.run([str(exe), *args], capture_output=True, text=True)
         assert proc.returncode == 2 and "usage" in proc.stderr
@@ -89,7 +87,7 @@ def test_a_short_harness_is_an_error(monkeypatch, tmp_path):
     fake = tmp_path / "fake_harness"
     fake.write_text("#!/bin/sh\nhead -c 1000 /dev/zero\necho 'simulated crash' >&2\nexit 3\n")
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setattr(sim.exhaustive, "build_harness", lambda numerics, build_root: fake)
+    monkeypatch.setattr(sim.exhaustive, "build_harness", lambda numerics: fake)
     with pytest.raises(ExhaustiveError, match=r"slice a in \[0x3F80, 0x3F82\) stopped after "
                                               r"250 of 131072 results \(exit status 3\): "
                                               r"simulated crash"):

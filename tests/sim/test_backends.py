@@ -1,4 +1,5 @@
-"""The Verilator and Icarus backends give bit-identical results to Amaranth's simulator."""
+"""Interactive test programs (the Bench interface) on Verilator and Icarus through cocotb
+give bit-identical results to Amaranth's simulator, cycle for cycle."""
 
 import functools
 
@@ -7,8 +8,8 @@ import pytest
 
 from golden import arith as golden
 from golden import mxu as golden_mxu
-from sim import arith, mxu
-from sim.arith import stream_through
+from sim import mxu
+from sim.arith import UNITS, stream_through
 from sim.backends import check_backend, run_program
 from sim.backends.cocotb_sim import SimulationError
 from sim.backends.toolchain import ToolMissing, iverilog
@@ -32,10 +33,11 @@ def _small_corpus(op, rng):
                                           ("fp32_to_bf16", "ieee")])
 def test_arith_backends_agree(op, numerics, backend, rng):
     operands = _small_corpus(op, rng)
-    reference = getattr(arith, op)(*operands, numerics=numerics, backend="amaranth")
-    np.testing.assert_array_equal(reference, getattr(golden, op)(*operands, numerics=numerics))
-    got = getattr(arith, op)(*operands, numerics=numerics, backend=backend)
-    np.testing.assert_array_equal(got, reference)
+    program = functools.partial(stream_through, beats=UNITS[op].pack(operands))
+    reference = run_program(op, {"numerics": numerics}, program)
+    np.testing.assert_array_equal(np.array(reference, UNITS[op].result),
+                                  getattr(golden, op)(*operands, numerics=numerics))
+    assert run_program(op, {"numerics": numerics}, program, backend=backend) == reference
 
 
 @pytest.mark.parametrize("backend", COCOTB_BACKENDS)
@@ -43,12 +45,14 @@ def test_matmul_backends_agree_cycle_for_cycle(backend, rng):
     x = bf16_matrix(rng, (6, 5), special_density=0.1)
     w = bf16_matrix(rng, (5, 3), special_density=0.1)
     acc = fp32_matrix(rng, (6, 3), special_density=0.1)
-    reference = mxu.matmul(x, w, rows=2, cols=2, acc=acc, numerics="ieee")
-    np.testing.assert_array_equal(reference.out.view(np.uint32),
+    plan = mxu.plan_matmul(x.view(np.uint16), w.view(np.uint16), acc.view(np.uint32),
+                           rows=2, cols=2)
+    params = {"rows": 2, "cols": 2, "numerics": "ieee"}
+    program = functools.partial(mxu.stream_matmul, **plan.stream_args)
+    final, spans = run_program("mxu", params, program)
+    np.testing.assert_array_equal(plan.assemble(final).view(np.uint32),
                                   golden_mxu.matmul(x, w, acc=acc, numerics="ieee").view(np.uint32))
-    got = mxu.matmul(x, w, rows=2, cols=2, acc=acc, numerics="ieee", backend=backend)
-    np.testing.assert_array_equal(got.out.view(np.uint32), reference.out.view(np.uint32))
-    assert got.cycles == reference.cycles
+    assert run_program("mxu", params, program, backend=backend) == (final, spans)
 
 
 async def _never_ready(bench):

@@ -42,10 +42,11 @@ def test_arith_regression_passes_with_full_coverage(tmp_path):
     assert single == 100.0
 
 
-def test_mxu_regression_passes(tmp_path):
-    proc = _regress("mxu", "--seeds", "1", "--sim", "amaranth", cwd=tmp_path)
+def test_mxu_regression_reaches_full_coverage_in_one_seed(tmp_path):
+    proc = _regress("mxu", "--seeds", "1", "--sim", "amaranth", "--cover-goal", "100",
+                    cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "functional coverage:" in proc.stdout
+    assert "functional coverage: 100.00%" in proc.stdout
 
 
 def test_coverage_goal_fails_the_run(tmp_path):

@@ -1,0 +1,134 @@
+"""Whole runs: the same harness RTL on every backend, identical cycle for cycle, and
+clear errors for a bad run."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from golden import arith as golden
+from golden import mxu as golden_mxu
+from hdl.lib.xorshift import Xorshift32
+from sim import mxu
+from sim.arith import UNITS
+from sim.backends import compiled
+from sim.backends.amaranth_sim import simulate
+from sim.backends.build_cache import build_root
+from sim.backends.toolchain import iverilog
+from sim.backends.whole_run import WholeRun, run_whole
+from sim.transactors import SimulationHang
+from verif.suites.arith import corpus
+from verif.suites.mxu.scenarios import bf16_matrix, fp32_matrix
+
+needs_icarus = pytest.mark.skipif(iverilog() is None, reason="Icarus (iverilog) not installed")
+COMPILED = ["verilator", pytest.param("icarus", marks=needs_icarus)]
+
+
+def _add_run(rng, n, **kwargs):
+    a, b = (x[-n:] for x in corpus.binary_corpus("fp32_add", rng, n))
+    run = WholeRun("fp32_add", {"numerics": "ieee"},
+                   play={"operands": UNITS["fp32_add"].pack((a, b))}, record={"result": n},
+                   **kwargs)
+    return run, golden.fp32_add(a, b, numerics="ieee")
+
+
+@pytest.mark.parametrize("backend", COMPILED)
+def test_arith_run_is_identical_to_amaranth_with_gaps(backend, rng):
+    run, expected = _add_run(rng, 300, gaps={"operands": 0.3, "result": 0.6}, seed=77)
+    reference = run_whole(run, backend="amaranth")
+    np.testing.assert_array_equal(np.array(reference.recorded["result"], np.uint32), expected)
+    got = run_whole(run, backend=backend)
+    assert got.recorded == reference.recorded
+    assert got.streams == reference.streams and got.cycles == reference.cycles
+    # The gaps really happened: 300 beats at 40% backpressure take far more than 300 cycles.
+    assert reference.cycles > 450
+
+
+@pytest.mark.parametrize("backend", COMPILED)
+def test_matmul_is_identical_to_amaranth_cycle_for_cycle(backend, rng):
+    x = bf16_matrix(rng, (9, 7), special_density=0.1)
+    w = bf16_matrix(rng, (7, 5), special_density=0.1)
+    acc = fp32_matrix(rng, (9, 5), special_density=0.1)
+    kwargs = dict(rows=3, cols=3, acc=acc, numerics="ieee", idle=0.2, stall=0.5, seed=5)
+    reference = mxu.matmul(x, w, **kwargs)
+    np.testing.assert_array_equal(reference.out.view(np.uint32),
+                                  golden_mxu.matmul(x, w, acc=acc, numerics="ieee").view(np.uint32))
+    got = mxu.matmul(x, w, backend=backend, **kwargs)
+    np.testing.assert_array_equal(got.out.view(np.uint32), reference.out.view(np.uint32))
+    assert got.cycles == reference.cycles
+
+
+def test_the_gap_seed_changes_cycles_not_results(rng):
+    run, expected = _add_run(rng, 200, gaps={"operands": 0.5, "result": 0.5}, seed=1)
+    first = run_whole(run)
+    second = run_whole(replace(run, seed=2))
+    assert first.recorded == second.recorded
+    np.testing.assert_array_equal(np.array(first.recorded["result"], np.uint32), expected)
+    assert first.cycles != second.cycles
+
+
+def test_one_build_serves_every_data_set(rng):
+    run, _ = _add_run(rng, 40)
+    run_whole(run, backend="verilator")
+    before = set((build_root() / "whole-verilator").iterdir())
+    other, expected = _add_run(rng, 33, seed=9, gaps={"result": 0.5})   # same memory depth
+    got = run_whole(other, backend="verilator")
+    assert set((build_root() / "whole-verilator").iterdir()) == before
+    np.testing.assert_array_equal(np.array(got.recorded["result"], np.uint32), expected)
+
+
+@pytest.mark.parametrize("backend", ["amaranth", "verilator"])
+def test_a_stream_that_never_completes_is_a_hang_naming_it(backend, rng):
+    run, _ = _add_run(rng, 20, watchdog=50)
+    starved = replace(run, record={"result": 25})
+    with pytest.raises(SimulationHang, match=r"fp32_add hung at cycle \d+: nothing moved on any "
+                                             r"stream for 50 cycles; operands: sent 20/20; "
+                                             r"result: received 20/25"):
+        run_whole(starved, backend=backend)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"play": {"operands": [1 << 64]}}, "operands beat 0 is 18446744073709551616, which does "
+                                        "not fit the port's 64-bit payload"),
+    ({"play": {}}, "a whole run must give every stream port .*missing operands"),
+    ({"record": {"result": 1, "sum": 2}}, "unknown sum"),
+    ({"gaps": {"result": 1.5}}, "a gap probability must be a number from 0 to 1, not 1.5"),
+    ({"seed": -1}, "seed must be an integer from 0 to 2\\*\\*32 - 1"),
+    ({"depth": 16, "play": {"operands": [0] * 17}, "record": {"result": 17}},
+     "operands carries 17 beats, more than the harness memory's 16"),
+])
+def test_bad_runs_are_clear_value_errors(change, message):
+    run = WholeRun("fp32_add", {}, play={"operands": [0]}, record={"result": 1})
+    with pytest.raises(ValueError, match=message):
+        run_whole(replace(run, **change))
+
+
+def test_waves_and_progress_on_request(tmp_path, rng, monkeypatch):
+    run, _ = _add_run(rng, 100, gaps={"result": 0.5})
+    seen = []
+    monkeypatch.setattr(compiled, "PROGRESS_EVERY", 32)
+    run_whole(run, backend="verilator", waves=tmp_path / "add.vcd",
+              progress=lambda cycle, status: seen.append((cycle, status)))
+    assert b"$enddefinitions" in (tmp_path / "add.vcd").read_bytes()
+    assert [cycle for cycle, _ in seen][:3] == [32, 64, 96]
+    assert seen[0][1].startswith("operands: ")
+
+
+def test_xorshift_follows_marsaglias_sequence():
+    def reference(x):            # Marsaglia 2003, "Xorshift RNGs", the (13, 17, 5) generator
+        x ^= (x << 13) & 0xFFFFFFFF
+        x ^= x >> 17
+        return x ^ ((x << 5) & 0xFFFFFFFF)
+
+    dut = Xorshift32()
+
+    async def program(bench):
+        await bench.cycle({"seed": 2463534242, "run": 0})
+        return [(await bench.cycle({"run": 1}, ("value",)))[0] for _ in range(50)]
+
+    got = simulate(dut, program)
+    expected, state = [], 2463534242
+    for _ in range(50):
+        expected.append(state)
+        state = reference(state)
+    assert got == expected
