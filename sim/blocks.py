@@ -7,13 +7,16 @@ block's parameters, with the constructor's defaults, so nothing restates them.
 import gc
 import inspect
 import warnings
+from dataclasses import dataclass
 
-from amaranth.hdl import UnusedElaboratable
+from amaranth.hdl import Shape, UnusedElaboratable
 
 from hdl.arith import BF16Multiplier, FP32Adder, FP32ToBF16
+from hdl.memory import DmaSystem
 from hdl.mxu import MXU, ProcessingElement, preset
 
-__all__ = ["BLOCKS", "block_params", "parse_params", "build", "block_signature"]
+__all__ = ["BLOCKS", "block_params", "parse_params", "build", "block_interface",
+           "memory_images", "MemoryImage"]
 
 #: Block name -> component class.
 BLOCKS = {
@@ -22,6 +25,7 @@ BLOCKS = {
     "fp32_to_bf16": FP32ToBF16,
     "pe": ProcessingElement,
     "mxu": MXU,
+    "dma": DmaSystem,
 }
 
 # How to read each parameter from the command line.
@@ -94,14 +98,41 @@ def build(block, params=None):
     return _component(block)(**(params or {}))
 
 
-def block_signature(block, params=None):
-    """The signature of ``block`` built with ``params``, without keeping the component.
+@dataclass(frozen=True)
+class MemoryImage:
+    """A memory inside a block that a run may load and read back.
 
-    The component is built only to read its ports; it is never elaborated, so
-    Amaranth's warning about an unused elaboratable is expected and dropped.
+    ``path`` is the memory's hierarchical name below the block's top module
+    (``"hbm.words"``), which a Verilog testbench reaches with
+    ``$readmemh``; ``depth`` and ``width`` are its shape in entries and bits.
+    """
+    path: str
+    depth: int
+    width: int
+
+
+def memory_images(component):
+    """``{name: (Memory, path)}`` of the memories ``component`` offers to runs.
+
+    A component offers them through an attribute ``memory_images`` of that
+    form; most blocks have none.
+    """
+    return dict(getattr(component, "memory_images", {}))
+
+
+def block_interface(block, params=None):
+    """(signature, ``{name: MemoryImage}``) of ``block`` built with ``params``.
+
+    The component is built only to read its ports and memories; it is never
+    elaborated, so Amaranth's warning about an unused elaboratable is expected
+    and dropped.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnusedElaboratable)
-        signature = build(block, params).signature
+        component = build(block, params)
+        images = {name: MemoryImage(path, memory.depth, Shape.cast(memory.shape).width)
+                  for name, (memory, path) in memory_images(component).items()}
+        signature = component.signature
+        del component
         gc.collect()            # the component and its parts go while the filter is on
-    return signature
+    return signature, images

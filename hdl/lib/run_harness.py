@@ -11,14 +11,14 @@ FPGA.
 
 import zlib
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Const, Module, ShapeCastable, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .stream_endpoints import TIME_BITS, StreamPlayer, StreamRecorder
 from .xorshift import GAP_BITS
 
-__all__ = ["RunHarness", "stream_ports"]
+__all__ = ["RunHarness", "stream_ports", "plain_ports"]
 
 
 def stream_ports(signature):
@@ -30,6 +30,12 @@ def stream_ports(signature):
     return ports
 
 
+def plain_ports(signature):
+    """``{name: (flow, shape)}`` of the members of a signature that are plain ports."""
+    return {name: (member.flow, member.shape) for name, member in signature.members.items()
+            if member.is_port}
+
+
 class RunHarness(wiring.Component):
     """Runs ``dut`` from stream players into stream recorders until every count is met.
 
@@ -37,10 +43,19 @@ class RunHarness(wiring.Component):
     ----------
     dut : wiring.Component
         The design under test; every stream port of its signature must be in
-        ``depths``. Other ports are left at their reset values.
+        ``depths``. Its plain ports (not streams) pass through as harness
+        ports ``dut_<name>``, so a run can set its inputs and read its outputs;
+        the inputs of any other interface are held at their reset values.
     depths : dict of str to int
         Memory entries for each stream port: a player for an input stream, a
         recorder for an output stream.
+    until : str, optional
+        A 1-bit plain output of the design that says it has finished; with it
+        the run is done once every player has sent its count and this output
+        is high, and ``<port>_count`` of a recorder is the most it accepts
+        (for outputs whose length the design decides, such as error
+        records). The design must hold it low while any output beat is
+        still to come.
     loopbacks : dict of str to str
         ``{player: recorder}``: the recorder's beats are also written into
         the player's memory after the ``<player>_loaded`` preloaded beats (at
@@ -69,10 +84,13 @@ class RunHarness(wiring.Component):
     <port>_transfers, <port>_first, <port>_last : Out
         Beats transferred, and the ``cycles`` value at the first and the
         latest transfer.
+    dut_<name> : In or Out
+        Each plain port of the design, passed through.
     """
 
-    def __init__(self, *, dut, depths, loopbacks=None):
+    def __init__(self, *, dut, depths, loopbacks=None, until=None):
         self.dut = dut
+        self.until = until
         self.streams = stream_ports(dut.signature)
         self.loopbacks = dict(loopbacks or {})
         missing = sorted(set(self.streams) - set(depths))
@@ -101,6 +119,12 @@ class RunHarness(wiring.Component):
                       f"{name}_last": Out(TIME_BITS)}
             if name in self.loopbacks:
                 ports[f"{name}_loaded"] = In(count)
+        self.plain = plain_ports(dut.signature)
+        if until is not None and self.plain.get(until, (In,))[0] == In:
+            raise ValueError(f"until must name a plain output port of the design, "
+                             f"not {until!r}")
+        for name, (flow, shape) in self.plain.items():
+            ports[f"dut_{name}"] = In(shape) if flow == In else Out(shape)
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -113,6 +137,7 @@ class RunHarness(wiring.Component):
         m.d.comb += running.eq(self.start & ~finished)
 
         all_done, any_moved = [], []
+        until_port = None if self.until is None else getattr(dut, self.until)
         for name, endpoint in self.endpoints.items():
             m.submodules[f"{'play' if name in self._players else 'record'}_{name}"] = endpoint
             port = getattr(self, f"{name}_count")
@@ -131,7 +156,17 @@ class RunHarness(wiring.Component):
             else:
                 wiring.connect(m, getattr(dut, name), endpoint.stream)
             any_moved.append(endpoint.stream.valid & endpoint.stream.ready)
-            all_done.append(endpoint.transfers == port)
+            if name in self._players or until_port is None:
+                all_done.append(endpoint.transfers == port)
+
+        for name, (flow, _shape) in self.plain.items():
+            outer, inner = getattr(self, f"dut_{name}"), getattr(dut, name)
+            m.d.comb += inner.eq(outer) if flow == In else outer.eq(inner)
+        # Inputs of any other interface (a core port a run leaves idle) are held at
+        # their reset values: left undriven they would be X in an event simulator.
+        for path, member, value in dut.signature.flatten(dut):
+            if path[0] not in self.streams and path[0] not in self.plain and member.flow == In:
+                m.d.comb += Value.cast(value).eq(_reset_value(member))
 
         for name in self._players:
             player = self.endpoints[name]
@@ -148,6 +183,8 @@ class RunHarness(wiring.Component):
                 player.fill.en.eq(recorder.written.en & (slot < player.count)),
             ]
 
+        if until_port is not None:
+            all_done.append(until_port)
         m.d.comb += [self.done.eq(self.start & Cat(*all_done).all()),
                      moved.eq(Cat(*any_moved).any())]
         with m.If(running):
@@ -164,3 +201,8 @@ class RunHarness(wiring.Component):
     def _players(self):
         return [name for name, (flow, _) in self.streams.items() if flow == In]
 
+
+def _reset_value(member):
+    if isinstance(member.shape, ShapeCastable):
+        return Const.cast(member.shape.const(member.init))
+    return member.init or 0

@@ -8,7 +8,7 @@ no testbench action per cycle and behaves identically on every simulator and
 on an FPGA.
 """
 
-from amaranth.hdl import Module, Shape, Signal
+from amaranth.hdl import Module, Mux, Shape, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory, WritePort
 from amaranth.lib.wiring import In, Out
@@ -122,8 +122,12 @@ class StreamPlayer(wiring.Component):
         offer = self.start & (fetched < self.count) & (fetched < self.available) & ~gap
         # The read port's data register is the payload register: it holds
         # while a beat waits, and loads the next beat when the slot frees.
+        # The payload is zero while no beat is offered: a read port's data
+        # register has no reset value in Verilog, and its X would reach the
+        # design's datapath on an event-driven simulator.
         m.d.comb += [read.en.eq(free), read.addr.eq(fetched),
-                     self.stream.valid.eq(valid), self.stream.payload.eq(read.data)]
+                     self.stream.valid.eq(valid),
+                     self.stream.payload.eq(Mux(valid, read.data, 0))]
         with m.If(free):
             m.d.sync += valid.eq(offer)
             with m.If(offer):

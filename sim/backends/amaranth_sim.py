@@ -3,6 +3,8 @@
 import os
 import time
 
+from amaranth.hdl import Const
+from amaranth.lib.wiring import Out
 from amaranth.sim import Simulator
 
 from .bench import AmaranthBench
@@ -41,17 +43,19 @@ def simulate_whole(run, component, *, waves=None, progress=None):
     during the run is the simulator's own, plus ``progress(cycle, status)``
     every :data:`PROGRESS_EVERY` cycles if given.
     """
+    from ..blocks import memory_images
     from .whole_run import finish, make_harness
     harness = make_harness(run, component)
+    images = {name: memory.data for name, (memory, _path) in memory_images(component).items()}
     finished = harness.done | harness.hung
     outcome = {}
 
     async def testbench(ctx):
         started = time.perf_counter()
         for port, beats in run.play.items():
-            data = harness.endpoints[port].beats.data
-            for index, beat in enumerate(beats):
-                ctx.set(data[index], beat)
+            _load(ctx, harness.endpoints[port].beats.data, beats)
+        for name, words in run.load.items():
+            _load(ctx, images[name], words)
         for name, value in run.settings().items():
             ctx.set(getattr(harness, name), value)
         # One edge with the settings applied and start low (the gap generators
@@ -64,20 +68,27 @@ def simulate_whole(run, component, *, waves=None, progress=None):
             while not ctx.get(finished):
                 await ctx.tick().repeat(PROGRESS_EVERY)
                 progress(ctx.get(harness.cycles), _status_line(ctx, harness, run))
-        status = {name: ctx.get(getattr(harness, name))
-                  for name in harness.signature.members if name not in run.settings()}
-        recorded = {}
-        for port in run.record:
-            data = harness.endpoints[port].beats.data
-            recorded[port] = [ctx.get(data[index])
-                              for index in range(status[f"{port}_transfers"])]
-        outcome["result"] = (status, recorded, time.perf_counter() - started)
+        status = {name: Const.cast(ctx.get(getattr(harness, name))).value
+                  for name, member in harness.signature.members.items() if member.flow == Out}
+        recorded = {port: _read(ctx, harness.endpoints[port].beats.data,
+                                status[f"{port}_transfers"]) for port in run.record}
+        memories = {name: _read(ctx, images[name], images[name].depth) for name in run.dump}
+        outcome["result"] = (status, recorded, time.perf_counter() - started, memories)
 
     sim = Simulator(harness)
     sim.add_clock(CLOCK_PERIOD)
     sim.add_testbench(testbench)
     _run(sim, waves)
     return finish(run, *outcome["result"])
+
+
+def _load(ctx, data, words):
+    for index, word in enumerate(words):
+        ctx.set(data[index], word)
+
+
+def _read(ctx, data, count):
+    return [ctx.get(data[index]) for index in range(count)]
 
 
 def _status_line(ctx, harness, run):

@@ -14,6 +14,7 @@ a cached build is found without exporting the design again.
 """
 
 import hashlib
+import inspect
 import re
 import shutil
 import subprocess
@@ -27,12 +28,13 @@ from amaranth.back import verilog as amaranth_verilog
 import hdl
 from hdl.lib.blackbox import BlackBox
 
+from ..blocks import BLOCKS
 from ..export import export
 from .build_cache import build_root, cached_build
 from .testbench import TOP, testbench_verilog
 from .toolchain import amaranth_version, iverilog, tool_env, verilator, verilator_version
 
-__all__ = ["simulate_whole", "VERILATOR_FLAGS", "CompiledRunError"]
+__all__ = ["simulate_whole", "build", "VERILATOR_FLAGS", "CompiledRunError"]
 
 MAIN = Path(__file__).with_name("harness") / "whole_run_main.cpp"
 HARNESS_MODULE = "harness"
@@ -67,13 +69,43 @@ def _source_digest():
 
 
 def _design(run):
-    """(harness, Verilog text): the block's export and the harness around it as a black box."""
+    """(harness, Verilog text, repeated modules): the block's export, and the harness around
+    it as a black box."""
     from .whole_run import make_harness
     exported = export(run.block, run.params)
     harness = make_harness(run, BlackBox(run.block, exported.signature))
     text = exported.verilog + "\n" + amaranth_verilog.convert(
         harness, name=HARNESS_MODULE, emit_src=False, strip_internal_attrs=True)
-    return harness, text
+    return harness, text, exported.modules[:-1]
+
+
+def _no_inline(modules):
+    """A Verilator control file that keeps the largest repeated module out of line.
+
+    Verilator inlines every module by default, so a 32x32 MXU becomes one
+    flat netlist of 1,024 PEs (3.5 GB and many minutes of C++ compile); kept
+    out of line, the PE row is verilated and compiled once and instantiated
+    ``rows`` times, and the cost grows with the array's edge instead.
+    """
+    lines = ["`verilator_config"]
+    lines += [f'no_inline -module "{modules[-1]}"'] if modules else []
+    return "\n".join(lines) + "\n"
+
+
+_READ_REGISTER = re.compile(r"^(\s*reg (?:\[\d+:0\] )?)(\S+);$", re.M)
+
+
+def _initialize_read_registers(text):
+    """Start every memory read port's data register at zero, as Amaranth's simulator does.
+
+    Amaranth's Verilog declares those registers without an initial value, and
+    every other register with one. Verilator starts them at zero
+    (``--x-initial fast``); Icarus starts them at X, which reaches a design's
+    control logic through a payload that is not yet valid and wedges it.
+    """
+    assigned = set(re.findall(r"^\s*(\S+) <= [\w\\$.]+ ?\[", text, re.M))
+    return _READ_REGISTER.sub(
+        lambda match: f"{match[1]}{match[2]} = 0;" if match[2] in assigned else match[0], text)
 
 
 def _tool_version(simulator):
@@ -83,21 +115,34 @@ def _tool_version(simulator):
     return (proc.stdout.splitlines() or ["iverilog"])[0]
 
 
-def _build(run, simulator, waves):
+def build(run, *, simulator, images=None, waves=False):
+    """The cached build folder of ``run``'s harness on ``simulator``, built if need be.
+
+    ``images`` maps the block's memories to their :class:`~sim.blocks.MemoryImage`
+    (the testbench loads and dumps them); ``waves`` adds VCD tracing.
+    """
+    images = images or {}
     flags = VERILATOR_FLAGS + (("--trace",) if waves else ()) if simulator == "verilator" \
         else ICARUS_FLAGS
-    key = [_source_digest(), run.block, sorted(run.params.items()),
-           sorted(run.depths.items()),
-           sorted((player, recorder) for player, (recorder, _) in run.loopbacks.items()), flags, _tool_version(simulator),
-           amaranth_version()]
+    # The block's own source too: a block registered from outside ``hdl`` (a test's) counts.
+    block_source = Path(inspect.getsourcefile(BLOCKS[run.block])).read_bytes()
+    key = [_source_digest(), block_source, run.block, sorted(run.params.items()), sorted(images),
+           run.until, sorted(run.depths.items()),
+           sorted((player, recorder) for player, (recorder, _) in run.loopbacks.items()),
+           flags, _tool_version(simulator), amaranth_version()]
 
-    def build(folder):
-        harness, text = _design(run)
+    def make(folder):
+        harness, text, repeated = _design(run)
+        if simulator == "icarus":
+            text = _initialize_read_registers(text)
         (folder / "design.v").write_text(text)
-        (folder / "tb.v").write_text(testbench_verilog(harness, module=HARNESS_MODULE))
+        (folder / "config.vlt").write_text(_no_inline(repeated))
+        (folder / "tb.v").write_text(testbench_verilog(harness, module=HARNESS_MODULE,
+                                                       images=images))
         if simulator == "verilator":
             shutil.copy(MAIN, folder / "main.cpp")
-            command = [verilator(), *flags, "-Mdir", "obj", "main.cpp", "design.v", "tb.v"]
+            command = [verilator(), *flags, "-Mdir", "obj", "config.vlt", "main.cpp", "design.v",
+                       "tb.v"]
         else:
             command = [iverilog(), *flags, "-o", "tb.vvp", "design.v", "tb.v"]
         proc = subprocess.run(command, cwd=folder, env=tool_env(), capture_output=True,
@@ -110,25 +155,29 @@ def _build(run, simulator, waves):
                                    f"failed (exit status {proc.returncode}): {tail} "
                                    f"(full log: {log})")
 
-    return cached_build(f"whole-{simulator}", run.block, key, build)
+    return cached_build(f"whole-{simulator}", run.block, key, make)
 
 
 _CYCLES = re.compile(r"whole-run: (\d+) cycles in ([\d.]+) s")
 
 
-def simulate_whole(run, *, simulator, waves=None, progress=None):
-    """Run a :class:`~sim.backends.whole_run.WholeRun` on ``simulator`` ("verilator" or "icarus")."""
-    from .whole_run import finish
-    folder = _build(run, simulator, waves=bool(waves))
+def simulate_whole(run, images, *, simulator, waves=None, progress=None):
+    """Run a :class:`~sim.backends.whole_run.WholeRun` on ``simulator`` ("verilator" or "icarus").
+
+    ``images`` maps the block's memories to their :class:`~sim.blocks.MemoryImage`.
+    """
+    from . import whole_run; finish = whole_run.finish
+    folder = build(run, simulator=simulator, images=images, waves=bool(waves))
     (build_root() / "runs").mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"{run.block}-", dir=build_root() / "runs"))
     try:
-        args = [f"+{name}={value}" for name, value in run.settings().items()]
-        for port, beats in run.play.items():
-            if beats:
-                (work / f"{port}.hex").write_text("".join(f"{beat:x}\n" for beat in beats))
-                args.append(f"+{port}_in={work / f'{port}.hex'}")
+        args = [f"+{name}={value:x}" for name, value in run.settings().items()]
+        for name, words in [*run.play.items(), *(("mem_" + n, w) for n, w in run.load.items())]:
+            if words:
+                (work / f"{name}.hex").write_text("".join(f"{word:x}\n" for word in words))
+                args.append(f"+{name}_in={work / f'{name}.hex'}")
         args += [f"+{port}_out={work / f'{port}.out.hex'}" for port in run.record]
+        args += [f"+mem_{name}_out={work / f'mem_{name}.out.hex'}" for name in run.dump]
         args.append(f"+status={work / 'status.txt'}")
         if progress is not None:
             args.append(f"+progress={PROGRESS_EVERY}")
@@ -141,9 +190,11 @@ def simulate_whole(run, *, simulator, waves=None, progress=None):
         status = _read_status(work / "status.txt", simulator, run)
         recorded = {port: _read_hex(work / f"{port}.out.hex", status[f"{port}_transfers"])
                     for port in run.record}
+        memories = {name: _read_hex(work / f"mem_{name}.out.hex", images[name].depth)
+                    for name in run.dump}
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return finish(run, status, recorded, seconds)
+    return finish(run, status, recorded, seconds, memories)
 
 
 def _execute(command, work, simulator, run, progress):
@@ -178,21 +229,22 @@ def _read_status(path, simulator, run):
     status = {}
     for line in path.read_text().splitlines():
         name, value = line.split()
-        status[name] = int(value)
+        status[name] = _hex(value, path)
     return status
+
+
+def _hex(word, path):
+    if not re.fullmatch(r"[0-9a-fA-F]+", word):
+        raise CompiledRunError(f"{word!r} in {path.name} is not a number (X or Z reached "
+                               f"a result)")
+    return int(word, 16)
 
 
 def _read_hex(path, count):
     if count == 0:
         return []
     words = [line.split("//")[0].strip() for line in path.read_text().splitlines()]
-    words = [word for word in words if word and not word.startswith("@")]
-    try:
-        beats = [int(word, 16) for word in words]
-    except ValueError:
-        bad = next(word for word in words if not re.fullmatch(r"[0-9a-fA-F]+", word))
-        raise CompiledRunError(f"recorded beat {bad!r} in {path.name} is not a number "
-                               f"(X or Z reached a result)") from None
-    if len(beats) != count:
-        raise CompiledRunError(f"{path.name} holds {len(beats)} beats, expected {count}")
-    return beats
+    values = [_hex(word, path) for word in words if word and not word.startswith("@")]
+    if len(values) != count:
+        raise CompiledRunError(f"{path.name} holds {len(values)} entries, expected {count}")
+    return values

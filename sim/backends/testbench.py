@@ -3,12 +3,14 @@
 It is generated from the harness' ports, so one text serves every block. It
 takes every setting from plusargs, so one build serves any data set:
 
-- ``+<setting>=N`` for each input port of the harness (counts, gaps, seed,
-  watchdog);
+- ``+<setting>=HEX`` for each input port of the harness (counts, gaps, seed,
+  watchdog, the block's own inputs);
 - ``+<port>_in=FILE``: ``$readmemh`` into a player's memory;
 - ``+<port>_out=FILE``: ``$writememh`` of a recorder's beats at the end;
+- ``+mem_<name>_in=FILE`` and ``+mem_<name>_out=FILE``: the same for a memory
+  inside the block (its ``memory_images``);
 - ``+status=FILE``: the final values of the harness' output ports, one
-  ``name value`` per line;
+  ``name hex`` per line;
 - ``+progress=N``: a status line on stdout every N cycles;
 - ``+waves=FILE``: a VCD of the run (Verilator needs a ``--trace`` build).
 
@@ -31,9 +33,11 @@ def _reg(width):
     return f"[{width - 1}:0] " if width > 1 else ""
 
 
-def testbench_verilog(harness, *, module="harness"):
+def testbench_verilog(harness, *, module="harness", images=None):
     """The testbench for ``harness`` (a :class:`~hdl.lib.run_harness.RunHarness`),
-    instantiated as Verilog module ``module``."""
+    instantiated as Verilog module ``module``; ``images`` maps the names of the
+    block's memories to their :class:`~sim.blocks.MemoryImage`."""
+    images = images or {}
     members = harness.signature.members
     inputs = [name for name, m in members.items() if m.flow == In and name != "start"]
     outputs = [name for name, m in members.items() if m.flow != In]
@@ -67,7 +71,7 @@ def testbench_verilog(harness, *, module="harness"):
     lines += [f"    .{name}({name})," for name in inputs + outputs]
     lines[-1] = lines[-1].rstrip(",")
     lines += ["  );", "", "  initial begin"]
-    lines += [f'    if (!$value$plusargs("{name}=%d", {name})) {name} = 0;' for name in inputs]
+    lines += [f'    if (!$value$plusargs("{name}=%h", {name})) {name} = 0;' for name in inputs]
     lines += [
         '    if (!$value$plusargs("progress=%d", progress)) progress = 0;',
         '    if ($value$plusargs("waves=%s", path)) begin',
@@ -83,6 +87,9 @@ def testbench_verilog(harness, *, module="harness"):
     for name in players:
         lines += [f'      if ($value$plusargs("{name}_in=%s", path))',
                   f"        $readmemh(path, dut.play_{name}.beats);"]
+    for name, image in images.items():
+        lines += [f'      if ($value$plusargs("mem_{name}_in=%s", path))',
+                  f"        $readmemh(path, dut.dut.{image.path});"]
     lines += [
         "    end",
         "    if (phase == 2) rst <= 0;",
@@ -94,10 +101,13 @@ def testbench_verilog(harness, *, module="harness"):
         '      if ($value$plusargs("status=%s", path)) begin',
         '        status_fd = $fopen(path, "w");',
     ]
-    lines += [f'        $fwrite(status_fd, "{name} %0d\\n", {name});' for name in outputs]
+    lines += [f'        $fwrite(status_fd, "{name} %h\\n", {name});' for name in outputs]
     lines += ["        $fclose(status_fd);", "      end"]
     for name in recorders:
         lines += [f'      if ({name}_transfers != 0 && $value$plusargs("{name}_out=%s", path))',
                   f"        $writememh(path, dut.record_{name}.beats, 0, {name}_transfers - 1);"]
+    for name, image in images.items():
+        lines += [f'      if ($value$plusargs("mem_{name}_out=%s", path))',
+                  f"        $writememh(path, dut.dut.{image.path});"]
     lines += ["      $finish;", "    end", "  end", "endmodule", ""]
     return "\n".join(lines)

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from amaranth.hdl import Shape
 from amaranth.lib.wiring import In
 
-from hdl.lib.run_harness import RunHarness, stream_ports
+from hdl.lib.run_harness import RunHarness, plain_ports, stream_ports
 from hdl.lib.xorshift import gap_threshold
 
-from ..blocks import block_signature, build
+from ..blocks import block_interface, build
 from ..transactors import SimulationHang
 
 __all__ = ["WholeRun", "StreamStats", "WholeRunResult", "run_whole", "make_harness",
@@ -56,6 +56,18 @@ class WholeRun:
         Memory entries of every player and recorder. By default each gets the
         smallest power of two that holds its beats; a fixed depth lets runs of
         any size up to it share one build.
+    inputs : dict of str to int
+        Values of the block's plain (non-stream) input ports for the run; the
+        others stay at their reset values.
+    load : dict of str to sequence of int
+        Initial contents of memories the block offers (its ``memory_images``),
+        from entry 0; the rest of each memory is zero.
+    dump : tuple of str
+        Memories to read back whole at the end.
+    until : str, optional
+        A 1-bit plain output of the block that ends the run when high (once
+        every input is sent); ``record`` counts are then the most each output
+        may carry (see :class:`~hdl.lib.run_harness.RunHarness`).
     """
     block: str
     params: dict
@@ -66,6 +78,10 @@ class WholeRun:
     seed: int = 0
     watchdog: int = 1000
     depth: int | None = None
+    inputs: dict = field(default_factory=dict)
+    load: dict = field(default_factory=dict)
+    dump: tuple = ()
+    until: str | None = None
 
     def total(self, port):
         """Beats that cross ``port`` in the whole run."""
@@ -88,6 +104,7 @@ class WholeRun:
             ports[f"{port}_gap"] = gap_threshold(self.gaps.get(port, 0.0))
         for player in self.loopbacks:
             ports[f"{player}_loaded"] = len(self.play[player])
+        ports |= {f"dut_{name}": value for name, value in self.inputs.items()}
         return ports
 
 
@@ -101,19 +118,30 @@ class StreamStats:
 
 @dataclass(frozen=True)
 class WholeRunResult:
-    """``recorded`` payloads per output stream, ``streams`` stats per stream, ``cycles`` in all.
+    """What a whole run left behind.
 
-    ``seconds`` is the simulator's own wall time for the run (loading and
-    read-back included, process start-up and builds excluded).
+    ``recorded``: the payloads of each output stream; ``streams``: a
+    :class:`StreamStats` per stream; ``cycles``: the run's length;
+    ``outputs``: the final value of each plain output port of the block;
+    ``memories``: the contents of each dumped memory. ``seconds`` is the
+    simulator's own wall time for the run (loading and read-back included,
+    process start-up and builds excluded).
     """
     recorded: dict
     streams: dict
     cycles: int
     seconds: float
+    outputs: dict = field(default_factory=dict)
+    memories: dict = field(default_factory=dict)
 
 
-def check_run(run, signature):
-    """Check ``run`` against the stream ports of ``signature``; raise ValueError naming the port."""
+def check_run(run, signature, images):
+    """Check ``run`` against the ports of ``signature`` and the memory ``images`` of its block.
+
+    Raises ValueError naming the port or memory at fault.
+    """
+    _check_plain(run, signature)
+    _check_images(run, images)
     ports = stream_ports(signature)
     given = {**run.play, **run.record}
     missing = sorted(set(ports) - set(given))
@@ -158,18 +186,51 @@ def check_run(run, signature):
         raise ValueError(f"watchdog must be a positive number of cycles, not {run.watchdog!r}")
 
 
+def _check_plain(run, signature):
+    plain = plain_ports(signature)
+    if run.until is not None and (plain.get(run.until, (In,))[0] == In
+                                  or Shape.cast(plain[run.until][1]).width != 1):
+        raise ValueError(f"{run.block}: until must name a 1-bit output port, not "
+                         f"{run.until!r}")
+    for name, value in run.inputs.items():
+        if plain.get(name, (None,))[0] != In:
+            inputs = [n for n, (flow, _) in plain.items() if flow == In]
+            raise ValueError(f"{run.block}: {name!r} is not a plain input port; inputs: "
+                             f"{', '.join(inputs) or 'none'}")
+        width = Shape.cast(plain[name][1]).width
+        if not isinstance(value, int) or not 0 <= value < 1 << width:
+            raise ValueError(f"{run.block}: input {name} is {value!r}, which does not fit "
+                             f"its {width} bits")
+
+
+def _check_images(run, images):
+    for name in (*run.load, *run.dump):
+        if name not in images:
+            raise ValueError(f"{run.block}: no memory {name!r} to load or dump; memories: "
+                             f"{', '.join(images) or 'none'}")
+    for name, words in run.load.items():
+        image = images[name]
+        if len(words) > image.depth:
+            raise ValueError(f"{run.block}: {len(words)} entries for memory {name}, which "
+                             f"holds {image.depth}")
+        for index, word in enumerate(words):
+            if not isinstance(word, int) or not 0 <= word < 1 << image.width:
+                raise ValueError(f"{run.block}: memory {name} entry {index} is {word!r}, "
+                                 f"which does not fit its {image.width} bits")
+
+
 def make_harness(run, dut):
     """The :class:`RunHarness` for ``run`` around ``dut`` (a component or a black box)."""
-    return RunHarness(dut=dut, depths=run.depths,
+    return RunHarness(dut=dut, depths=run.depths, until=run.until,
                       loopbacks={player: recorder for player, (recorder, _total)
                                  in run.loopbacks.items()})
 
 
-def finish(run, status, recorded, seconds):
+def finish(run, status, recorded, seconds, memories=None):
     """Turn the harness' final port values into a result, or raise if the run hung.
 
-    ``status`` maps ``done``, ``hung``, ``cycles`` and every
-    ``<port>_transfers/_first/_last`` to its value.
+    ``status`` maps every output port of the harness (``done``, ``hung``,
+    ``cycles``, ``<port>_transfers/_first/_last``, ``dut_<output>``) to its value.
     """
     streams = {}
     for port in (*run.play, *run.record):
@@ -183,7 +244,10 @@ def finish(run, status, recorded, seconds):
         why = (f"nothing moved on any stream for {run.watchdog} cycles" if status["hung"]
                else "the simulation stopped before the run was done")
         raise SimulationHang(f"{run.block} hung at cycle {status['cycles']}: {why}; {progress}")
-    return WholeRunResult(recorded, streams, status["cycles"], seconds)
+    outputs = {name.removeprefix("dut_"): value for name, value in status.items()
+               if name.startswith("dut_")}
+    return WholeRunResult(recorded, streams, status["cycles"], seconds, outputs,
+                          dict(memories or {}))
 
 
 def run_whole(run, *, backend="amaranth", waves=None, progress=None):
@@ -195,9 +259,10 @@ def run_whole(run, *, backend="amaranth", waves=None, progress=None):
     """
     from . import check_backend
     check_backend(backend)
-    check_run(run, block_signature(run.block, run.params))
+    signature, images = block_interface(run.block, run.params)
+    check_run(run, signature, images)
     if backend == "amaranth":
         from .amaranth_sim import simulate_whole
         return simulate_whole(run, build(run.block, run.params), waves=waves, progress=progress)
     from .compiled import simulate_whole
-    return simulate_whole(run, simulator=backend, waves=waves, progress=progress)
+    return simulate_whole(run, images, simulator=backend, waves=waves, progress=progress)

@@ -5,12 +5,17 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from amaranth.hdl import Module, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
 
 from golden import arith as golden
 from golden import mxu as golden_mxu
 from hdl.lib.xorshift import Xorshift32
 from sim import mxu
 from sim.arith import UNITS
+from sim.blocks import BLOCKS
 from sim.backends import compiled
 from sim.backends.amaranth_sim import simulate
 from sim.backends.build_cache import build_root
@@ -132,3 +137,60 @@ def test_xorshift_follows_marsaglias_sequence():
         expected.append(state)
         state = reference(state)
     assert got == expected
+
+
+class _Accumulator(wiring.Component):
+    """A test block: beat i of ``add`` adds its value plus ``offset`` to ``words[i]``.
+
+    ``words`` is a memory a run loads and dumps; ``total`` sums every beat.
+    """
+
+    add: In(stream.Signature(32))
+    offset: In(32)
+    total: Out(32)
+
+    def __init__(self):
+        super().__init__()
+        self.words = Memory(shape=32, depth=16, init=[])
+        self.memory_images = {"words": (self.words, "words")}
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.words = self.words
+        read, write = self.words.read_port(domain="comb"), self.words.write_port()
+        index = Signal(4)
+        take = self.add.valid & self.add.ready
+        m.d.comb += [self.add.ready.eq(1), read.addr.eq(index), write.addr.eq(index),
+                     write.data.eq(read.data + self.add.payload + self.offset),
+                     write.en.eq(take)]
+        with m.If(take):
+            m.d.sync += [index.eq(index + 1), self.total.eq(self.total + self.add.payload)]
+        return m
+
+
+@pytest.mark.parametrize("backend", ["amaranth", *COMPILED])
+def test_memories_and_plain_ports_of_a_block(backend, rng, monkeypatch):
+    monkeypatch.setitem(BLOCKS, "accumulator", _Accumulator)
+    initial = rng.integers(0, 1 << 31, 10).tolist()
+    beats = rng.integers(0, 1 << 20, 12).tolist()
+    run = WholeRun("accumulator", {}, play={"add": beats}, record={}, inputs={"offset": 5},
+                   load={"words": initial}, dump=("words",), gaps={"add": 0.3}, seed=3)
+    result = run_whole(run, backend=backend)
+    expected = (initial + [0] * 6)
+    for i, beat in enumerate(beats):
+        expected[i] = (expected[i] + beat + 5) % (1 << 32)
+    assert result.memories == {"words": expected}
+    assert result.outputs == {"total": sum(beats)}
+
+
+def test_memory_and_input_errors_name_them(monkeypatch):
+    monkeypatch.setitem(BLOCKS, "accumulator", _Accumulator)
+    run = WholeRun("accumulator", {}, play={"add": [1]}, record={})
+    with pytest.raises(ValueError, match="no memory 'ram' to load or dump; memories: words"):
+        run_whole(replace(run, dump=("ram",)))
+    with pytest.raises(ValueError, match="17 entries for memory words, which holds 16"):
+        run_whole(replace(run, load={"words": [0] * 17}))
+    with pytest.raises(ValueError, match="'total' is not a plain input port; inputs: offset"):
+        run_whole(replace(run, inputs={"total": 1}))
+    with pytest.raises(ValueError, match="input offset is 4294967296, which does not fit its 32"):
+        run_whole(replace(run, inputs={"offset": 1 << 32}))

@@ -1,0 +1,28 @@
+"""Memory system (SPEC section 4.3): HBM model, VMEM, sync flags and the DMA engine.
+
+Every memory sits behind :class:`~hdl.lib.memory_port.MemoryPortSignature`. The DMA is
+layered, with streams between the layers: descriptor queue -> :class:`DescriptorCheck`
+(validation before any write) -> :class:`AddressGenerator` (3-D, element order) ->
+:class:`BurstEngine` (memory ports). :class:`DmaSystem` joins one of each.
+"""
+
+from .dma import DMA
+from .dma_addrgen import AddressGenerator, element_layout, inflight_layout
+from .dma_burst import ROUND_TRIP, BurstEngine
+from .dma_check import DescriptorCheck, job_layout
+from .dma_system import DmaSystem, core_signature
+from .hbm import HBM
+from .layouts import (ADDRESS_BITS, DIMS, ERROR_ADDRESS_BITS, FLAG_BITS, ID_BITS, REASONS,
+                      SPACES, STRIDE_BITS, descriptor_layout, error_layout, flag_add_layout,
+                      flag_set_layout, flag_wait_layout, reason_code)
+from .sync_flags import SyncFlags
+from .vmem import VMEM
+
+__all__ = [
+    "HBM", "VMEM", "SyncFlags", "DMA", "DmaSystem", "core_signature",
+    "DescriptorCheck", "AddressGenerator", "BurstEngine", "ROUND_TRIP",
+    "descriptor_layout", "error_layout", "flag_add_layout", "flag_set_layout",
+    "flag_wait_layout", "job_layout", "element_layout", "inflight_layout",
+    "ADDRESS_BITS", "STRIDE_BITS", "FLAG_BITS", "ID_BITS", "ERROR_ADDRESS_BITS", "DIMS",
+    "SPACES", "REASONS", "reason_code",
+]

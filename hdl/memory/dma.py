@@ -1,0 +1,187 @@
+"""The DMA engine: descriptor queue -> check -> 3-D address generator -> burst engine."""
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..lib.memory_port import WORD_BITS, MemoryPortSignature, check_int, line_addr_width
+from .dma_addrgen import AddressGenerator
+from .dma_burst import ROUND_TRIP, BurstEngine
+from .dma_check import DescriptorCheck
+from .layouts import ADDRESS_BITS, FLAG_BITS, descriptor_layout, error_layout, flag_add_layout
+
+__all__ = ["DMA", "ROUND_TRIP"]
+
+#: Width of the status counters.
+COUNT_BITS = 32
+
+
+def _pow2(name, value):
+    check_int(name, value, least=1)
+    if value & (value - 1):
+        raise ValueError(f"{name} must be a power of two, not {value}")
+    return value
+
+
+class DMA(wiring.Component):
+    """A DMA engine between HBM and VMEM (SPEC section 4.3), by ``golden.memory.run``.
+
+    Descriptors pass, in order, through a queue, a check (validation before any write:
+    :class:`~hdl.memory.dma_check.DescriptorCheck`), a 3-D address generator
+    (:class:`~hdl.memory.dma_addrgen.AddressGenerator`) and a burst engine
+    (:class:`~hdl.memory.dma_burst.BurstEngine`), with streams between them. Up to
+    ``outstanding`` accepted descriptors are in flight at once, their elements following
+    each other through the pipeline with no gap. The result, images and flags, is that of
+    running the descriptors one element at a time in order (``golden.memory``'s ordering
+    rule: see the address generator for the fences that keep it).
+
+    **Reads in flight (Little's law).** Reads in flight = throughput x latency. The engine
+    moves one word a cycle, and a read holds its credit for ``read_latency + ROUND_TRIP``
+    cycles, so ``max_reads >= read_latency + ROUND_TRIP`` (:data:`ROUND_TRIP` = 3) keeps
+    reads streaming while the first responses are on their way. ``read_latency`` is the
+    slowest memory's, its jitter included. The constructor and ``elaborate`` assert it.
+
+    Parameters
+    ----------
+    hbm_size : int
+        HBM words, a multiple of ``hbm_line_words``, at most ``2**24``.
+    hbm_line_words : int
+        Words per HBM line (its ``words_per_cycle``), a power of two.
+    vmem_lines, lanes : int
+        VMEM lines and words per line (``lanes`` a power of two).
+    n_flags : int
+        Flags in the bank (default 16); a descriptor naming another is rejected.
+    outstanding : int
+        Descriptors in flight at once (default 4).
+    queue_depth : int
+        Descriptors the input queue holds (default ``outstanding``).
+    read_latency : int
+        Read latency to cover (default 4).
+    max_reads : int
+        Reads in flight (default ``read_latency + ROUND_TRIP``).
+
+    Ports
+    -----
+    descriptors : In(stream.Signature(descriptor_layout))
+        Numbered 0, 1, 2, ... as taken: the id an error record names.
+    hbm, vmem : Out(MemoryPortSignature)
+        To the memories' DMA ports.
+    flag_add : Out(stream.Signature(flag_add_layout))
+        A completed descriptor's word count, offered the cycle after its last write is
+        accepted by its memory.
+    errors : Out(stream.Signature(error_layout))
+        Rejections (in descriptor order) and bus errors, as they occur.
+    idle : Out(1)
+        Nothing queued, checked, moving or unreported.
+    received, completed, rejected, bus_errors : Out(32)
+        Descriptors taken, completed (flag added), rejected, and bus errors reported.
+
+    Latency: a descriptor taken into an empty DMA reaches the address generator four
+    cycles later, whose first element is requested from memory two cycles after that.
+    Throughput: one word a cycle between different memories (one memory, read and written,
+    shares its port: half that), and one descriptor every three cycles at most.
+    """
+
+    def __init__(self, *, hbm_size, hbm_line_words=1, vmem_lines, lanes=8, n_flags=16,
+                 outstanding=4, queue_depth=None, read_latency=4, max_reads=None):
+        _pow2("hbm_line_words", hbm_line_words)
+        _pow2("lanes", lanes)
+        check_int("hbm_size", hbm_size, least=hbm_line_words, most=1 << ADDRESS_BITS)
+        if hbm_size % hbm_line_words:
+            raise ValueError(f"hbm_size ({hbm_size}) must be a multiple of hbm_line_words "
+                             f"({hbm_line_words})")
+        check_int("vmem_lines", vmem_lines, least=1, most=(1 << ADDRESS_BITS) // lanes)
+        check_int("n_flags", n_flags, least=1, most=1 << FLAG_BITS)
+        check_int("outstanding", outstanding, least=1, most=1024)
+        if queue_depth is None:
+            queue_depth = outstanding
+        check_int("queue_depth", queue_depth, least=1, most=1 << 16)
+        check_int("read_latency", read_latency, least=1, most=1 << 20)
+        if max_reads is None:
+            max_reads = read_latency + ROUND_TRIP
+        check_int("max_reads", max_reads, least=1, most=1 << 20)
+        self.hbm_size, self.hbm_line_words = hbm_size, hbm_line_words
+        self.vmem_lines, self.lanes = vmem_lines, lanes
+        self.vmem_size = vmem_lines * lanes
+        self.n_flags, self.outstanding, self.queue_depth = n_flags, outstanding, queue_depth
+        self.read_latency, self.max_reads = read_latency, max_reads
+        self.port_signatures = {
+            0: MemoryPortSignature(addr_width=line_addr_width(hbm_size // hbm_line_words),
+                                   words=hbm_line_words, mask_granularity=WORD_BITS),
+            1: MemoryPortSignature(addr_width=line_addr_width(vmem_lines), words=lanes,
+                                   mask_granularity=WORD_BITS),
+        }
+        self._check_littles_law()
+        super().__init__({
+            "descriptors": In(stream.Signature(descriptor_layout)),
+            "hbm": Out(self.port_signatures[0]),
+            "vmem": Out(self.port_signatures[1]),
+            "flag_add": Out(stream.Signature(flag_add_layout)),
+            "errors": Out(stream.Signature(error_layout)),
+            "idle": Out(1),
+            "received": Out(COUNT_BITS), "completed": Out(COUNT_BITS),
+            "rejected": Out(COUNT_BITS), "bus_errors": Out(COUNT_BITS),
+        })
+
+    def _check_littles_law(self):
+        need = self.read_latency + ROUND_TRIP
+        if self.max_reads < need:
+            raise ValueError(f"max_reads ({self.max_reads}) cannot cover read_latency "
+                             f"({self.read_latency}): Little's law needs at least "
+                             f"read_latency + {ROUND_TRIP} = {need} reads in flight for "
+                             f"one word a cycle")
+
+    def elaborate(self, platform):
+        self._check_littles_law()
+        m = Module()
+        m.submodules.queue = queue = fifo.SyncFIFO(width=descriptor_layout.size,
+                                                  depth=self.queue_depth)
+        m.submodules.check = check = DescriptorCheck(
+            hbm_size=self.hbm_size, vmem_size=self.vmem_size, n_flags=self.n_flags)
+        m.submodules.addrgen = addrgen = AddressGenerator(outstanding=self.outstanding)
+        m.submodules.burst = burst = BurstEngine(
+            ports=self.port_signatures, read_latency=self.read_latency,
+            max_reads=self.max_reads)
+
+        m.d.comb += [
+            queue.w_en.eq(self.descriptors.valid), queue.w_data.eq(self.descriptors.payload),
+            self.descriptors.ready.eq(queue.w_rdy),
+            check.descriptors.valid.eq(queue.r_rdy), check.descriptors.payload.eq(queue.r_data),
+            queue.r_en.eq(check.descriptors.ready),
+        ]
+        wiring.connect(m, check.jobs, addrgen.jobs)
+        wiring.connect(m, addrgen.elements, burst.elements)
+        wiring.connect(m, addrgen.inflight, burst.inflight)
+        m.d.comb += addrgen.drained.eq(burst.drained)
+        wiring.connect(m, burst.hbm, wiring.flipped(self.hbm))
+        wiring.connect(m, burst.vmem, wiring.flipped(self.vmem))
+        wiring.connect(m, burst.flag_add, wiring.flipped(self.flag_add))
+
+        # Two error sources, one stream: the choice is held while an offer waits, so the
+        # payload stays put until taken. Rejections go first when both offer at once.
+        held = Signal()
+        pick_bus = Signal()
+        bus_first = Signal()
+        m.d.comb += pick_bus.eq(Mux(held, bus_first, ~check.errors.valid))
+        m.d.comb += [
+            self.errors.valid.eq(check.errors.valid | burst.bus_errors.valid),
+            self.errors.payload.eq(Mux(pick_bus, burst.bus_errors.payload,
+                                       check.errors.payload)),
+            check.errors.ready.eq(self.errors.ready & ~pick_bus),
+            burst.bus_errors.ready.eq(self.errors.ready & pick_bus),
+        ]
+        m.d.sync += [held.eq(self.errors.valid & ~self.errors.ready), bus_first.eq(pick_bus)]
+
+        def count(counter, event):
+            with m.If(event):
+                m.d.sync += counter.eq(counter + 1)
+
+        count(self.received, self.descriptors.valid & self.descriptors.ready)
+        count(self.completed, self.flag_add.valid & self.flag_add.ready)
+        count(self.rejected, check.errors.valid & check.errors.ready)
+        count(self.bus_errors, burst.bus_errors.valid & burst.bus_errors.ready)
+        m.d.comb += self.idle.eq(~queue.r_rdy & check.idle & ~addrgen.elements.valid
+                                 & ~addrgen.inflight.valid & burst.drained
+                                 & ~self.hbm.req.valid & ~self.vmem.req.valid
+                                 & ~self.flag_add.valid & ~self.errors.valid)
+        return m

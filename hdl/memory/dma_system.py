@@ -1,0 +1,143 @@
+# amaranth: UnusedElaboratable=no
+# (The parts are made here and used by this component's elaborate: if the system itself is
+# never elaborated, the warning about it, from its creator's file, is the one that counts;
+# and a part made before a later part's bad parameter raised need not warn too.)
+"""One chip's memory system: DMA, HBM model, VMEM and sync flags, as one component."""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..lib.memory_port import MemoryPortSignature, check_int, line_addr_width
+from .dma import COUNT_BITS, DMA
+from .hbm import HBM
+from .layouts import descriptor_layout, error_layout, flag_set_layout, flag_wait_layout
+from .sync_flags import SyncFlags
+from .vmem import VMEM
+
+__all__ = ["DmaSystem", "core_signature"]
+
+
+def core_signature(*, vmem_lines, lanes):
+    """What the core holds: its VMEM port, flag set and flag wait, and ``waiting``."""
+    return wiring.Signature({
+        "vmem": Out(MemoryPortSignature(addr_width=line_addr_width(vmem_lines), words=lanes)),
+        "flag_set": Out(stream.Signature(flag_set_layout)),
+        "flag_wait": Out(stream.Signature(flag_wait_layout)),
+        "waiting": In(1),
+    })
+
+
+class DmaSystem(wiring.Component):
+    """A :class:`~hdl.memory.dma.DMA` joined to an :class:`~hdl.memory.hbm.HBM`, a
+    :class:`~hdl.memory.vmem.VMEM` and :class:`~hdl.memory.sync_flags.SyncFlags`.
+
+    A batch runs as: load ``hbm_words`` and ``vmem_words``, play descriptors into
+    ``descriptors``, take ``errors``, wait until ``received == completed + rejected`` and
+    ``idle``, then read back the memories and ``flags``. That equals
+    ``golden.memory.run`` on the same images and batch (without injected faults).
+
+    Parameters
+    ----------
+    hbm_size : int
+        HBM words.
+    words_per_cycle, read_latency, max_outstanding, jitter, error_ranges
+        The HBM model's (:class:`~hdl.memory.hbm.HBM`); ``max_outstanding`` defaults to
+        ``words_per_cycle * (read_latency + jitter)``.
+    vmem_lines, lanes : int
+        VMEM geometry (default 8 lanes).
+    n_flags, outstanding, queue_depth, max_reads
+        The DMA's (:class:`~hdl.memory.dma.DMA`); the DMA covers ``read_latency + jitter``.
+
+    Ports
+    -----
+    descriptors : In(stream.Signature(descriptor_layout))
+    errors : Out(stream.Signature(error_layout))
+    core : In(core_signature(...))
+        The core's VMEM port and flag operations (not a stream port, so a whole-run
+        harness leaves it idle).
+    seed : In(32)
+        Seed of the HBM jitter, loaded until the first descriptor is taken.
+    idle, received, completed, rejected, bus_errors : Out
+        The DMA's status (:class:`~hdl.memory.dma.DMA`).
+    finished : Out(1)
+        Every descriptor taken so far is completed or rejected, and nothing is in
+        flight, its error records included: a batch is over once all are sent.
+    write_fault : Out(1)
+        The HBM dropped a write to an error range.
+    flags : Out(ArrayLayout(32, n_flags))
+        Every flag's value.
+
+    Attributes
+    ----------
+    hbm_words, vmem_words : Memory
+        The HBM and VMEM storages (entry = line, word ``j`` in bits ``32*j ..``).
+    """
+
+    def __init__(self, *, hbm_size, vmem_lines, lanes=8, words_per_cycle=1, read_latency=4,
+                 max_outstanding=None, jitter=0, error_ranges=(), n_flags=16, outstanding=4,
+                 queue_depth=None, max_reads=None):
+        check_int("read_latency", read_latency, least=1)
+        check_int("jitter", jitter, least=0)
+        check_int("words_per_cycle", words_per_cycle, least=1)
+        if max_outstanding is None:
+            max_outstanding = words_per_cycle * (read_latency + jitter)
+        self.hbm = HBM(size=hbm_size, words_per_cycle=words_per_cycle,
+                       read_latency=read_latency, max_outstanding=max_outstanding,
+                       jitter=jitter, error_ranges=error_ranges)
+        self.vmem = VMEM(lines=vmem_lines, lanes=lanes)
+        self.dma = DMA(hbm_size=hbm_size, hbm_line_words=words_per_cycle, vmem_lines=vmem_lines,
+                       lanes=lanes, n_flags=n_flags, outstanding=outstanding,
+                       queue_depth=queue_depth, read_latency=read_latency + jitter,
+                       max_reads=max_reads)
+        self.sync_flags = SyncFlags(n_flags=n_flags)
+        self.hbm_words = self.hbm.words
+        self.vmem_words = self.vmem.words
+        # What a whole run may load and read back (sim.blocks.memory_images).
+        self.memory_images = {"hbm": (self.hbm_words, "hbm.words"),
+                              "vmem": (self.vmem_words, "vmem.words")}
+        self.n_flags = n_flags
+        super().__init__({
+            "descriptors": In(stream.Signature(descriptor_layout)),
+            "errors": Out(stream.Signature(error_layout)),
+            "core": In(core_signature(vmem_lines=vmem_lines, lanes=lanes)),
+            "seed": In(32),
+            "idle": Out(1), "finished": Out(1),
+            "received": Out(COUNT_BITS), "completed": Out(COUNT_BITS),
+            "rejected": Out(COUNT_BITS), "bus_errors": Out(COUNT_BITS),
+            "write_fault": Out(1),
+            "flags": Out(data.ArrayLayout(32, n_flags)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dma = dma = self.dma
+        m.submodules.hbm = hbm = self.hbm
+        m.submodules.vmem = vmem = self.vmem
+        m.submodules.flags = flags = self.sync_flags
+
+        wiring.connect(m, wiring.flipped(self.descriptors), dma.descriptors)
+        wiring.connect(m, dma.errors, wiring.flipped(self.errors))
+        wiring.connect(m, dma.hbm, hbm.port)
+        wiring.connect(m, dma.vmem, vmem.dma)
+        wiring.connect(m, dma.flag_add, flags.add)
+        wiring.connect(m, wiring.flipped(self.core.vmem), vmem.core)
+        wiring.connect(m, wiring.flipped(self.core.flag_set), flags.set)
+        wiring.connect(m, wiring.flipped(self.core.flag_wait), flags.wait)
+
+        # The jitter sequence starts with the first descriptor, so a run's jitter depends
+        # only on the seed and the cycles since then.
+        running = Signal()
+        with m.If(self.descriptors.valid & self.descriptors.ready):
+            m.d.sync += running.eq(1)
+        m.d.comb += [
+            hbm.seed.eq(self.seed), hbm.start.eq(running),
+            self.core.waiting.eq(flags.waiting),
+            self.idle.eq(dma.idle),
+            self.finished.eq(dma.idle & (dma.received == dma.completed + dma.rejected)),
+            self.received.eq(dma.received), self.completed.eq(dma.completed),
+            self.rejected.eq(dma.rejected), self.bus_errors.eq(dma.bus_errors),
+            self.write_fault.eq(hbm.write_fault),
+            self.flags.eq(flags.values),
+        ]
+        return m

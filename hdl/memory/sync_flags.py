@@ -1,0 +1,78 @@
+"""Sync flags: a bank of 32-bit counters that DMAs add to and the core sets and waits on."""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..lib.memory_port import check_int
+from .layouts import FLAG_BITS, flag_add_layout, flag_set_layout, flag_wait_layout
+
+__all__ = ["SyncFlags"]
+
+
+class SyncFlags(wiring.Component):
+    """``n_flags`` 32-bit counters (SPEC section 4.3).
+
+    Parameters
+    ----------
+    n_flags : int
+        Flags in the bank, 1 to ``2**FLAG_BITS`` (default 16).
+
+    Ports
+    -----
+    add : In(stream.Signature(flag_add_layout))
+        From the DMA on completion: ``flags[flag] += amount`` (wrapping). Always ready.
+    set : In(stream.Signature(flag_set_layout))
+        From the core: ``flags[flag] = value`` (a clear is a set of 0). Always ready. An add
+        to the same flag in the same cycle is applied on top: ``value + amount``.
+    wait : In(stream.Signature(flag_wait_layout))
+        From the core: a blocking wait, accepted (``ready``) in the first cycle in which
+        ``flags[flag] >= value``, unsigned; ``ready`` depends on ``valid`` and the payload
+        combinationally.
+    waiting : Out(1)
+        A wait is offered and not yet satisfied: the blocking wait a testbench or watchdog
+        observes (the flag it waits on is ``wait.payload.flag``).
+    values : Out(ArrayLayout(32, n_flags))
+        Every flag's current value.
+
+    Latency: an add or set accepted in cycle ``t`` shows in ``values`` and satisfies waits
+    from cycle ``t + 1``. Operations on a flag id at or above ``n_flags`` do nothing, and a
+    wait on one never completes.
+    """
+
+    def __init__(self, *, n_flags=16):
+        check_int("n_flags", n_flags, least=1, most=1 << FLAG_BITS)
+        self.n_flags = n_flags
+        super().__init__({
+            "add": In(stream.Signature(flag_add_layout)),
+            "set": In(stream.Signature(flag_set_layout)),
+            "wait": In(stream.Signature(flag_wait_layout)),
+            "waiting": Out(1),
+            "values": Out(data.ArrayLayout(32, n_flags)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        flags = [Signal(32, name=f"flag{i}") for i in range(self.n_flags)]
+        m.d.comb += [self.add.ready.eq(1), self.set.ready.eq(1)]
+        adding, setting = self.add.valid, self.set.valid
+        for i, flag in enumerate(flags):
+            start = Signal(32, name=f"flag{i}_start")
+            m.d.comb += start.eq(flag)
+            with m.If(setting & (self.set.payload.flag == i)):
+                m.d.comb += start.eq(self.set.payload.value)
+            with m.If(adding & (self.add.payload.flag == i)):
+                m.d.sync += flag.eq(start + self.add.payload.amount)
+            with m.Else():
+                m.d.sync += flag.eq(start)
+            m.d.comb += self.values[i].eq(flag)
+
+        # The waited-on flag's value, out of range reading as "never": a mux over the bank.
+        met = Signal()
+        with m.Switch(self.wait.payload.flag):
+            for i, flag in enumerate(flags):
+                with m.Case(i):
+                    m.d.comb += met.eq(flag >= self.wait.payload.value)
+        m.d.comb += [self.wait.ready.eq(self.wait.valid & met),
+                     self.waiting.eq(self.wait.valid & ~met)]
+        return m

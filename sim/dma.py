@@ -1,0 +1,108 @@
+"""DMA batches on the memory-system RTL: HBM and VMEM images in, images, flags and errors out.
+
+::
+
+    >>> run = sim.dma.run(hbm, vmem, [Descriptor(("hbm", 0), ("vmem", 8), (16,), (1,), (1,), 3)])
+    >>> run.vmem, run.flags, run.errors, run.cycles
+
+Each call is a whole run (:mod:`sim.backends.whole_run`) of a
+:class:`~hdl.memory.DmaSystem` sized to the images: the images are loaded
+into the HBM and VMEM storages, the descriptors played in, the error records
+recorded, and the run ends when the DMA reports every descriptor completed
+or rejected. It equals :func:`golden.memory.run` bit for bit.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from amaranth.hdl import Const
+from amaranth.lib import data
+
+from golden.memory import Descriptor
+from hdl.memory.layouts import REASONS, SPACES, descriptor_layout, error_layout
+
+from .backends import check_backend
+from .backends.whole_run import WholeRun, run_whole
+
+__all__ = ["run", "DmaRun", "descriptor_beat"]
+
+
+@dataclass(frozen=True)
+class DmaRun:
+    """Result of :func:`run`: the final ``hbm`` and ``vmem`` images (flat uint32), the
+    ``flags`` (uint32), the indices of rejected descriptors in ``errors``, and the cycles
+    from the first descriptor offered to the batch finished."""
+    hbm: np.ndarray
+    vmem: np.ndarray
+    flags: np.ndarray
+    errors: list
+    cycles: int
+
+
+def descriptor_beat(descriptor):
+    """The packed ``descriptor_layout`` payload of a local ``golden.memory.Descriptor``."""
+    if descriptor.remote:
+        raise ValueError("remote pushes are not supported by the DMA RTL yet")
+    value = descriptor_layout.const({
+        "src_space": SPACES.index(descriptor.src[0]), "src_base": descriptor.src[1],
+        "dst_space": SPACES.index(descriptor.dst[0]), "dst_base": descriptor.dst[1],
+        "counts": list(descriptor.counts), "src_strides": list(descriptor.src_strides),
+        "dst_strides": list(descriptor.dst_strides), "flag": descriptor.flag})
+    return Const.cast(value).value
+
+
+def _image(value, name):
+    if not isinstance(value, np.ndarray) or value.dtype != np.uint32 or value.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D numpy array of uint32 words")
+    return value
+
+
+def _lines(words, per_line):
+    return [int.from_bytes(line.tobytes(), "little") for line in words.reshape(-1, per_line)]
+
+
+def _words(lines, per_line):
+    return np.frombuffer(b"".join(line.to_bytes(4 * per_line, "little") for line in lines),
+                         "<u4").astype(np.uint32)
+
+
+def run(hbm, vmem, descriptors, *, outstanding=4, read_latency=4, words_per_cycle=1, lanes=8,
+        n_flags=16, jitter=0, backend="verilator", seed=0, idle=0.0, stall=0.0, waves=None):
+    """Apply ``descriptors`` (``golden.memory.Descriptor``) to ``hbm`` and ``vmem`` on the RTL.
+
+    ``hbm`` is a flat uint32 word image whose length is a multiple of
+    ``words_per_cycle`` (an HBM line); ``vmem`` holds lines of ``lanes``
+    words. ``jitter`` adds up to that many cycles of seeded HBM latency;
+    ``idle`` and ``stall`` gap the descriptor and error streams. None of them
+    changes a result, only the cycles. Returns a :class:`DmaRun`.
+    """
+    hbm, vmem = _image(hbm, "hbm"), _image(vmem, "vmem")
+    if hbm.size == 0 or hbm.size % words_per_cycle:
+        raise ValueError(f"hbm must hold a positive multiple of words_per_cycle "
+                         f"({words_per_cycle}) words, not {hbm.size}")
+    if vmem.size == 0 or vmem.size % lanes:
+        raise ValueError(f"vmem must hold a positive multiple of lanes ({lanes}) words, "
+                         f"not {vmem.size}")
+    descriptors = list(descriptors)
+    for index, descriptor in enumerate(descriptors):
+        if not isinstance(descriptor, Descriptor):
+            raise ValueError(f"descriptor {index} must be a golden.memory.Descriptor, "
+                             f"not {type(descriptor).__name__}")
+    check_backend(backend)
+    params = dict(hbm_size=hbm.size, vmem_lines=vmem.size // lanes, lanes=lanes,
+                  words_per_cycle=words_per_cycle, read_latency=read_latency, jitter=jitter,
+                  n_flags=n_flags, outstanding=outstanding)
+    whole = WholeRun(
+        "dma", params, play={"descriptors": [descriptor_beat(d) for d in descriptors]},
+        record={"errors": len(descriptors)}, until="finished",
+        gaps={"descriptors": idle, "errors": stall}, seed=seed, inputs={"seed": seed},
+        load={"hbm": _lines(hbm, words_per_cycle), "vmem": _lines(vmem, lanes)},
+        dump=("hbm", "vmem"), watchdog=1000 + 4 * (read_latency + jitter))
+    result = run_whole(whole, backend=backend, waves=waves)
+    records = [data.Const(error_layout, beat) for beat in result.recorded["errors"]]
+    rejected = sorted(record.id for record in records if REASONS[record.reason] != "bus")
+    flags = _words([result.outputs["flags"]], n_flags)
+    first = result.streams["descriptors"].first
+    return DmaRun(_words(result.memories["hbm"], words_per_cycle),
+                  _words(result.memories["vmem"], lanes), flags, rejected,
+                  result.cycles - (first or 0))

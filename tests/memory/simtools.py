@@ -1,0 +1,107 @@
+"""Helpers of the memory-system RTL tests: a simulator runner, line packing, stream drivers,
+and a DmaSystem batch runner. Expected values never come from here: tests take them from
+golden.memory or write them out."""
+
+import numpy as np
+from amaranth.sim import Simulator
+
+from golden.memory import SPACES
+from hdl.memory import DmaSystem, descriptor_layout
+from hdl.memory.layouts import REASONS
+
+CLOCK = 1e-8
+
+
+def simulate(dut, *testbenches):
+    """Run ``dut`` with the given ``async def tb(ctx)`` testbenches until they return."""
+    sim = Simulator(dut)
+    sim.add_clock(CLOCK)
+    for tb in testbenches:
+        sim.add_testbench(tb)
+    sim.run()
+
+
+def pack_lines(words, per_line):
+    """Flat uint32 words -> one int per line, word j in bits 32j.."""
+    words = np.asarray(words, np.uint32).reshape(-1, per_line)
+    return [sum(int(w) << (32 * j) for j, w in enumerate(line)) for line in words]
+
+
+def unpack_lines(lines, per_line):
+    return np.array([(line >> (32 * j)) & 0xFFFFFFFF for line in lines for j in range(per_line)],
+                    np.uint32)
+
+
+def load(ctx, memory, words, per_line):
+    for index, line in enumerate(pack_lines(words, per_line)):
+        ctx.set(memory.data[index], line)
+
+
+def read_back(ctx, memory, per_line):
+    return unpack_lines([ctx.get(memory.data[i]) for i in range(memory.depth)], per_line)
+
+
+async def put(ctx, stream, payload):
+    """Offer one beat and hold it until taken."""
+    ctx.set(stream.payload, payload)
+    ctx.set(stream.valid, 1)
+    await ctx.tick().until(stream.ready)
+    ctx.set(stream.valid, 0)
+
+
+def descriptor_beat(d):
+    """The ``descriptor_layout`` constant of a golden ``Descriptor`` (local spaces)."""
+    return descriptor_layout.const({
+        "src_space": SPACES.index(d.src[0]), "src_base": d.src[1],
+        "dst_space": SPACES.index(d.dst[0]), "dst_base": d.dst[1],
+        "counts": list(d.counts), "src_strides": list(d.src_strides),
+        "dst_strides": list(d.dst_strides), "flag": d.flag,
+    })
+
+
+def run_batch(system, hbm, vmem, descriptors, *, rng=None, gap=0.0, stall=0.0, seed=0,
+              limit=200_000):
+    """Run a batch on a ``DmaSystem``; returns a dict of the final images, flags, error
+    records ``(index, reason, address)`` in arrival order, and the cycles taken."""
+    assert isinstance(system, DmaSystem)
+    rng = rng or np.random.default_rng(0)
+    beats = [descriptor_beat(d) for d in descriptors]
+    lanes, wpc = system.vmem.lanes, system.hbm.words_per_cycle
+    out = {"errors": []}
+    gaps = rng.random(len(beats)) < gap
+    stalls = (rng.random(limit) < stall).tolist()
+
+    async def feeder(ctx):
+        load(ctx, system.hbm_words, hbm, wpc)
+        load(ctx, system.vmem_words, vmem, lanes)
+        ctx.set(system.seed, seed)
+        for beat, idle in zip(beats, gaps):
+            if idle:
+                await ctx.tick().repeat(int(rng.integers(1, 4)))
+            await put(ctx, system.descriptors, beat)
+
+    async def recorder(ctx):
+        cycle = 0
+        n = len(beats)
+        while True:
+            ready = not stalls[cycle % limit]
+            ctx.set(system.errors.ready, ready)
+            _, _, valid, payload, received, done, rejected, idle = await ctx.tick().sample(
+                system.errors.valid, system.errors.payload, system.received,
+                system.completed, system.rejected, system.idle)
+            cycle += 1
+            if valid and ready:
+                out["errors"].append((payload.id, REASONS[payload.reason], payload.address))
+            if received == n and done + rejected == n and idle:
+                break
+            assert cycle < limit, (f"DMA hung: received {received}, completed {done}, "
+                                   f"rejected {rejected} of {n}")
+        out["cycles"] = cycle
+        out["hbm"] = read_back(ctx, system.hbm_words, wpc)
+        out["vmem"] = read_back(ctx, system.vmem_words, lanes)
+        out["flags"] = np.array([ctx.get(system.flags[i]) for i in range(system.n_flags)],
+                                np.uint32)
+
+    simulate(system, feeder, recorder)
+    return out
+
