@@ -202,7 +202,7 @@ def _large_array(size, repeats, rng):
         "from sim.backends import compiled\n"
         "run = pickle.loads(sys.stdin.buffer.read())\n"
         "t = time.perf_counter()\n"
-        "compiled._build(run, 'verilator', waves=False)\n"
+        "compiled.build(run, simulator='verilator')\n"
         "peak = max(resource.getrusage(who).ru_maxrss for who in "
         "(resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))\n"
         "print(json.dumps([time.perf_counter() - t, peak / 1024]))\n")
