@@ -80,16 +80,16 @@ def _design(run):
 
 
 def _no_inline(modules):
-    """A Verilator control file that keeps the largest repeated module out of line.
+    """A Verilator control file that keeps the block's repeated modules out of line.
 
     Verilator inlines every module by default, so a 32x32 MXU becomes one
-    flat netlist of 1,024 PEs (3.5 GB and many minutes of C++ compile); kept
-    out of line, the PE row is verilated and compiled once and instantiated
-    ``rows`` times, and the cost grows with the array's edge instead.
+    flat netlist of 1,024 PEs (3.5 GB, and a C++ compile of many minutes per
+    file). Kept out of line, the PE and the PE row are verilated and
+    compiled once each and instantiated many times, so the build grows with
+    the array's edge rather than its area.
     """
-    lines = ["`verilator_config"]
-    lines += [f'no_inline -module "{modules[-1]}"'] if modules else []
-    return "\n".join(lines) + "\n"
+    return "\n".join(["`verilator_config"]
+                     + [f'no_inline -module "{module}"' for module in modules]) + "\n"
 
 
 _READ_REGISTER = re.compile(r"^(\s*reg (?:\[\d+:0\] )?)(\S+);$", re.M)
