@@ -346,17 +346,10 @@ def routing_tables(topology, *, vcs=2):
 
 
 def deadlock_free(topology, tables, vcs):
-    """Prove that the tables cannot deadlock a wormhole network with ``vcs`` VCs per link:
-    the channel dependency graph over (link, VC) of every routed pair has no cycle.
+    """Prove that ``tables`` cannot deadlock ``topology`` with ``vcs`` VCs per link.
 
-    Returns
-    -------
-    True
-
-    Raises
-    ------
-    DeadlockError (a ValueError) naming a dependency cycle; ValueError when a route uses a
-    VC outside ``0 .. vcs-1``, loops, ejects at the wrong chip or uses a dark port.
+    True, or :class:`DeadlockError` naming a cycle of the channel dependency
+    graph; see :func:`golden.routing.deadlock_free` for every check.
     """
     _check_topology(topology, tables)
     return routing.deadlock_free(topology, tables, vcs)

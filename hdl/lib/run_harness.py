@@ -11,7 +11,7 @@ FPGA.
 
 import zlib
 
-from amaranth.hdl import Cat, Const, Module, ShapeCastable, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Mux, ShapeCastable, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -178,7 +178,8 @@ class RunHarness(wiring.Component):
             slot = Signal(range(2 * player.depth + 1))
             m.d.comb += [
                 slot.eq(loaded + recorder.transfers),
-                player.available.eq(slot),
+                # Clipped to the count: the sum may not fit the player's port.
+                player.available.eq(Mux(slot < player.count, slot, player.count)),
                 player.fill.addr.eq(slot), player.fill.data.eq(recorder.written.data),
                 player.fill.en.eq(recorder.written.en & (slot < player.count)),
             ]
