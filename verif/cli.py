@@ -185,7 +185,7 @@ def _positive(text):
 
 
 def _add_block(parser):
-    parser.add_argument("block", help="fp32_add, bf16_mul, fp32_to_bf16, pe or mxu")
+    parser.add_argument("block", help="fp32_add, bf16_mul, fp32_to_bf16, pe, mxu or dma")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="block parameter, repeatable (e.g. rows=16, numerics=ieee)")
 
@@ -234,7 +234,7 @@ def _parser():
 
     p = sub.add_parser("export", help="export a block's Verilog (hierarchical, lint-clean)",
                        description="Export a block's Verilog. Blocks: fp32_add, bf16_mul, "
-                                   "fp32_to_bf16, pe, mxu. Parameters are the block's "
+                                   "fp32_to_bf16, pe, mxu, dma. Parameters are the block's "
                                    "constructor parameters; --param preset=tpu_v4 (or tpu_v6e) "
                                    "sets an MXU's rows and cols.")
     _add_block(p)

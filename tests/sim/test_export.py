@@ -62,7 +62,7 @@ def test_presets_and_params():
     assert parse_params("pe", ["transpose=false", "add_stages=0x3"]) == \
         {"transpose": False, "add_stages": 3}
     assert set(block_params("mxu")) >= {"rows", "cols", "numerics", "mul_stages", "add_stages"}
-    assert set(BLOCKS) == {"fp32_add", "bf16_mul", "fp32_to_bf16", "pe", "mxu"}
+    assert set(BLOCKS) == {"fp32_add", "bf16_mul", "fp32_to_bf16", "pe", "mxu", "dma"}
 
 
 @pytest.mark.parametrize("args, message", [
