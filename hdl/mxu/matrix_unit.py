@@ -1,9 +1,10 @@
 """MXU: the systolic array behind stream ports, with double-buffered weights and a result FIFO."""
 
 from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..lib.registered_fifo import RegisteredFIFO
 from .pe import ADD_STAGES, MUL_STAGES
 from .systolic_array import SystolicArray, array_latency, check_array_params
 
@@ -27,9 +28,10 @@ def mxu_latency(*, rows, cols, mul_stages=MUL_STAGES, add_stages=ADD_STAGES, **_
     Other MXU parameters are accepted and ignored, so an MXU's keyword
     arguments can be passed as they are.
     """
-    # The array, the FIFO's write register, then the buffered FIFO.
+    # The input registers, the array, the FIFO's write register, then the
+    # FIFO's two cycles (memory, output register).
     return array_latency(rows=rows, cols=cols, mul_stages=mul_stages,
-                         add_stages=add_stages) + 3
+                         add_stages=add_stages) + 4
 
 
 def weights_layout(cols, transposable):
@@ -62,7 +64,10 @@ class MXU(wiring.Component):
     transpose : bool
         Support transposed weight loads; defaults to ``rows == cols`` (required).
     fifo_depth : int
-        Result FIFO depth, at least 4 (default 8).
+        Result FIFO depth, at least 4 (default 8): the results it holds,
+        ``fifo_depth - 1`` in memory and one in its output register (see
+        :class:`~hdl.lib.registered_fifo.RegisteredFIFO`; one lane of 32 bits
+        per column, each with its own copy of the control).
 
     Ports
     -----
@@ -84,9 +89,9 @@ class MXU(wiring.Component):
     result : Out(stream.Signature(ArrayLayout(32, cols)))
         One fp32 result row per LHS beat, in order.
 
-    Latency: ``rows * add_stages + cols + mul_stages + 3`` cycles from an LHS
-    beat accepted to its result valid (the array, a write register, then the
-    buffered FIFO).
+    Latency: ``rows * add_stages + cols + mul_stages + 5`` cycles from an LHS
+    beat accepted to its result valid (the input registers, the array, the
+    FIFO's write register, then the FIFO's memory and output register).
     Throughput: one LHS row per cycle, ``rows * cols`` MACs per cycle.
     Weights: the next tile's ``rows`` beats load while the current one
     computes, once the previous swap has reached every PE, which takes
@@ -97,13 +102,16 @@ class MXU(wiring.Component):
     ``lhs``, ``acc_in`` and ``weights`` are not ready), from the next cycle:
     the array's clock enable is registered, so it keeps a slot of headroom
     and resumes a cycle after the consumer frees one. Nothing is lost,
-    duplicated or reordered.
+    duplicated or reordered. The array's inputs and enable and the FIFO's
+    write are registers, so no handshake reaches the array or the FIFO's
+    memory combinationally.
     """
 
     def __init__(self, *, rows=8, cols=8, numerics="tpu", mul_stages=MUL_STAGES,
                  add_stages=ADD_STAGES, transpose=None, fifo_depth=8):
-        # The registered stall below needs three entries to be safe and four to
-        # keep a steadily read stream at one row a cycle.
+        # A steadily read stream holds three results (one pending write, one in
+        # the FIFO's memory, one in its output register), and the registered
+        # stall needs one slot of headroom on top: four keep one row a cycle.
         if not isinstance(fifo_depth, int) or isinstance(fifo_depth, bool) or fifo_depth < 4:
             raise ValueError(f"fifo_depth must be an integer of at least 4, not {fifo_depth!r}")
         self._array_params = dict(rows=rows, cols=cols, numerics=numerics,
@@ -136,38 +144,56 @@ class MXU(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        rows, cols = self.rows, self.cols
         m.submodules.array = array = self.make_array()
-        m.submodules.fifo = result_fifo = fifo.SyncFIFOBuffered(
-            width=32 * self.cols, depth=self.fifo_depth)
+        # Per-column lanes, each with its own copy of the FIFO's control, so
+        # no control net spans the whole 32 * cols-bit result (docs/fpga.md).
+        m.submodules.fifo = result_fifo = RegisteredFIFO(
+            width=32, lanes=cols, depth=self.fifo_depth)
 
-        # valid[i]: the LHS row accepted i + 1 enabled cycles ago is in flight.
-        valid = Signal(self.array_latency)
+        # valid[i]: the LHS row accepted i + 1 enabled cycles ago is in flight
+        # (one cycle in the input registers below, then the array).
+        valid = Signal(self.array_latency + 1)
         result_due = valid[-1]
+        read = self.result.valid & self.result.ready
+
         # The clock enable of every array register. It is itself a register,
         # decided a cycle ahead, so no handshake reaches its tens of thousands
-        # of loads combinationally. The FIFO's write side is registered too,
-        # apart from that logic: a result leaving the array (`leaving`) is
-        # written a cycle later (`pending`). Advance next cycle if, counting
-        # the write in flight, the FIFO will still have a free slot when the
-        # result that may leave then is written. (SyncFIFOBuffered's level
-        # counts its output register; with depth >= 3, a level below the
-        # depth means the next write is accepted.)
+        # of loads combinationally. It is one flip-flop, not copies: a copy
+        # per PE, or per multiplier, placed and routed slower on an ECP5
+        # (docs/fpga.md).
         advance = Signal(init=1)
+        # A result leaving the array (`leaving`) is written into the FIFO a
+        # cycle later (`pending`), so the write is a register too.
         leaving = result_due & advance
         pending = Signal()
-        pending_row = Signal(32 * self.cols, reset_less=True)
-        read = self.result.valid & self.result.ready
+        pending_row = Signal(data.ArrayLayout(32, cols), reset_less=True)
+        # Results in `pending` or in the FIFO, counted here rather than read
+        # from the FIFO, so this decision has registers of its own beside
+        # `advance`. Advance next cycle only if a result leaving then would
+        # still find room when it is written, the cycle after: that is, if
+        # fewer than fifo_depth results are held after this cycle.
+        held = Signal(range(self.fifo_depth + 1))
+        held_next = Signal(range(self.fifo_depth + 1))
+        m.d.comb += held_next.eq(held + leaving - read)
         m.d.sync += [
             pending.eq(leaving), pending_row.eq(array.result),
-            advance.eq(result_fifo.level + pending + leaving - read < self.fifo_depth),
+            held.eq(held_next), advance.eq(held_next < self.fifo_depth),
         ]
+        # The FIFO is never written without room (so its w_stream.ready is
+        # always high when `pending` is): see `held`.
+        m.d.comb += [
+            result_fifo.w_stream.valid.eq(pending),
+            result_fifo.w_stream.payload.eq(pending_row),
+        ]
+        wiring.connect(m, result_fifo.r_stream, wiring.flipped(self.result))
 
         # Shadow tile bookkeeping: rows loaded since the last swap, and how long
         # the last swap still needs to reach every PE (shifting the shadow
         # before then would change a weight some PE has yet to copy).
-        loaded = Signal(range(self.rows + 1))
+        loaded = Signal(range(rows + 1))
         wave = Signal(range(self.swap_wave + 1))
-        shadow_full = loaded == self.rows
+        shadow_full = loaded == rows
         load = Signal()
         m.d.comb += [
             self.weights.ready.eq(advance & ~shadow_full & ~wave.any()),
@@ -183,8 +209,29 @@ class MXU(wiring.Component):
             self.acc_in.ready.eq(take & lhs.acc),
         ]
 
+        # The input registers: one more stage of the array, enabled with it.
+        # The handshakes above decide only these few flags; what enters the
+        # array comes from registers, so no handshake reaches the skew
+        # buffers and the PEs, spread over the die, in the same cycle. (Load
+        # and swap are both delayed by one enabled cycle, so the bookkeeping
+        # below, in enabled cycles, is unchanged.)
+        in_lhs = Signal(data.ArrayLayout(16, rows), reset_less=True)
+        in_swap = Signal()
+        in_acc = Signal(data.ArrayLayout(32, cols), reset_less=True)
+        in_use_acc = Signal()      # start from in_acc; otherwise from +0.0
+        in_load = Signal()
+        in_weights = Signal(data.ArrayLayout(16, cols), reset_less=True)
+        in_transpose = Signal(reset_less=True)
+
         with m.If(advance):
-            m.d.sync += valid.eq(Cat(take, valid[:-1]))
+            m.d.sync += [
+                valid.eq(Cat(take, valid[:-1])),
+                in_lhs.eq(lhs.data), in_swap.eq(take & lhs.swap),
+                in_acc.eq(self.acc_in.payload), in_use_acc.eq(take & lhs.acc),
+                in_load.eq(load), in_weights.eq(self.weights.payload.data),
+            ]
+            if self.transposable:
+                m.d.sync += in_transpose.eq(self.weights.payload.transpose)
             with m.If(take & lhs.swap):
                 m.d.sync += [loaded.eq(0), wave.eq(max(self.swap_wave - 1, 0))]
             with m.Else():
@@ -195,15 +242,12 @@ class MXU(wiring.Component):
 
         m.d.comb += [
             array.en.eq(advance),
-            array.lhs.eq(lhs.data),
-            array.swap.eq(take & lhs.swap),
-            array.acc.eq(Mux(take & lhs.acc, self.acc_in.payload, 0)),
-            array.load.eq(load),
-            array.weights.eq(self.weights.payload.data),
-            result_fifo.w_data.eq(pending_row),
-            result_fifo.w_en.eq(pending),
+            array.lhs.eq(in_lhs),
+            array.swap.eq(in_swap),
+            array.acc.eq(Mux(in_use_acc, in_acc, 0)),
+            array.load.eq(in_load),
+            array.weights.eq(in_weights),
         ]
         if self.transposable:
-            m.d.comb += array.transpose.eq(self.weights.payload.transpose)
-        wiring.connect(m, result_fifo.r_stream, wiring.flipped(self.result))
+            m.d.comb += array.transpose.eq(in_transpose)
         return m

@@ -9,7 +9,8 @@ from ..arith.float_ops import check_numerics
 from ..arith.fp32_adder import FP32AddCore, MAX_STAGES as ADD_MAX_STAGES
 from ..lib.stager import check_stages
 
-__all__ = ["ProcessingElement", "check_pe_params", "pe_signature", "MUL_STAGES", "ADD_STAGES"]
+__all__ = ["ProcessingElement", "check_pe_params", "pe_signature", "product_latency",
+           "MUL_STAGES", "ADD_STAGES"]
 
 #: Default pipeline depths (docs/fpga.md). Six adder stages are the fewest that
 #: place and route above 100 MHz on an ECP5 at speed grade 6 in "tpu" numerics.
@@ -20,6 +21,15 @@ __all__ = ["ProcessingElement", "check_pe_params", "pe_signature", "MUL_STAGES",
 #: its critical path with five). The array and the MXU default to these too.
 MUL_STAGES = 5
 ADD_STAGES = 6
+
+
+def product_latency(mul_stages):
+    """Cycles from a PE's ``x_in`` to its product entering the adder.
+
+    The ``x`` register, the multiplier's ``mul_stages``, and the product
+    register between the multiplier and the adder (see :class:`ProcessingElement`).
+    """
+    return mul_stages + 2
 
 
 def pe_signature(transposable):
@@ -52,6 +62,13 @@ class ProcessingElement(wiring.Component):
     ``active`` takes ``shadow``, so that row and every later one use the new
     tile with no bubble. Partial sums flow down through the adder pipeline.
 
+    The product passes through one more register between the multiplier
+    and the adder. In an array the multiplier sits near its DSP block and
+    the adder wherever the chain of partial sums puts it; in an 8x8 MXU
+    on an ECP5 the two were 38 columns apart, and that distance and
+    the adder's first stage shared one cycle (docs/fpga.md). This register
+    lets the placer carry the product across in a cycle of its own.
+
     Parameters
     ----------
     numerics : "tpu" or "ieee"
@@ -75,7 +92,8 @@ class ProcessingElement(wiring.Component):
     x_out, swap_out : Out(16), Out(1)
         The same, registered, to the right.
     psum_in : In(32)
-        Partial sum from above, due ``1 + mul_stages`` cycles after ``x_in``.
+        Partial sum from above, due ``2 + mul_stages`` cycles after ``x_in``
+        (:func:`product_latency`).
     psum_out : Out(32)
         Partial sum below, ``add_stages`` cycles after ``psum_in``.
     load : In(1)
@@ -89,7 +107,7 @@ class ProcessingElement(wiring.Component):
     w_out : Out(16)
         This PE's shadow weight.
 
-    Latency ``1 + mul_stages`` cycles from ``x_in`` to its product entering
+    Latency ``2 + mul_stages`` cycles from ``x_in`` to its product entering
     the adder, ``add_stages`` from ``psum_in`` to ``psum_out``; throughput one
     MAC per cycle. Every register holds while ``en`` is low.
     """
@@ -110,10 +128,11 @@ class ProcessingElement(wiring.Component):
         swap = Signal(reset_less=True)
         active = Signal(16, reset_less=True)
         shadow = Signal(16, reset_less=True)
+        product = Signal(32, reset_less=True)
         shift_in = Mux(self.transpose, self.w_right, self.w_below) if self.transposable \
             else self.w_below
         with m.If(self.en):
-            m.d.sync += [x.eq(self.x_in), swap.eq(self.swap_in)]
+            m.d.sync += [x.eq(self.x_in), swap.eq(self.swap_in), product.eq(mul.result)]
             with m.If(self.swap_in):
                 m.d.sync += active.eq(shadow)
             with m.If(self.load):
@@ -122,7 +141,7 @@ class ProcessingElement(wiring.Component):
         m.d.comb += [
             self.x_out.eq(x), self.swap_out.eq(swap), self.w_out.eq(shadow),
             mul.en.eq(self.en), mul.a.eq(x), mul.b.eq(active),
-            add.en.eq(self.en), add.a.eq(self.psum_in), add.b.eq(mul.result),
+            add.en.eq(self.en), add.a.eq(self.psum_in), add.b.eq(product),
             self.psum_out.eq(add.result),
         ]
         return m

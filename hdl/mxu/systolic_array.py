@@ -4,7 +4,7 @@ from amaranth.hdl import Cat, Module
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .pe import ADD_STAGES, MUL_STAGES, ProcessingElement, check_pe_params
+from .pe import ADD_STAGES, MUL_STAGES, ProcessingElement, check_pe_params, product_latency
 from .skew_buffer import SkewBuffer
 
 __all__ = ["PERow", "SystolicArray", "check_array_params", "array_latency",
@@ -43,7 +43,7 @@ def check_array_params(*, rows, cols, numerics, mul_stages, add_stages, transpos
 
 def array_latency(*, rows, cols, mul_stages, add_stages):
     """Cycles from an LHS row into the array to its result row out of it."""
-    return rows * add_stages + cols + mul_stages
+    return rows * add_stages + cols - 1 + product_latency(mul_stages)
 
 
 class PERow(wiring.Component):
@@ -103,10 +103,10 @@ class SystolicArray(wiring.Component):
 
     Row ``r`` of the LHS word enters PE row ``r`` delayed by ``r * add_stages``
     cycles, and the starting partial sums enter column ``c`` delayed by
-    ``c + 1 + mul_stages``; column ``c``'s result is delayed by
-    ``cols - 1 - c``. So a whole LHS row goes in on one cycle and its whole
-    result row comes out ``latency`` cycles later, aligned. All registers
-    share ``en``.
+    ``c + 2 + mul_stages`` (the PE's product latency); column ``c``'s result
+    is delayed by ``cols - 1 - c``. So a whole LHS row goes in on one cycle
+    and its whole result row comes out ``latency`` cycles later, aligned.
+    All registers share ``en``.
 
     Parameters
     ----------
@@ -131,7 +131,7 @@ class SystolicArray(wiring.Component):
     transpose : In(1), only when transposable
         Shift the beat in as a column instead (loads W^T; needs rows == cols).
 
-    Latency ``rows * add_stages + cols + mul_stages`` cycles; one LHS row per cycle.
+    Latency ``rows * add_stages + cols + mul_stages + 1`` cycles; one LHS row per cycle.
     """
 
     def __init__(self, *, rows, cols, numerics="tpu", mul_stages=MUL_STAGES,
@@ -166,7 +166,7 @@ class SystolicArray(wiring.Component):
         m.submodules.lhs_skew = lhs_skew = SkewBuffer(
             width=17, delays=[r * add_stages for r in range(rows)])
         m.submodules.acc_skew = acc_skew = SkewBuffer(
-            width=32, delays=[c + 1 + mul_stages for c in range(cols)])
+            width=32, delays=[c + product_latency(mul_stages) for c in range(cols)])
         m.submodules.deskew = deskew = SkewBuffer(
             width=32, delays=[cols - 1 - c for c in range(cols)])
         m.d.comb += [buf.en.eq(self.en) for buf in (lhs_skew, acc_skew, deskew)]

@@ -113,7 +113,7 @@ def test_latency_matches_the_docstring(rng):
     dut, (_final, spans) = _spans(plan)
     p = dut.array_params
     assert spans["result"][0] - spans["lhs"][0] == dut.latency == \
-        4 * p["add_stages"] + 4 + p["mul_stages"] + 3
+        4 * p["add_stages"] + 4 + p["mul_stages"] + 5
 
 
 @pytest.mark.parametrize("idle, stall", [(0.0, 0.6), (0.4, 0.4), (0.0, 0.95)])
