@@ -81,15 +81,24 @@ def seed_scenarios(seed, count, rows=ROWS, cols=COLS):
     n_deck, stall_deck = deck(TILINGS), deck((0.0, 0.3, 0.95))
     idle_deck, density_deck = deck((0.0, 0.5)), deck((0.05, 0.5, 0.2))
     scenarios = []
+    # Tiles enter back to back only with no LHS gaps, no result backpressure, several
+    # tiles and enough rows per tile to hide the next weight load: the scenario with
+    # the first "multiple" N card gets all of that (its stall card swapped for a 0).
+    stream_at = n_deck.index("multiple")
+    calm = next(j for j in range(total) if stall_deck[j] == 0.0)
+    stall_deck[stream_at], stall_deck[calm] = stall_deck[calm], stall_deck[stream_at]
     for j in range(total):
         (k_kind, use_acc), stall = k_deck[j], stall_deck[j]
+        streaming = j == stream_at
+        idle = 0.0 if streaming else idle_deck[j]
         scenarios.append(Scenario(
-            # A long stall only fills the result FIFO behind a long result stream.
-            m=int(rng.integers(16, 40) if stall > 0.9 or rng.random() < 0.5
+            # Backpressure only shows behind a long result stream.
+            m=int(rng.integers(4 * (rows + cols) + 8 * rows, 40 + 8 * rows) if streaming
+                  else rng.integers(16, 40) if stall > 0 or rng.random() < 0.5
                   else rng.integers(1, 6)),
             k=_size(rng, rows, k_kind), n=_size(rng, cols, n_deck[j]),
             transpose=bool(rows == cols and j % 2), acc=use_acc,
-            special_density=density_deck[j], idle=idle_deck[j], stall=stall))
+            special_density=density_deck[j], idle=idle, stall=stall))
     return [scenarios[i * count:(i + 1) * count] for i in range(len(NUMERICS))]
 
 
