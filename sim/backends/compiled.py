@@ -166,7 +166,7 @@ def simulate_whole(run, images, *, simulator, waves=None, progress=None):
 
     ``images`` maps the block's memories to their :class:`~sim.blocks.MemoryImage`.
     """
-    from . import whole_run; finish = whole_run.finish
+    from .whole_run import finish
     folder = build(run, simulator=simulator, images=images, waves=bool(waves))
     (build_root() / "runs").mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"{run.block}-", dir=build_root() / "runs"))
