@@ -68,13 +68,18 @@ class BF16MulCore(wiring.Component):
             inf=a.is_inf | b.is_inf,
             zero=a.is_zero | b.is_zero,
         )
-        a_sig, b_sig = (a.sig, b.sig) if ieee else (Cat(self.a[:7], 1), Cat(self.b[:7], 1))
+        # "tpu" numerics registers only the fraction and appends the constant
+        # hidden bit after the cut: a registered constant would be one flip-flop
+        # (Yosys merges them) driving every DSP block of an array.
+        a_sig, b_sig = (a.sig, b.sig) if ieee else (self.a[:7], self.b[:7])
         # The product's biased exponent if its leading one is at bit 14 (may be <= 0).
         exp_base = Signal(signed(10))
         m.d.comb += exp_base.eq(a.exp + b.exp - (2 * BF16.bias - FP32.bias))
         (a_sig, b_sig, exp_base, *flag_values) = stage(
             0, a_sig=a_sig, b_sig=b_sig, exp_base=exp_base, **flags)
         flags = dict(zip(flags, flag_values))
+        if not ieee:
+            a_sig, b_sig = Cat(a_sig, 1), Cat(b_sig, 1)
 
         # 1: multiply.
         product = Signal(16)

@@ -83,7 +83,9 @@ class FP32AddCore(wiring.Component):
         big_sig = Mux(swap, b.sig, a.sig)
         small_sig = Mux(swap, a.sig, b.sig)
         if tpu:
-            big_sig = Cat(big_sig[:-1], 1)
+            # The hidden bit, a constant, joins after the cuts: registered, it
+            # would be one merged flip-flop feeding every adder of an array.
+            big_sig = big_sig[:-1]
             small_sig = Mux(small_sig[-1], small_sig, 0)
         flags = dict(
             sign=Mux(swap, b.sign, a.sign),
@@ -106,6 +108,8 @@ class FP32AddCore(wiring.Component):
         (big_sig, addend, big_exp, subtract, *flag_values) = stage(
             1, big_sig=big_sig, addend=addend, big_exp=big_exp, subtract=subtract, **flags)
         flags = dict(zip(flags, flag_values))
+        if tpu:
+            big_sig = Cat(big_sig, 1)
 
         # 2: add or subtract in one chain: big + (aligned ^ -sub) + sub, the
         # carry-in entering as an extra LSB on both sides. |big| >= |small|,
