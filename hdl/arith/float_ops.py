@@ -8,11 +8,14 @@ here in the few numbers the logic needs.
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Const, Mux, Signal
+from amaranth.hdl import Cat, Const, Mux, Signal, signed
+
+from ..lib.stager import check_stages
 
 __all__ = ["FloatFormat", "FP32", "BF16", "NUMERICS", "check_numerics",
            "unpack", "leading_zeros", "shift_right_sticky", "shift_out_leading_zeros",
-           "round_nearest_even", "not_positive", "exceeds_finite"]
+           "round_nearest_even", "not_positive", "exceeds_finite",
+           "normalize_significand", "round_result", "balanced_cuts"]
 
 NUMERICS = ("tpu", "ieee")
 
@@ -196,3 +199,99 @@ def not_positive(exponent):
 def exceeds_finite(exponent, fmt):
     """``exponent >= fmt.exp_max`` for a signed value wider than the exponent field."""
     return ~exponent[-1] & (exponent[fmt.ebits:-1].any() | exponent[:fmt.ebits].all())
+
+
+def normalize_significand(m, u, fmt, numerics, *, name):
+    """Move the leading one of an :func:`unpack` ed significand to its MSB.
+
+    Returns (sig, exp): ``sig`` with the leading one at its MSB and ``exp``,
+    signed, such that the operand is ``sig / 2^fbits * 2^(exp - bias)``. In
+    "tpu" numerics no operand is subnormal, so this is only a renaming; in
+    "ieee" numerics a subnormal's exponent goes below 1. A zero's values are
+    meaningless (callers handle zeros through ``is_zero``).
+    """
+    sig = Signal(fmt.fbits + 1, name=f"{name}_norm_sig")
+    exp = Signal(signed(fmt.ebits + 2), name=f"{name}_norm_exp")
+    if numerics == "tpu":
+        m.d.comb += [sig.eq(u.sig), exp.eq(u.exp)]
+    else:
+        lz = leading_zeros(m, u.sig, name=f"{name}_lz")
+        m.d.comb += [sig.eq(u.sig << lz), exp.eq(u.exp - lz)]
+    return sig, exp
+
+
+def round_result(m, sig, guard, sticky, exponent, fmt, numerics, *, name):
+    """Round ``sig`` (leading one at its MSB) x 2^(``exponent`` - bias) to nearest even.
+
+    ``guard`` is the bit below ``sig`` and ``sticky`` the OR of everything
+    below that; ``exponent`` is signed and may lie outside the format's
+    range. Returns (rounded, flush): the packed exponent-and-fraction field
+    (see :func:`round_nearest_even`), meaningless when ``exponent`` exceeds
+    the finite range (callers test :func:`exceeds_finite`), and a flag that
+    the result must be a signed zero instead.
+
+    "ieee" numerics shift a value below 2^emin right into the subnormal range,
+    with the bits shifted out joining the sticky bit, and round there.
+    "tpu" numerics need no shifter: a result is subnormal after IEEE rounding
+    unless it is normal already or it rounds up to the smallest normal, and
+    the latter happens exactly when the exponent is 0 and ``sig`` is all ones
+    (the value is then at least 2^emin minus half a subnormal ulp, and the
+    tie goes to the even smallest normal). Forcing guard and sticky then
+    makes the increment carry into the exponent field.
+    """
+    if numerics == "ieee":
+        underflow = not_positive(exponent)
+        below = Signal(signed(len(exponent) + 1), name=f"{name}_below")
+        m.d.comb += below.eq(1 - exponent)
+        shifted, lost = shift_right_sticky(m, Cat(sticky, guard, sig),
+                                           Mux(underflow, below[:-1], 0), name=f"{name}_subnormal")
+        packed = Cat(shifted[2:2 + fmt.fbits], Mux(underflow, 0, exponent[:fmt.ebits]))
+        rounded = round_nearest_even(m, packed, shifted[1], shifted[0] | lost, name=name)
+        return rounded, Const(0)
+    up_to_normal = Signal(name=f"{name}_up_to_normal")
+    flush = Signal(name=f"{name}_flush")
+    m.d.comb += [
+        up_to_normal.eq(~exponent.any() & sig.all()),
+        flush.eq(not_positive(exponent) & ~up_to_normal),
+    ]
+    rounded = round_nearest_even(m, Cat(sig[:fmt.fbits], exponent[:fmt.ebits]),
+                                 guard | up_to_normal, sticky | up_to_normal, name=name)
+    return rounded, flush
+
+
+# Placing the pipeline registers of a long chain of identical steps (the
+# digit recurrences of the divider and the square root). It is not float
+# logic; it sits here beside its only users.
+
+def balanced_cuts(delays, stages):
+    """A :class:`~hdl.lib.stager.Stager` preference that balances a chain of steps.
+
+    Cut point ``i`` follows step ``i``, whose logic depth is estimated as
+    ``delays[i]``; the last cut is the output. Of the partitions of the chain
+    into ``stages`` pipeline stages, this picks one whose slowest stage is as
+    fast as possible (ties broken deterministically), so one datapath serves
+    any depth without a hand-written preference per depth. Returns the chosen
+    cuts, output first, then the unused ones.
+    """
+    n = len(delays)
+    check_stages(stages, n)
+    prefix = [0]
+    for delay in delays:
+        prefix.append(prefix[-1] + delay)
+    # worst[k][i]: slowest stage of the best split of steps 0..i into k + 1 stages.
+    worst = [[prefix[i + 1] for i in range(n)]]
+    choice = [[None] * n]
+    for k in range(1, stages):
+        row, picks = [None] * n, [None] * n
+        for i in range(k, n):
+            for j in range(k - 1, i):
+                cost = max(worst[k - 1][j], prefix[i + 1] - prefix[j + 1])
+                if row[i] is None or cost < row[i]:
+                    row[i], picks[i] = cost, j
+        worst.append(row)
+        choice.append(picks)
+    cuts, i = [], n - 1
+    for k in reversed(range(stages)):
+        cuts.append(i)
+        i = choice[k][i]
+    return (*cuts, *(i for i in range(n) if i not in cuts))
