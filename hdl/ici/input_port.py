@@ -1,0 +1,188 @@
+"""A router input port: per-VC flit buffers, packet framing, route lookup on arrival, and
+the dropping of malformed packets."""
+
+from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.wiring import In, Out
+
+from ..lib.memory_port import check_int
+from .layouts import (CHIP_BITS, LENGTH_BITS, OPCODES, PORT_BITS,
+                      route_entry_layout, route_word_layout)
+from .link import LinkSignature
+
+__all__ = ["InputPort", "head_layout", "buffer_entry_layout"]
+
+#: What a VC's oldest flit asks of the switch: its output ``port`` and ``vc`` (VC 0 for
+#: eject), and whether it opens (``head``) or closes (``tail``) its packet.
+head_layout = data.StructLayout({
+    "valid": 1, "port": unsigned(PORT_BITS), "vc": 2, "head": 1, "tail": 1,
+})
+
+
+def is_value(value, k):
+    """``value == k``, written for ``k = 0`` as a reduction: Verilog lint wants no
+    ``!value`` on a multi-bit value."""
+    return ~value.any() if k == 0 else value == k
+
+
+def buffer_entry_layout(flit_words):
+    """A buffered flit (its words as plain bits) with the route of its packet, found when
+    its header arrived."""
+    return data.StructLayout({
+        "data": unsigned(32 * flit_words), "port": unsigned(PORT_BITS), "vc": 2,
+        "head": 1, "tail": 1, "drop": 1,
+    })
+
+
+class InputPort(wiring.Component):
+    """One input of a router: ``vcs`` FIFOs of ``buffer_flits`` flits each.
+
+    Framing: per VC, a flit is a header when the previous packet on that VC has had all
+    its ``length`` flits. A header's route is looked up as it arrives (``dst`` out,
+    ``entry`` back in the same cycle) and stored with every flit of its packet, so the
+    switch sees each VC's route with its oldest flit. The output VC follows the entry's
+    rule (``hdl.ici.layouts``), with this port's number as the arrival port.
+
+    A header is malformed when its opcode is not 1 or 2, its length is 0, or its entry is
+    unreachable, names a port beyond eject or a VC at or above ``out_vcs``. Its packet (one
+    flit if the length is 0, else ``length`` flits) is marked: its flits leave the buffer
+    one per cycle per VC without the switch, and return their credits like any other.
+
+    Parameters
+    ----------
+    vcs : int
+        VCs, 1 to 4 (1 for an injection port).
+    out_vcs : int
+        VCs of the router's torus outputs: an entry's VC must be below it.
+    flit_words, buffer_flits : int
+    port : int
+        This port's number, ``0 .. n_ports-1``, or -1 for injection (never "going
+        straight on").
+    n_ports : int
+        Torus ports of the router, 2D; entry port ``n_ports`` is eject.
+    bypass : bool
+        A flit arriving at an empty VC buffer can leave in the same cycle.
+
+    Ports
+    -----
+    link : In(LinkSignature(vcs, flit_words))
+        Arrivals. ``credit`` is a register: bit ``v`` is high the cycle after a flit of
+        VC ``v`` left the buffer (through the switch or dropped).
+    room : Out(vcs)
+        VC ``v``'s buffer is not full (the injection port's ``ready``).
+    dst, entry : Out(CHIP_BITS), In(route_entry_layout)
+        The route lookup of the arriving flit's route word: ``entry`` must follow ``dst``
+        combinationally.
+    heads : Out(head_layout).array(vcs)
+        Each VC's oldest flit that is not being dropped (``valid`` 0 when none).
+    grant : In(vcs)
+        One-hot or 0: the VC whose oldest flit the switch takes this cycle; only a valid
+        head may be granted.
+    data : Out(32 * flit_words)
+        The granted flit's bits (0 when nothing is granted).
+    malformed, overflow : Out(1)
+        Pulses: a malformed header arrived; a flit arrived at a full buffer (the sender
+        broke the credit protocol; the flit is lost).
+
+    Latency: with ``bypass``, a flit arriving at an empty buffer is a head in the same
+    cycle; otherwise it is one cycle later. Throughput: one arrival a cycle, and one
+    grant plus any number of drops (one per VC) a cycle.
+    """
+
+    def __init__(self, *, vcs, out_vcs, flit_words, buffer_flits, port, n_ports, bypass):
+        check_int("out_vcs", out_vcs, least=1, most=4)
+        check_int("buffer_flits", buffer_flits, least=1)
+        check_int("n_ports", n_ports, least=2, most=6)
+        check_int("port", port, least=-1, most=n_ports - 1)
+        self.vcs, self.out_vcs = vcs, out_vcs
+        self.flit_words, self.buffer_flits = flit_words, buffer_flits
+        self.port, self.n_ports, self.bypass = port, n_ports, bool(bypass)
+        self.entry_layout = buffer_entry_layout(flit_words)
+        super().__init__({
+            "link": In(LinkSignature(vcs=vcs, flit_words=flit_words)),
+            "room": Out(vcs),
+            "dst": Out(CHIP_BITS),
+            "entry": In(route_entry_layout),
+            "heads": Out(head_layout).array(vcs),
+            "grant": In(vcs),
+            "data": Out(32 * flit_words),
+            "malformed": Out(1),
+            "overflow": Out(1),
+        })
+
+    def _route(self, m):
+        """The arriving flit read as a header: its route, length and whether it is bad."""
+        word = route_word_layout(self.link.data[0])
+        entry = self.entry
+        m.d.comb += self.dst.eq(word.dst)
+        eject = entry.port == self.n_ports
+        straight = Signal()
+        if self.port >= 0 and self.vcs > 1:
+            m.d.comb += straight.eq(entry.straight & (self.link.vc == 1)
+                                    & is_value(entry.port, self.port ^ 1))
+        vc = Signal(2)
+        m.d.comb += vc.eq(Mux(eject, 0, Mux(entry.fixed, entry.vc, straight)))
+        bad = Signal()
+        m.d.comb += bad.eq(~entry.reachable | (entry.port > self.n_ports)
+                           | (vc >= self.out_vcs) | ~word.length.any()
+                           | ~((word.opcode == OPCODES["write"])
+                               | (word.opcode == OPCODES["flag_add"])))
+        return entry.port, vc, bad, word.length
+
+    def elaborate(self, platform):
+        m = Module()
+        layout = self.entry_layout
+        hdr_port, hdr_vc, hdr_bad, hdr_length = self._route(m)
+        malformed, overflow, data_out = [], [], 0
+        for v in range(self.vcs):
+            m.submodules[f"vc{v}"] = fifo = SyncFIFO(width=layout.size,
+                                                     depth=self.buffer_flits)
+            arrive = Signal(name=f"arrive{v}")
+            m.d.comb += arrive.eq(self.link.valid & is_value(self.link.vc, v))
+
+            # Framing: flits left in the current packet, and the route they follow.
+            remaining = Signal(LENGTH_BITS, name=f"remaining{v}")
+            route = Signal(data.StructLayout({"port": unsigned(PORT_BITS), "vc": 2,
+                                              "drop": 1}), name=f"route{v}")
+            is_head = ~remaining.any()
+            incoming = Signal(layout, name=f"incoming{v}")
+            m.d.comb += [incoming.data.eq(self.link.data.as_value()),
+                         incoming.head.eq(is_head)]
+            with m.If(is_head):
+                m.d.comb += [incoming.port.eq(hdr_port), incoming.vc.eq(hdr_vc),
+                             incoming.drop.eq(hdr_bad), incoming.tail.eq(hdr_length <= 1)]
+                with m.If(arrive):
+                    m.d.sync += [remaining.eq(Mux(hdr_length.any(), hdr_length - 1, 0)),
+                                 route.port.eq(hdr_port), route.vc.eq(hdr_vc),
+                                 route.drop.eq(hdr_bad)]
+            with m.Else():
+                m.d.comb += [incoming.port.eq(route.port), incoming.vc.eq(route.vc),
+                             incoming.drop.eq(route.drop), incoming.tail.eq(remaining == 1)]
+                with m.If(arrive):
+                    m.d.sync += remaining.eq(remaining - 1)
+            malformed.append(arrive & is_head & hdr_bad)
+
+            # The oldest flit: the buffer's, or with bypass the arriving one when it is empty.
+            head, head_valid = layout(fifo.r_data), fifo.r_rdy
+            if self.bypass:
+                head = layout(Mux(fifo.r_rdy, fifo.r_data, incoming.as_value()))
+                head_valid = fifo.r_rdy | arrive
+            consume = Signal(name=f"consume{v}")
+            m.d.comb += consume.eq(head_valid & (head.drop | self.grant[v]))
+            bypassed = ~fifo.r_rdy & consume if self.bypass else 0
+            m.d.comb += [
+                fifo.r_en.eq(consume),
+                fifo.w_en.eq(arrive & ~bypassed),
+                fifo.w_data.eq(incoming),
+                self.room[v].eq(fifo.w_rdy),
+                self.heads[v].valid.eq(head_valid & ~head.drop),
+                self.heads[v].port.eq(head.port), self.heads[v].vc.eq(head.vc),
+                self.heads[v].head.eq(head.head), self.heads[v].tail.eq(head.tail),
+            ]
+            m.d.sync += self.link.credit[v].eq(consume)
+            overflow.append(fifo.w_en & ~fifo.w_rdy)
+            data_out = data_out | Mux(self.grant[v], head.data, 0)
+        m.d.comb += [self.data.eq(data_out), self.malformed.eq(Cat(*malformed).any()),
+                     self.overflow.eq(Cat(*overflow).any())]
+        return m

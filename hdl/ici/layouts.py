@@ -1,0 +1,122 @@
+"""Payload layouts of the ICI router (SPEC section 4.4), the constants they share with
+``golden.ici`` and ``golden.routing`` (the tests check that the two agree), and the
+encoding of a routing-table entry.
+
+A flit is ``flit_words`` 32-bit words; word 0 of a packet's first flit is the route word
+(``route_word_layout``), the only word a router reads.
+
+Routing-table entry (``route_entry_layout``), one per destination chip ``d`` at chip ``c``
+    ``reachable`` 0 means ``golden.routing.UNREACHABLE``: a packet for ``d`` is dropped.
+    ``port`` is ``tables.port[c, d]``: ``0 .. 2D-1`` a torus port, ``2D`` eject. The VC
+    the packet takes out of a torus port (``golden.routing.next_vc``) is ``vc`` when
+    ``fixed`` (an escape hop: the escape VC; else a dateline link: VC 1), else 1 when
+    ``straight`` and the packet arrived in VC 1 on port ``port ^ 1``, else 0.
+    ``straight`` is ``tables.escape_vc != 1``. An all-zero entry is unreachable, so a
+    router whose table was never written drops everything.
+"""
+
+from amaranth.hdl import unsigned
+from amaranth.lib import data
+
+from ..lib.memory_port import WORD_BITS, check_int
+
+__all__ = [
+    "CHIP_BITS", "LENGTH_BITS", "MAX_VCS", "MAX_FLIT_WORDS", "MAX_DIMS", "PORT_BITS",
+    "OPCODES", "route_word_layout", "flit_layout", "route_entry_layout",
+    "table_write_layout", "encode_route_entry", "table_entries",
+]
+
+#: Chip ids (``golden.memory.CHIP_BITS``): routers know up to ``2**CHIP_BITS`` chips.
+CHIP_BITS = 8
+#: The route word's ``length`` field: flits per packet, 1 to 511.
+LENGTH_BITS = 9
+#: VCs the 2-bit ``vc`` field can name (``golden.ici.MAX_VCS``).
+MAX_VCS = 4
+#: Words per flit, bounded by the 3-bit ``pad`` field (``golden.ici.MAX_FLIT_WORDS``).
+MAX_FLIT_WORDS = 8
+#: Torus dimensions: at most 3, so ports ``0 .. 6`` (eject is 6 in 3-D) fit ``PORT_BITS``.
+MAX_DIMS = 3
+PORT_BITS = 3
+#: Opcodes of a well-formed header (``golden.ici.OPCODES``); 0 and 3 are malformed.
+OPCODES = {"write": 1, "flag_add": 2}
+
+#: Word 0 of a packet, fields from bit 0 up (``golden.ici.FIELDS``, word 0).
+route_word_layout = data.StructLayout({
+    "opcode": 2,
+    "vc": 2,
+    "dst": unsigned(CHIP_BITS),
+    "src": unsigned(CHIP_BITS),
+    "length": unsigned(LENGTH_BITS),
+    "pad": 3,
+})
+assert route_word_layout.size == WORD_BITS
+
+#: One routing-table entry (module docstring).
+route_entry_layout = data.StructLayout({
+    "reachable": 1,
+    "port": unsigned(PORT_BITS),
+    "fixed": 1,
+    "vc": 2,
+    "straight": 1,
+})
+
+
+def flit_layout(flit_words=1):
+    """A flit: ``flit_words`` words, word ``j`` in bits ``32*j .. 32*j + 31``."""
+    check_int("flit_words", flit_words, least=1, most=MAX_FLIT_WORDS)
+    return data.ArrayLayout(WORD_BITS, flit_words)
+
+
+def table_write_layout(n_nodes):
+    """A table write: ``entry`` for destination ``dst`` (``0 .. n_nodes-1``)."""
+    check_int("n_nodes", n_nodes, least=1, most=1 << CHIP_BITS)
+    return data.StructLayout({"dst": range(n_nodes), "entry": route_entry_layout})
+
+
+def encode_route_entry(*, port, fixed=False, vc=0, straight=True):
+    """The ``route_entry_layout`` bits of a table entry, as an int; ``port`` -1 is
+    unreachable (the other fields are then ignored and encoded as zero)."""
+    check_int("port", port, least=-1, most=2 * MAX_DIMS)
+    check_int("vc", vc, least=0, most=MAX_VCS - 1)
+    if port < 0:
+        return 0
+    return route_entry_layout.const({"reachable": 1, "port": port, "fixed": bool(fixed),
+                                     "vc": vc, "straight": bool(straight)}).as_value().value
+
+
+def table_entries(tables, chip, *, vcs):
+    """The table of chip ``chip`` as entry ints, one per destination, from
+    ``golden.topology.routing_tables`` (read as duck-typed arrays; ``hdl`` does not import
+    ``golden``).
+
+    Parameters
+    ----------
+    tables : golden.routing.RoutingTables
+    chip : int
+    vcs : int
+        The router's VCs: every VC the tables can name must be below it.
+
+    Returns
+    -------
+    list of int, ``len == n_chips``
+    """
+    n, ports = tables.port.shape[0], tables.dateline.shape[1]
+    check_int("chip", chip, least=0, most=n - 1)
+    check_int("vcs", vcs, least=2, most=MAX_VCS)
+    if ports not in (4, 6):
+        raise ValueError(f"tables with {ports} ports per chip: a router has 4 or 6")
+    escape_vc = int(tables.escape_vc)
+    if escape_vc >= vcs:
+        raise ValueError(f"the tables' escape VC {escape_vc} needs more than vcs={vcs}")
+    out = []
+    for d in range(n):
+        port = int(tables.port[chip, d])
+        if port < 0 or port == ports:
+            out.append(encode_route_entry(port=port))
+            continue
+        escape = bool(tables.escape[chip, d])
+        dateline = bool(tables.dateline[chip, port])
+        out.append(encode_route_entry(port=port, fixed=escape or dateline,
+                                      vc=escape_vc if escape else int(dateline),
+                                      straight=escape_vc != 1))
+    return out

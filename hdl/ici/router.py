@@ -1,0 +1,199 @@
+"""The ICI router (SPEC section 4.4): input-queued, virtual channels, credit-based flow
+control, wormhole switching, routing tables written at run time."""
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..lib.memory_port import check_int
+from .allocator import Allocator
+from .input_port import InputPort
+from .layouts import CHIP_BITS, MAX_VCS, flit_layout, route_entry_layout, table_write_layout
+from .link import LinkSignature
+
+__all__ = ["Router", "COUNTER_BITS"]
+
+#: Width of the statistics counters (they wrap).
+COUNTER_BITS = 32
+
+
+class Router(wiring.Component):
+    """A 2*D-port torus router with injection and ejection.
+
+    Ports are numbered as ``golden.topology``: ``2a`` is ``+a``, ``2a + 1`` is ``-a``, and
+    ``2D`` is the local port (eject). A link joins port ``p`` of one router to port
+    ``p ^ 1`` of the next, so ``rx[p]`` receives from the neighbour behind port ``p``.
+
+    Microarchitecture: an :class:`InputPort` per torus port (``vcs`` VC buffers) and one
+    for injection (one buffer); the route of a packet is looked up in the table as its
+    header arrives, so it waits in the buffer with its route known; an
+    :class:`Allocator` does VC and switch allocation together, round robin, in the
+    cycle a flit is at the head of its buffer; the flit crosses the switch in that cycle
+    into the output register. With ``pipeline=1`` a flit that arrives at an empty buffer
+    is allocated in its arrival cycle.
+
+    Routing table: entry ``d`` (``hdl.ici.layouts.route_entry_layout``, built from
+    ``golden.topology.routing_tables`` by ``hdl.ici.layouts.table_entries``) gives the
+    output port for destination ``d`` and the rule for its output VC, the VC rule of
+    ``golden.routing``. It is written through ``table`` at run time, so a new topology,
+    twist or failure needs no rebuild. A write takes effect for headers arriving from the
+    next cycle; rewrite the table while the router is idle for a clean switch over.
+
+    Malformed packets: a header whose opcode is not 1 or 2, whose length is 0, whose
+    destination is at or above ``n_nodes`` or whose entry is unreachable (or names a port
+    or VC the router does not have) is counted in ``dropped`` and its packet (``length``
+    flits, one if the length is 0) is discarded at this router: its flits free their
+    buffer slots and return their credits, never reach an output, and never hold an
+    output VC, so the VC carries on with the next packet.
+
+    Deadlock freedom: the router takes exactly the channels the tables name (output port
+    and VC by the rule above) and holds each output VC from its header to its tail, so it
+    cannot deadlock when the tables' channel dependency graph over (link, VC) is acyclic,
+    as ``golden.topology.deadlock_free`` proves for every table it builds (datelines
+    switch each ring to VC 1, escape hops use the escape VC). That proof also assumes
+    that every neighbour has ``buffer_flits`` per VC (the initial credits), and that the
+    ejection port is eventually always ready (the sink consumes).
+
+    Parameters
+    ----------
+    dims : int
+        2 or 3: ``2*dims`` torus ports.
+    vcs : int
+        Virtual channels per link, 2 to 4.
+    buffer_flits : int
+        Flits per VC buffer (and in the injection buffer), at least 1. One VC streams one
+        flit per cycle over a link of latency ``L`` when ``buffer_flits >= 2L + 2 +
+        pipeline`` (the credit round trip).
+    flit_words : int
+        32-bit words per flit, 1 to 8 (default 1).
+    n_nodes : int
+        Table entries: destinations ``0 .. n_nodes-1``, up to 256.
+    pipeline : int
+        1 (default): a flit arriving at an empty buffer leaves in the same cycle; 2: every
+        flit is buffered first (one more cycle per hop, and the arrival logic is cut off
+        from the allocator).
+
+    Ports
+    -----
+    rx : In(LinkSignature(vcs, flit_words)).array(2*dims)
+        Torus inputs; credits return one cycle after a flit leaves its buffer.
+    tx : Out(LinkSignature(vcs, flit_words)).array(2*dims)
+        Torus outputs, registered; a flit goes out only with a credit for its VC.
+    inject : In(stream.Signature(flit_layout(flit_words)))
+        Packets from the local chip, flit by flit. ``ready`` is a register-based "buffer
+        not full", independent of ``valid``. The header's ``vc`` field is not used:
+        the table rule chooses every link's VC.
+    eject : Out(stream.Signature(flit_layout(flit_words)))
+        Packets for the local chip, registered. A packet's flits are contiguous.
+    table : In(stream.Signature(table_write_layout(n_nodes)))
+        Routing-table writes; ``ready`` is always high.
+    forwarded : Out(32).array(2*dims + 1)
+        Flits sent out of each torus port, and ejected (index ``2*dims``).
+    dropped : Out(32)
+        Malformed packets dropped.
+    overflow : Out(1)
+        Sticky: a neighbour broke the credit protocol (a flit arrived at a full buffer, or
+        a credit came back that was never spent). Never set in a correct network.
+
+    Latency per hop, at zero load: ``pipeline`` cycles in the router (input to output
+    register) plus the link's latency; a flit injected in cycle ``t`` of an idle router
+    is on ``eject`` or a ``tx`` port in cycle ``t + pipeline``. Throughput: each output
+    one flit per cycle; each input one flit per cycle into the switch.
+
+    Stall rules: a head waits while its output VC has no credit, is owned by another
+    packet (header only), or the output grants another input; ``eject`` holds its flit
+    while ``ready`` is low and takes nothing new; ``inject.ready`` is low while the
+    injection buffer is full. Nothing is dropped except malformed packets; nothing is
+    duplicated or reordered within a VC.
+    """
+
+    def __init__(self, *, dims=2, vcs=2, buffer_flits=8, flit_words=1, n_nodes=256,
+                 pipeline=1):
+        check_int("dims", dims, least=2, most=3)
+        check_int("vcs", vcs, least=2, most=MAX_VCS)
+        check_int("buffer_flits", buffer_flits, least=1)
+        check_int("n_nodes", n_nodes, least=1, most=1 << CHIP_BITS)
+        check_int("pipeline", pipeline, least=1, most=2)
+        self.dims, self.vcs, self.buffer_flits = dims, vcs, buffer_flits
+        self.flit_words, self.n_nodes, self.pipeline = flit_words, n_nodes, pipeline
+        self.n_ports = 2 * dims
+        link = LinkSignature(vcs=vcs, flit_words=flit_words)
+        flit = flit_layout(flit_words)
+        super().__init__({
+            "rx": In(link).array(self.n_ports),
+            "tx": Out(link).array(self.n_ports),
+            "inject": In(stream.Signature(flit)),
+            "eject": Out(stream.Signature(flit)),
+            "table": In(stream.Signature(table_write_layout(n_nodes))),
+            "forwarded": Out(COUNTER_BITS).array(self.n_ports + 1),
+            "dropped": Out(COUNTER_BITS),
+            "overflow": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n_ports, vcs = self.n_ports, self.vcs
+        m.submodules.table = table = Memory(shape=route_entry_layout, depth=self.n_nodes,
+                                            init=[])
+        write = table.write_port()
+        m.d.comb += [self.table.ready.eq(1), write.en.eq(self.table.valid),
+                     write.addr.eq(self.table.payload.dst),
+                     write.data.eq(self.table.payload.entry)]
+
+        inputs = []
+        for i in range(n_ports + 1):
+            local = i == n_ports
+            port = InputPort(vcs=1 if local else vcs, out_vcs=vcs,
+                             flit_words=self.flit_words, buffer_flits=self.buffer_flits,
+                             port=-1 if local else i, n_ports=n_ports,
+                             bypass=self.pipeline == 1)
+            m.submodules["inject" if local else f"input{i}"] = port
+            lookup = table.read_port(domain="comb")
+            # Destinations beyond the table read as the all-zero (unreachable) entry.
+            known = port.dst < self.n_nodes
+            m.d.comb += [lookup.addr.eq(port.dst),
+                         port.entry.eq(Mux(known, lookup.data.as_value(), 0))]
+            inputs.append(port)
+        inject = inputs[-1]
+        m.d.comb += [inject.link.valid.eq(self.inject.valid & inject.room[0]),
+                     inject.link.data.eq(self.inject.payload),
+                     self.inject.ready.eq(inject.room[0])]
+        for i in range(n_ports):
+            wiring.connect(m, wiring.flipped(self.rx[i]), inputs[i].link)
+
+        m.submodules.allocator = alloc = Allocator(n_in=n_ports + 1, n_out=n_ports + 1,
+                                                   vcs=vcs, buffer_flits=self.buffer_flits)
+        eject_free = ~self.eject.valid | self.eject.ready
+        m.d.comb += alloc.eject_free.eq(eject_free)
+        for i, port in enumerate(inputs):
+            for v in range(port.vcs):
+                m.d.comb += [alloc.heads[i][v].eq(port.heads[v]),
+                             port.grant[v].eq(alloc.grant[i][v])]
+        for o in range(n_ports):
+            m.d.comb += alloc.credit[o].eq(self.tx[o].credit)
+
+        # The switch: each output takes the granted flit of the input it selected into
+        # its register. (Flits are plain bits inside the router; the layout is on ports.)
+        flit_bits = self.flit_words * 32
+        for o in range(n_ports + 1):
+            flit = 0
+            for i, port in enumerate(inputs):
+                flit = flit | Mux(alloc.select[o][i], port.data, 0)
+            held = Signal(flit_bits, name=f"flit{o}", reset_less=True)
+            if o < n_ports:
+                m.d.sync += [self.tx[o].valid.eq(alloc.send[o]),
+                             self.tx[o].vc.eq(alloc.send_vc[o])]
+                with m.If(alloc.send[o]):
+                    m.d.sync += held.eq(flit)
+                m.d.comb += self.tx[o].data.eq(held)
+            else:
+                with m.If(eject_free):
+                    m.d.sync += [self.eject.valid.eq(alloc.send[o]), held.eq(flit)]
+                m.d.comb += self.eject.payload.eq(held)
+            m.d.sync += self.forwarded[o].eq(self.forwarded[o] + alloc.send[o])
+
+        m.d.sync += self.dropped.eq(self.dropped + sum(p.malformed for p in inputs))
+        with m.If(alloc.credit_error | Cat(*(p.overflow for p in inputs)).any()):
+            m.d.sync += self.overflow.eq(1)
+        return m
