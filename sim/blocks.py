@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Shape, UnusedElaboratable
 
-from hdl.arith import BF16Multiplier, FP32Adder, FP32ToBF16
+from hdl.arith import BF16Multiplier, FP32Adder, FP32Divider, FP32Multiplier, FP32Sqrt, \
+    FP32ToBF16
+from hdl.ici import Router
 from hdl.memory import DmaSystem
 from hdl.mxu import MXU, ProcessingElement, preset
 
@@ -23,9 +25,13 @@ BLOCKS = {
     "fp32_add": FP32Adder,
     "bf16_mul": BF16Multiplier,
     "fp32_to_bf16": FP32ToBF16,
+    "fp32_mul": FP32Multiplier,
+    "fp32_div": FP32Divider,
+    "fp32_sqrt": FP32Sqrt,
     "pe": ProcessingElement,
     "mxu": MXU,
     "dma": DmaSystem,
+    "router": Router,
 }
 
 # How to read each parameter from the command line.

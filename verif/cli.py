@@ -185,7 +185,8 @@ def _positive(text):
 
 
 def _add_block(parser):
-    parser.add_argument("block", help="fp32_add, bf16_mul, fp32_to_bf16, pe, mxu or dma")
+    parser.add_argument("block", help="fp32_add, bf16_mul, fp32_to_bf16, fp32_mul, fp32_div, "
+                                      "fp32_sqrt, pe, mxu, dma or router")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="block parameter, repeatable (e.g. rows=16, numerics=ieee)")
 
@@ -234,7 +235,8 @@ def _parser():
 
     p = sub.add_parser("export", help="export a block's Verilog (hierarchical, lint-clean)",
                        description="Export a block's Verilog. Blocks: fp32_add, bf16_mul, "
-                                   "fp32_to_bf16, pe, mxu, dma. Parameters are the block's "
+                                   "fp32_to_bf16, fp32_mul, fp32_div, fp32_sqrt, pe, mxu, dma, "
+                                   "router. Parameters are the block's "
                                    "constructor parameters; --param preset=tpu_v4 (or tpu_v6e) "
                                    "sets an MXU's rows and cols.")
     _add_block(p)
@@ -259,8 +261,8 @@ def _parser():
                                    "coverage under build/regress/SUITE/, prints every failing "
                                    "seed with the command that reproduces it, and exits "
                                    "non-zero on any failure or when coverage is below the goal.")
-    p.add_argument("suite", help="arith, mxu or bf16_mul_exhaustive (all 2^32 multiplier "
-                                 "operand pairs on a compiled Verilator harness)")
+    p.add_argument("suite", help="arith, mxu, dma or bf16_mul_exhaustive (all 2^32 "
+                                 "multiplier operand pairs on a compiled Verilator harness)")
     p.add_argument("--seeds", type=_positive, default=4, help="number of seeds (default 4)")
     p.add_argument("-j", "--jobs", type=_positive, default=1, help="parallel workers (default 1)")
     p.add_argument("--sim", choices=("amaranth", "verilator", "icarus"), default="verilator",
@@ -275,7 +277,7 @@ def _parser():
     p.add_argument("--waves", action="store_true", help="write a waveform of every run")
     p.add_argument("--timeout", type=float, default=1800.0, metavar="SECONDS",
                    help="time limit of one seed (default 1800)")
-    p.add_argument("--inject", choices=("golden-no-flush", "crash", "hang"),
+    p.add_argument("--inject", choices=("golden-no-flush", "golden-fault", "crash", "hang"),
                    help="inject a fault, to test the regression itself")
     p.add_argument("--inject-seed", type=int, metavar="SEED",
                    help="inject only into this seed (default: every seed)")

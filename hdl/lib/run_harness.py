@@ -56,6 +56,10 @@ class RunHarness(wiring.Component):
         (for outputs whose length the design decides, such as error
         records). The design must hold it low while any output beat is
         still to come.
+    busy : str, optional
+        A 1-bit plain output of the design that is high while it makes
+        progress of its own that no stream shows (a long DMA transfer between
+        memories): it holds the watchdog off like a transfer does.
     loopbacks : dict of str to str
         ``{player: recorder}``: the recorder's beats are also written into
         the player's memory after the ``<player>_loaded`` preloaded beats (at
@@ -70,7 +74,8 @@ class RunHarness(wiring.Component):
     seed : In(32)
         Seed of every gap generator (each stream mixes in its name).
     watchdog : In(32)
-        Cycles without any transfer after which the run is ``hung``; 0 disables it.
+        Cycles without any transfer (and with ``busy`` low) after which the run is
+        ``hung``; 0 disables it.
     done : Out(1)
         Every player has sent, and every recorder received, its count.
     hung : Out(1)
@@ -88,9 +93,10 @@ class RunHarness(wiring.Component):
         Each plain port of the design, passed through.
     """
 
-    def __init__(self, *, dut, depths, loopbacks=None, until=None):
+    def __init__(self, *, dut, depths, loopbacks=None, until=None, busy=None):
         self.dut = dut
         self.until = until
+        self.busy = busy
         self.streams = stream_ports(dut.signature)
         self.loopbacks = dict(loopbacks or {})
         missing = sorted(set(self.streams) - set(depths))
@@ -120,9 +126,10 @@ class RunHarness(wiring.Component):
             if name in self.loopbacks:
                 ports[f"{name}_loaded"] = In(count)
         self.plain = plain_ports(dut.signature)
-        if until is not None and self.plain.get(until, (In,))[0] == In:
-            raise ValueError(f"until must name a plain output port of the design, "
-                             f"not {until!r}")
+        for role, name in (("until", until), ("busy", busy)):
+            if name is not None and self.plain.get(name, (In,))[0] == In:
+                raise ValueError(f"{role} must name a plain output port of the design, "
+                                 f"not {name!r}")
         for name, (flow, shape) in self.plain.items():
             ports[f"dut_{name}"] = In(shape) if flow == In else Out(shape)
         super().__init__(ports)
@@ -186,6 +193,8 @@ class RunHarness(wiring.Component):
 
         if until_port is not None:
             all_done.append(until_port)
+        if self.busy is not None:
+            any_moved.append(getattr(dut, self.busy))
         m.d.comb += [self.done.eq(self.start & Cat(*all_done).all()),
                      moved.eq(Cat(*any_moved).any())]
         with m.If(running):

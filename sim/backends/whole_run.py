@@ -51,7 +51,8 @@ class WholeRun:
     seed : int
         Seed of every gap generator.
     watchdog : int
-        Cycles with no transfer on any stream after which the run is hung.
+        Cycles with no transfer on any stream (and ``busy`` low) after which the run
+        is hung.
     depth : int, optional
         Memory entries of every player and recorder. By default each gets the
         smallest power of two that holds its beats; a fixed depth lets runs of
@@ -68,6 +69,9 @@ class WholeRun:
         A 1-bit plain output of the block that ends the run when high (once
         every input is sent); ``record`` counts are then the most each output
         may carry (see :class:`~hdl.lib.run_harness.RunHarness`).
+    busy : str, optional
+        A 1-bit plain output of the block that is high while it makes progress no
+        stream shows; it holds the watchdog off.
     """
     block: str
     params: dict
@@ -82,6 +86,7 @@ class WholeRun:
     load: dict = field(default_factory=dict)
     dump: tuple = ()
     until: str | None = None
+    busy: str | None = None
 
     def total(self, port):
         """Beats that cross ``port`` in the whole run."""
@@ -188,10 +193,11 @@ def check_run(run, signature, images):
 
 def _check_plain(run, signature):
     plain = plain_ports(signature)
-    if run.until is not None and (plain.get(run.until, (In,))[0] == In
-                                  or Shape.cast(plain[run.until][1]).width != 1):
-        raise ValueError(f"{run.block}: until must name a 1-bit output port, not "
-                         f"{run.until!r}")
+    for role, name in (("until", run.until), ("busy", run.busy)):
+        if name is not None and (plain.get(name, (In,))[0] == In
+                                 or Shape.cast(plain[name][1]).width != 1):
+            raise ValueError(f"{run.block}: {role} must name a 1-bit output port, not "
+                             f"{name!r}")
     for name, value in run.inputs.items():
         if plain.get(name, (None,))[0] != In:
             inputs = [n for n, (flow, _) in plain.items() if flow == In]
@@ -221,7 +227,7 @@ def _check_images(run, images):
 
 def make_harness(run, dut):
     """The :class:`RunHarness` for ``run`` around ``dut`` (a component or a black box)."""
-    return RunHarness(dut=dut, depths=run.depths, until=run.until,
+    return RunHarness(dut=dut, depths=run.depths, until=run.until, busy=run.busy,
                       loopbacks={player: recorder for player, (recorder, _total)
                                  in run.loopbacks.items()})
 
@@ -241,7 +247,9 @@ def finish(run, status, recorded, seconds, memories=None):
         progress = "; ".join(
             f"{port}: {'sent' if port in run.play else 'received'} "
             f"{streams[port].transfers}/{run.total(port)}" for port in streams)
-        why = (f"nothing moved on any stream for {run.watchdog} cycles" if status["hung"]
+        quiet = "nothing moved on any stream" + (f" and {run.busy} stayed low" if run.busy
+                                                 else "")
+        why = (f"{quiet} for {run.watchdog} cycles" if status["hung"]
                else "the simulation stopped before the run was done")
         raise SimulationHang(f"{run.block} hung at cycle {status['cycles']}: {why}; {progress}")
     outputs = {name.removeprefix("dut_"): value for name, value in status.items()

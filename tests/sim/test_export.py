@@ -62,11 +62,13 @@ def test_presets_and_params():
     assert parse_params("pe", ["transpose=false", "add_stages=0x3"]) == \
         {"transpose": False, "add_stages": 3}
     assert set(block_params("mxu")) >= {"rows", "cols", "numerics", "mul_stages", "add_stages"}
-    assert set(BLOCKS) == {"fp32_add", "bf16_mul", "fp32_to_bf16", "pe", "mxu", "dma"}
+    assert set(BLOCKS) == {"fp32_add", "bf16_mul", "fp32_to_bf16", "fp32_mul", "fp32_div",
+                           "fp32_sqrt", "pe", "mxu", "dma", "router"}
 
 
 @pytest.mark.parametrize("args, message", [
-    (["alu"], "unknown block 'alu'; blocks: fp32_add, bf16_mul, fp32_to_bf16, pe, mxu"),
+    (["alu"], "unknown block 'alu'; blocks: fp32_add, bf16_mul, fp32_to_bf16, fp32_mul, "
+              "fp32_div, fp32_sqrt, pe, mxu, dma, router"),
     (["mxu", "--param", "size=3"], "unknown parameter 'size'; parameters: rows, cols"),
     (["mxu", "--param", "rows"], "parameters are name=value, not 'rows'"),
     (["mxu", "--param", "rows=many"], "parameter rows must be an integer, not 'many'"),

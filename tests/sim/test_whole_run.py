@@ -194,3 +194,42 @@ def test_memory_and_input_errors_name_them(monkeypatch):
         run_whole(replace(run, inputs={"total": 1}))
     with pytest.raises(ValueError, match="input offset is 4294967296, which does not fit its 32"):
         run_whole(replace(run, inputs={"offset": 1 << 32}))
+
+
+class _Countdown(wiring.Component):
+    """A test block: each beat of ``load`` counts down that many cycles, with ``busy``
+    high, before it sends the beat back on ``done``."""
+
+    load: In(stream.Signature(16))
+    done: Out(stream.Signature(16))
+    busy: Out(1)
+
+    def elaborate(self, platform):
+        m = Module()
+        left, value, holding = Signal(16), Signal(16), Signal()
+        m.d.comb += [self.load.ready.eq(~holding), self.busy.eq(holding & (left != 0)),
+                     self.done.valid.eq(holding & (left == 0)), self.done.payload.eq(value)]
+        with m.If(self.load.valid & self.load.ready):
+            m.d.sync += [left.eq(self.load.payload), value.eq(self.load.payload),
+                         holding.eq(1)]
+        with m.Elif(left != 0):
+            m.d.sync += left.eq(left - 1)
+        with m.Elif(self.done.ready):
+            m.d.sync += holding.eq(0)
+        return m
+
+
+def test_busy_holds_the_watchdog_off_while_nothing_streams(monkeypatch):
+    monkeypatch.setitem(BLOCKS, "countdown", _Countdown)
+    run = WholeRun("countdown", {}, play={"load": [120, 5, 130]}, record={"done": 3},
+                   watchdog=50)
+    with pytest.raises(SimulationHang, match="nothing moved on any stream for 50 cycles"):
+        run_whole(run)
+    result = run_whole(replace(run, busy="busy"))
+    assert result.recorded["done"] == [120, 5, 130]
+    starved = replace(run, busy="busy", record={"done": 4})
+    with pytest.raises(SimulationHang, match="nothing moved on any stream and busy stayed low "
+                                             "for 50 cycles; load: sent 3/3; done: received 3/4"):
+        run_whole(starved)
+    with pytest.raises(ValueError, match="busy must name a 1-bit output port, not 'load'"):
+        run_whole(replace(run, busy="load"))
