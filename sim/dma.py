@@ -10,6 +10,9 @@ Each call is a whole run (:mod:`sim.backends.whole_run`) of a
 into the HBM and VMEM storages, the descriptors played in, the error records
 recorded, and the run ends when the DMA reports every descriptor completed
 or rejected. It equals :func:`golden.memory.run` bit for bit.
+:func:`run_stamped` also returns the cycle stamps the RTL recorded
+(:class:`DmaStamps`), from which :mod:`sim.dma_bench` measures latency and
+throughput.
 """
 
 from dataclasses import dataclass
@@ -19,12 +22,13 @@ from amaranth.hdl import Const
 from amaranth.lib import data
 
 from golden.memory import Descriptor
+from hdl.memory.dma_system import STAMPS
 from hdl.memory.layouts import REASONS, SPACES, descriptor_layout, error_layout
 
 from .backends import check_backend
 from .backends.whole_run import WholeRun, run_whole
 
-__all__ = ["run", "DmaRun", "descriptor_beat"]
+__all__ = ["run", "run_stamped", "DmaRun", "DmaStamps", "descriptor_beat"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,54 @@ def run(hbm, vmem, descriptors, *, outstanding=4, read_latency=4, words_per_cycl
     ``idle`` and ``stall`` gap the descriptor and error streams. None of them
     changes a result, only the cycles. Returns a :class:`DmaRun`.
     """
+    return run_stamped(hbm, vmem, descriptors, outstanding=outstanding,
+                       read_latency=read_latency, words_per_cycle=words_per_cycle, lanes=lanes,
+                       n_flags=n_flags, jitter=jitter, backend=backend, seed=seed, idle=idle,
+                       stall=stall, waves=waves)[0]
+
+
+@dataclass(frozen=True)
+class DmaStamps:
+    """Cycle stamps of a run (:class:`~hdl.memory.DmaSystem`'s outputs of those names): the
+    first descriptor taken, the first memory request, the first and the latest read
+    accepted, the same for writes, and the first cycle the latest flag add is visible."""
+    first_taken: int
+    first_request: int
+    first_read: int
+    last_read: int
+    first_write: int
+    last_write: int
+    last_flag: int
+
+    @property
+    def request_latency(self):
+        """Cycles from the first descriptor accepted to the DMA's first memory request."""
+        return self.first_request - self.first_taken
+
+    @property
+    def flag_latency(self):
+        """Cycles from the last write accepted to its flag add visible."""
+        return self.last_flag - self.last_write
+
+    @property
+    def write_cycles(self):
+        """Cycles from the first write accepted to the last, both included."""
+        return self.last_write - self.first_write + 1
+
+    @property
+    def stream_cycles(self):
+        """The longer of the read span and the write span (first to last accepted, both
+        included): the cycles a batch takes to stream, its start-up latency left out.
+        (Writes merged from narrower reads start late, reads end early: the longer span
+        is the one that limits.)"""
+        return max(self.last_read - self.first_read, self.last_write - self.first_write) + 1
+
+
+def run_stamped(hbm, vmem, descriptors, *, outstanding=4, read_latency=4, words_per_cycle=1,
+                lanes=8, n_flags=16, jitter=0, backend="verilator", seed=0, idle=0.0,
+                stall=0.0, waves=None):
+    """:func:`run`, returning ``(DmaRun, DmaStamps)``: the result and the cycle stamps the
+    RTL recorded, for measuring latency and throughput (:mod:`sim.dma_bench`)."""
     hbm, vmem = _image(hbm, "hbm"), _image(vmem, "vmem")
     if hbm.size == 0 or hbm.size % words_per_cycle:
         raise ValueError(f"hbm must hold a positive multiple of words_per_cycle "
@@ -92,17 +144,22 @@ def run(hbm, vmem, descriptors, *, outstanding=4, read_latency=4, words_per_cycl
     params = dict(hbm_size=hbm.size, vmem_lines=vmem.size // lanes, lanes=lanes,
                   words_per_cycle=words_per_cycle, read_latency=read_latency, jitter=jitter,
                   n_flags=n_flags, outstanding=outstanding)
+    # Quiet spells (no stream moving) last at most the transfers still in flight; at
+    # worst an overlapping descriptor waits out the read latency for every word.
+    words = sum(d.words for d in descriptors) + len(descriptors)
+    watchdog = min(1000 + (read_latency + jitter + 8) * words, (1 << 32) - 1)
     whole = WholeRun(
         "dma", params, play={"descriptors": [descriptor_beat(d) for d in descriptors]},
         record={"errors": len(descriptors)}, until="finished",
         gaps={"descriptors": idle, "errors": stall}, seed=seed, inputs={"seed": seed},
         load={"hbm": _lines(hbm, words_per_cycle), "vmem": _lines(vmem, lanes)},
-        dump=("hbm", "vmem"), watchdog=1000 + 4 * (read_latency + jitter))
+        dump=("hbm", "vmem"), watchdog=watchdog)
     result = run_whole(whole, backend=backend, waves=waves)
     records = [data.Const(error_layout, beat) for beat in result.recorded["errors"]]
     rejected = sorted(record.id for record in records if REASONS[record.reason] != "bus")
     flags = _words([result.outputs["flags"]], n_flags)
     first = result.streams["descriptors"].first
-    return DmaRun(_words(result.memories["hbm"], words_per_cycle),
-                  _words(result.memories["vmem"], lanes), flags, rejected,
-                  result.cycles - (first or 0))
+    dma_run = DmaRun(_words(result.memories["hbm"], words_per_cycle),
+                     _words(result.memories["vmem"], lanes), flags, rejected,
+                     result.cycles - (first or 0))
+    return dma_run, DmaStamps(*(result.outputs[name] for name in STAMPS))

@@ -1,13 +1,14 @@
 """Memory system (SPEC section 4.3): HBM model, VMEM, sync flags and the DMA engine.
 
 Every memory sits behind :class:`~hdl.lib.memory_port.MemoryPortSignature`. The DMA is
-layered, with streams between the layers: descriptor queue -> :class:`DescriptorCheck`
-(validation before any write) -> :class:`AddressGenerator` (3-D, element order) ->
-:class:`BurstEngine` (memory ports). :class:`DmaSystem` joins one of each.
+layered, with streams between the layers: :class:`DescriptorCheck` (queue, and validation
+before any write) -> :class:`AddressGenerator` (3-D, element order, in beats of up to a
+line) -> :class:`BurstEngine` (line reads, rotated and merged line writes). :class:`DmaSystem`
+joins one of each.
 """
 
 from .dma import DMA
-from .dma_addrgen import AddressGenerator, element_layout, inflight_layout
+from .dma_addrgen import AddressGenerator, beat_layout, inflight_layout
 from .dma_burst import ROUND_TRIP, BurstEngine
 from .dma_check import DescriptorCheck, job_layout
 from .dma_system import DmaSystem, core_signature
@@ -22,7 +23,7 @@ __all__ = [
     "HBM", "VMEM", "SyncFlags", "DMA", "DmaSystem", "core_signature",
     "DescriptorCheck", "AddressGenerator", "BurstEngine", "ROUND_TRIP",
     "descriptor_layout", "error_layout", "flag_add_layout", "flag_set_layout",
-    "flag_wait_layout", "job_layout", "element_layout", "inflight_layout",
+    "flag_wait_layout", "job_layout", "beat_layout", "inflight_layout",
     "ADDRESS_BITS", "STRIDE_BITS", "FLAG_BITS", "ID_BITS", "ERROR_ADDRESS_BITS", "DIMS",
     "SPACES", "REASONS", "reason_code",
 ]

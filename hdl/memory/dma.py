@@ -1,7 +1,7 @@
-"""The DMA engine: descriptor queue -> check -> 3-D address generator -> burst engine."""
+"""The DMA engine: descriptor queue and check -> 3-D address generator -> burst engine."""
 
 from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import fifo, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.memory_port import WORD_BITS, MemoryPortSignature, check_int, line_addr_width
@@ -26,20 +26,29 @@ def _pow2(name, value):
 class DMA(wiring.Component):
     """A DMA engine between HBM and VMEM (SPEC section 4.3), by ``golden.memory.run``.
 
-    Descriptors pass, in order, through a queue, a check (validation before any write:
+    Descriptors pass, in order, through a queue and check (validation before any write:
     :class:`~hdl.memory.dma_check.DescriptorCheck`), a 3-D address generator
     (:class:`~hdl.memory.dma_addrgen.AddressGenerator`) and a burst engine
     (:class:`~hdl.memory.dma_burst.BurstEngine`), with streams between them. Up to
-    ``outstanding`` accepted descriptors are in flight at once, their elements following
-    each other through the pipeline with no gap. The result, images and flags, is that of
-    running the descriptors one element at a time in order (``golden.memory``'s ordering
-    rule: see the address generator for the fences that keep it).
+    ``outstanding`` accepted descriptors are in flight at once, their beats following
+    each other through the pipeline with no gap, while the next descriptors are checked.
+    Contiguous rows move a line per request (up to ``min(hbm_line_words, lanes)`` words,
+    misaligned or not); other elements move one word per request. The result, images and
+    flags, is that of running the descriptors one element at a time in order
+    (``golden.memory``'s ordering rule: see the address generator for the fences that
+    keep it).
 
-    **Reads in flight (Little's law).** Reads in flight = throughput x latency. The engine
-    moves one word a cycle, and a read holds its credit for ``read_latency + ROUND_TRIP``
-    cycles, so ``max_reads >= read_latency + ROUND_TRIP`` (:data:`ROUND_TRIP` = 3) keeps
-    reads streaming while the first responses are on their way. ``read_latency`` is the
-    slowest memory's, its jitter included. The constructor and ``elaborate`` assert it.
+    **Reads in flight (Little's law).** Reads in flight = request rate x latency. Moving
+    ``words_per_cycle`` words a cycle in requests of ``words_per_request`` words, each
+    read holding its credit for ``read_latency + ROUND_TRIP`` cycles, needs
+    ``max_reads >= words_per_cycle * (read_latency + ROUND_TRIP) / words_per_request``.
+    A contiguous transfer requests a whole line (``words_per_request = words_per_cycle``)
+    each cycle, so ``max_reads >= read_latency + ROUND_TRIP`` (:data:`ROUND_TRIP` = 3)
+    keeps reads streaming while the first responses are on their way. ``read_latency`` is
+    the slowest memory's, its jitter included. The constructor and ``elaborate`` assert
+    it. The same law applies to whole descriptors: to stream descriptors of ``W`` words
+    back to back, ``outstanding`` must cover ``1 + words_per_cycle * (read_latency +
+    ROUND_TRIP) / W`` of them.
 
     Parameters
     ----------
@@ -58,7 +67,7 @@ class DMA(wiring.Component):
     read_latency : int
         Read latency to cover (default 4).
     max_reads : int
-        Reads in flight (default ``read_latency + ROUND_TRIP``).
+        Line reads in flight (default ``read_latency + ROUND_TRIP``).
 
     Ports
     -----
@@ -68,18 +77,20 @@ class DMA(wiring.Component):
         To the memories' DMA ports.
     flag_add : Out(stream.Signature(flag_add_layout))
         A completed descriptor's word count, offered the cycle after its last write is
-        accepted by its memory.
+        accepted by its memory (so a flag bank that registers it shows it one cycle later).
     errors : Out(stream.Signature(error_layout))
-        Rejections (in descriptor order) and bus errors, as they occur.
+        Rejections (in descriptor order) and bus errors (one per faulting line read), as
+        they occur.
     idle : Out(1)
         Nothing queued, checked, moving or unreported.
     received, completed, rejected, bus_errors : Out(32)
         Descriptors taken, completed (flag added), rejected, and bus errors reported.
 
-    Latency: a descriptor taken into an empty DMA reaches the address generator four
-    cycles later, whose first element is requested from memory two cycles after that.
-    Throughput: one word a cycle between different memories (one memory, read and written,
-    shares its port: half that), and one descriptor every three cycles at most.
+    Latency: a descriptor taken in cycle ``t`` by an idle DMA has its first memory request
+    valid in cycle ``t + 3`` (queue, corner extremes, then verdict, beat and request
+    register in one cycle). Throughput: one line a cycle between different memories (one
+    memory read and written shares its port: half that), one word a cycle for strided
+    elements, and one descriptor a cycle.
     """
 
     def __init__(self, *, hbm_size, hbm_line_words=1, vmem_lines, lanes=8, n_flags=16,
@@ -128,29 +139,24 @@ class DMA(wiring.Component):
         if self.max_reads < need:
             raise ValueError(f"max_reads ({self.max_reads}) cannot cover read_latency "
                              f"({self.read_latency}): Little's law needs at least "
-                             f"read_latency + {ROUND_TRIP} = {need} reads in flight for "
-                             f"one word a cycle")
+                             f"read_latency + {ROUND_TRIP} = {need} line reads in flight for "
+                             f"one line a cycle")
 
     def elaborate(self, platform):
         self._check_littles_law()
         m = Module()
-        m.submodules.queue = queue = fifo.SyncFIFO(width=descriptor_layout.size,
-                                                  depth=self.queue_depth)
         m.submodules.check = check = DescriptorCheck(
-            hbm_size=self.hbm_size, vmem_size=self.vmem_size, n_flags=self.n_flags)
-        m.submodules.addrgen = addrgen = AddressGenerator(outstanding=self.outstanding)
+            hbm_size=self.hbm_size, vmem_size=self.vmem_size, n_flags=self.n_flags,
+            queue_depth=self.queue_depth)
+        m.submodules.addrgen = addrgen = AddressGenerator(
+            line_words=(self.hbm_line_words, self.lanes), outstanding=self.outstanding)
         m.submodules.burst = burst = BurstEngine(
             ports=self.port_signatures, read_latency=self.read_latency,
             max_reads=self.max_reads)
 
-        m.d.comb += [
-            queue.w_en.eq(self.descriptors.valid), queue.w_data.eq(self.descriptors.payload),
-            self.descriptors.ready.eq(queue.w_rdy),
-            check.descriptors.valid.eq(queue.r_rdy), check.descriptors.payload.eq(queue.r_data),
-            queue.r_en.eq(check.descriptors.ready),
-        ]
+        wiring.connect(m, wiring.flipped(self.descriptors), check.descriptors)
         wiring.connect(m, check.jobs, addrgen.jobs)
-        wiring.connect(m, addrgen.elements, burst.elements)
+        wiring.connect(m, addrgen.beats, burst.beats)
         wiring.connect(m, addrgen.inflight, burst.inflight)
         m.d.comb += addrgen.drained.eq(burst.drained)
         wiring.connect(m, burst.hbm, wiring.flipped(self.hbm))
@@ -180,8 +186,8 @@ class DMA(wiring.Component):
         count(self.completed, self.flag_add.valid & self.flag_add.ready)
         count(self.rejected, check.errors.valid & check.errors.ready)
         count(self.bus_errors, burst.bus_errors.valid & burst.bus_errors.ready)
-        m.d.comb += self.idle.eq(~queue.r_rdy & check.idle & ~addrgen.elements.valid
-                                 & ~addrgen.inflight.valid & burst.drained
+        m.d.comb += self.idle.eq(check.idle & ~addrgen.busy & ~addrgen.inflight.valid
+                                 & burst.drained
                                  & ~self.hbm.req.valid & ~self.vmem.req.valid
                                  & ~self.flag_add.valid & ~self.errors.valid)
         return m

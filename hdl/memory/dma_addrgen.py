@@ -1,4 +1,5 @@
-"""The DMA's 3-D address generator: accepted descriptors in, one element per cycle out."""
+"""The DMA's 3-D address generator: accepted descriptors in, one beat (up to a line of
+contiguous words) per cycle out."""
 
 from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, fifo, stream, wiring
@@ -8,16 +9,24 @@ from ..lib.memory_port import check_int
 from .dma_check import job_layout
 from .layouts import ADDRESS_BITS, DIMS, FLAG_BITS, ID_BITS
 
-__all__ = ["AddressGenerator", "element_layout", "inflight_layout"]
+__all__ = ["AddressGenerator", "beat_layout", "inflight_layout"]
 
-#: One element: read ``src_addr`` of ``src_space``, write the word to ``dst_addr`` of
-#: ``dst_space``. ``fence``: the read must wait until every earlier element's write has
-#: been issued. ``last``: the descriptor's last element.
-element_layout = data.StructLayout({
-    "src_space": 1, "src_addr": unsigned(ADDRESS_BITS),
-    "dst_space": 1, "dst_addr": unsigned(ADDRESS_BITS),
-    "fence": 1, "last": 1,
-})
+
+def beat_layout(max_words):
+    """One beat: ``count`` (1 to ``max_words``) consecutive elements, read from
+    ``src_addr`` on in ``src_space`` and written from ``dst_addr`` on in ``dst_space``
+    (both ascending by one word when ``count > 1``). ``fence``: the read must wait until
+    every earlier beat's write has been issued. ``last``: the descriptor's last beat.
+    ``flush``: the destination run ends with this beat, so its words must all be written
+    before the next beat's (the burst engine may otherwise hold a partial line)."""
+    check_int("max_words", max_words, least=1)
+    return data.StructLayout({
+        "src_space": 1, "src_addr": unsigned(ADDRESS_BITS),
+        "dst_space": 1, "dst_addr": unsigned(ADDRESS_BITS),
+        "count": range(1, max_words + 1),
+        "fence": 1, "last": 1, "flush": 1,
+    })
+
 
 #: A descriptor in flight: what its completion needs (``flag``, ``words``) and its ``id``.
 inflight_layout = data.StructLayout({
@@ -25,8 +34,19 @@ inflight_layout = data.StructLayout({
 })
 
 
+def _min(a, b):
+    return Mux(a < b, a, b)
+
+
 class AddressGenerator(wiring.Component):
-    """Expands accepted descriptors into elements, in element order, i0 fastest.
+    """Expands accepted descriptors into beats, in element order, i0 fastest.
+
+    **Beats.** Where a row is contiguous on both sides (innermost strides both 1), a beat
+    takes as many of its next elements as fit in the rest of the source line, at most
+    ``min(line words of the source, line words of the destination)`` (so the destination
+    words span at most two lines) and at most what is left of the row. Any other element
+    is a beat of its own. A beat ends its destination run (``flush``) at the end of a row,
+    wherever the innermost destination stride is not 1, and in an overlapping descriptor.
 
     Addresses are stepped, not multiplied: each dimension keeps the address of its
     current row or plane start and adds its stride. Every address stepped to is an
@@ -35,46 +55,65 @@ class AddressGenerator(wiring.Component):
 
     **Ordering (golden.memory's rule).** Reads are issued in element order and each memory
     performs requests in issue order, so the only hazard is a read of a word an earlier
-    element writes. Elements carry ``fence`` where that can happen, and the burst engine
+    element writes. Beats carry ``fence`` where that can happen, and the burst engine
     holds a fenced read until every earlier write is issued:
 
-    * every element of a descriptor whose source and destination extents intersect in one
-      space (``overlap``), so such a descriptor runs one element at a time;
-    * the first element of a descriptor whose source extent intersects, in its space, the
+    * every beat of a descriptor whose source and destination extents intersect in one
+      space (``overlap``). Such a beat still moves a line of contiguous words at once,
+      unless the destination lies less than a beat ahead of the source (``0 < dst - src
+      < beat``), where an element would read a word an earlier one of the same beat
+      writes: those move one word per beat;
+    * the first beat of a descriptor whose source extent intersects, in its space, the
       destination extents of the descriptors whose writes may still be pending. Those are
       tracked as one covering interval per space, emptied whenever the pipeline drains
       (conservative: a fence is never missed, and rarely taken needlessly).
 
+    A fenced beat always starts a destination run (the previous beat flushed), so the
+    writes it waits for are never held back waiting for it.
+
     Parameters
     ----------
+    line_words : (int, int)
+        Words per line of space 0 (HBM) and space 1 (VMEM), powers of two.
     outstanding : int
-        Descriptors in flight at once (default 4): from their first element to their last
+        Descriptors in flight at once (default 4): from their first beat to their last
         write, each holds an entry of the ``inflight`` queue.
 
     Ports
     -----
     jobs : In(stream.Signature(job_layout))
-    elements : Out(stream.Signature(element_layout))
-        A register; one element per cycle while taken, including across descriptors (a
-        job's first element leaves in the cycle the job is taken).
+    beats : Out(stream.Signature(beat_layout(max(line_words))))
+        One beat per cycle while taken, including across descriptors: a job's first beat
+        is offered, combinationally, in the cycle the job is (and the job is taken with
+        it).
     inflight : Out(stream.Signature(inflight_layout))
         The descriptors in flight, oldest first; the burst engine takes an entry when it
         issues that descriptor's last write.
     drained : In(1)
-        The burst engine holds no element whose write is not yet issued.
+        The burst engine holds no beat whose writes are not all issued.
+    busy : Out(1)
+        A descriptor is partly expanded.
 
-    Latency: one cycle from a job taken to its first element valid. A job waits while
-    ``outstanding`` descriptors are in flight.
+    Latency: none; a job waits while ``outstanding`` descriptors are in flight.
     """
 
-    def __init__(self, *, outstanding=4):
+    def __init__(self, *, line_words=(1, 8), outstanding=4):
+        if not isinstance(line_words, (tuple, list)) or len(line_words) != 2:
+            raise TypeError(f"line_words must be a pair (hbm, vmem), not {line_words!r}")
+        for name, words in zip(("hbm", "vmem"), line_words):
+            check_int(f"{name} line words", words, least=1)
+            if words & (words - 1):
+                raise ValueError(f"{name} line words must be a power of two, not {words}")
         check_int("outstanding", outstanding, least=1, most=1024)
+        self.line_words = tuple(line_words)
         self.outstanding = outstanding
+        self.max_words = max(line_words)
         super().__init__({
             "jobs": In(stream.Signature(job_layout)),
-            "elements": Out(stream.Signature(element_layout)),
+            "beats": Out(stream.Signature(beat_layout(self.max_words))),
             "inflight": Out(stream.Signature(inflight_layout)),
             "drained": In(1),
+            "busy": Out(1),
         })
 
     def elaborate(self, platform):
@@ -86,19 +125,26 @@ class AddressGenerator(wiring.Component):
                      queue.r_en.eq(self.inflight.ready)]
 
         job = self.jobs.payload
-        busy = Signal()
+        busy = self.busy
         cur = Signal(job_layout)                 # the descriptor being expanded
         index = [Signal(ADDRESS_BITS, name=f"i{k}") for k in range(DIMS)]
         # Address of the current element, and of the current row and plane starts.
         src = [Signal(ADDRESS_BITS, name=f"src_start{k}") for k in range(DIMS)]
         dst = [Signal(ADDRESS_BITS, name=f"dst_start{k}") for k in range(DIMS)]
 
-        out_free = ~self.elements.valid | self.elements.ready
+        # The beat offered now: a new job's first while idle, else the current one. The
+        # choice is by `busy`, a register, so the offer does not depend on `ready`.
+        desc = data.View(job_layout, Mux(busy, cur.as_value(), job.as_value()))
+        at = [Mux(busy, index[k], 0) for k in range(DIMS)]
+        src_at = [Mux(busy, src[k], job.src_base) for k in range(DIMS)]
+        dst_at = [Mux(busy, dst[k], job.dst_base) for k in range(DIMS)]
+
+        advance = Signal()
         load = Signal()
-        emit = Signal()
         m.d.comb += [
-            load.eq(out_free & ~busy & self.jobs.valid & queue.w_rdy),
-            emit.eq(out_free & busy),
+            self.beats.valid.eq(busy | (self.jobs.valid & queue.w_rdy)),
+            advance.eq(self.beats.valid & self.beats.ready),
+            load.eq(advance & ~busy),
             self.jobs.ready.eq(load),
             queue.w_en.eq(load),
         ]
@@ -106,18 +152,88 @@ class AddressGenerator(wiring.Component):
         m.d.comb += [entry.flag.eq(job.flag), entry.words.eq(job.words), entry.id.eq(job.id),
                      queue.w_data.eq(entry)]
 
-        # Destination extents whose writes may be pending, one interval per space.
+        hazard = self._hazards(m, job, load, drained=self.drained & ~busy)
+        count, left, contiguous = self._beat_size(m, desc, src_at[0], dst_at[0], at[0])
+
+        end = [Signal(name=f"end{k}") for k in range(DIMS)]
+        m.d.comb += end[0].eq(left == count)                          # the row's last beat
+        m.d.comb += [end[k].eq(at[k] == desc.last[k]) for k in range(1, DIMS)]
+        final = end[0] & end[1] & end[2]
+
+        beat = self.beats.payload
+        m.d.comb += [
+            beat.src_space.eq(desc.src_space), beat.src_addr.eq(src_at[0]),
+            beat.dst_space.eq(desc.dst_space), beat.dst_addr.eq(dst_at[0]),
+            beat.count.eq(count),
+            beat.fence.eq(desc.overlap | (~busy & hazard)),
+            beat.last.eq(final),
+            beat.flush.eq(end[0] | desc.overlap | (desc.dst_strides[0] != 1)),
+        ]
+
+        # The start of the next row or plane, where dimension k steps.
+        next_src = [None] + [Signal(ADDRESS_BITS, name=f"next_src{k}") for k in range(1, DIMS)]
+        next_dst = [None] + [Signal(ADDRESS_BITS, name=f"next_dst{k}") for k in range(1, DIMS)]
+        for k in range(1, DIMS):
+            m.d.comb += [next_src[k].eq(src_at[k] + desc.src_strides[k]),
+                         next_dst[k].eq(dst_at[k] + desc.dst_strides[k])]
+
+        with m.If(advance):
+            m.d.sync += busy.eq(~final)
+            with m.If(load):
+                # Every dimension of a new job starts at its base; the step below then
+                # overrides the ones it moves.
+                m.d.sync += cur.eq(job)
+                m.d.sync += [r.eq(0) for r in index]
+                m.d.sync += [r.eq(job.src_base) for r in src]
+                m.d.sync += [r.eq(job.dst_base) for r in dst]
+            # Step past the beat: the innermost dimension not at its end advances, and
+            # every dimension inside it restarts from that dimension's new start.
+            with m.If(~end[0]):
+                m.d.sync += [
+                    index[0].eq(at[0] + count),
+                    src[0].eq(src_at[0] + Mux(contiguous, count, desc.src_strides[0])),
+                    dst[0].eq(dst_at[0] + Mux(contiguous, count, desc.dst_strides[0])),
+                ]
+            for k in range(1, DIMS):
+                with m.Elif(~end[k]):
+                    new_src, new_dst = next_src[k], next_dst[k]
+                    m.d.sync += [index[k].eq(at[k] + 1), src[k].eq(new_src), dst[k].eq(new_dst)]
+                    for j in range(k):
+                        m.d.sync += [index[j].eq(0), src[j].eq(new_src), dst[j].eq(new_dst)]
+        return m
+
+    def _beat_size(self, m, desc, src_addr, dst_addr, at):
+        """The current beat's element count, the elements left in its row (itself
+        included), and whether the row moves in multi-word beats."""
+        w0, w1 = self.line_words
+        src_words = Mux(desc.src_space, w1, w0)
+        # Words per beat: the narrower line of the two spaces.
+        cap = Mux(desc.src_space, Mux(desc.dst_space, w1, min(w0, w1)),
+                  Mux(desc.dst_space, min(w0, w1), w0))
+        # An element may not read what an earlier one of its own beat writes.
+        ahead = Signal(unsigned(ADDRESS_BITS), name="ahead")
+        m.d.comb += ahead.eq(dst_addr - src_addr)
+        near = desc.overlap & ahead.any() & (ahead < cap)
+        contiguous = Signal()
+        m.d.comb += contiguous.eq((desc.src_strides[0] == 1) & (desc.dst_strides[0] == 1)
+                                  & ~near)
+        room = Signal(range(self.max_words + 1))              # words left in the source line
+        m.d.comb += room.eq(src_words - (src_addr & (src_words - 1)))
+        left = Signal(ADDRESS_BITS + 1)                       # elements left in the row
+        m.d.comb += left.eq(desc.last[0] - at + 1)
+        count = Signal(range(1, self.max_words + 1))
+        m.d.comb += count.eq(Mux(contiguous, _min(_min(cap, room), left), 1))
+        return count, left, contiguous
+
+    def _hazards(self, m, job, load, *, drained):
+        """Whether a job's source may read a word an earlier descriptor has yet to write."""
         held = [Signal(name=f"held{s}") for s in range(2)]
         held_lo = [Signal(ADDRESS_BITS, name=f"held{s}_lo") for s in range(2)]
         held_hi = [Signal(ADDRESS_BITS, name=f"held{s}_hi") for s in range(2)]
-        drained = Signal()
-        m.d.comb += drained.eq(self.drained & ~self.elements.valid & ~busy)
         hazard = Signal()
-        with m.Switch(job.src_space):
-            for s in range(2):
-                with m.Case(s):
-                    m.d.comb += hazard.eq(held[s] & ~drained & (job.src_lo <= held_hi[s])
-                                          & (held_lo[s] <= job.src_hi))
+        m.d.comb += hazard.eq(Mux(job.src_space,
+                                  *[held[s] & ~drained & (job.src_lo <= held_hi[s])
+                                    & (held_lo[s] <= job.src_hi) for s in (1, 0)]))
         with m.If(drained):
             m.d.sync += [h.eq(0) for h in held]
         with m.If(load):
@@ -131,50 +247,4 @@ class AddressGenerator(wiring.Component):
                         held_hi[s].eq(Mux(keep & (held_hi[s] > job.dst_hi), held_hi[s],
                                           job.dst_hi)),
                     ]
-
-        # The element leaving now: the job's first on a load, else the current one.
-        last = [Mux(load, job.last[k], cur.last[k]) for k in range(DIMS)]
-        src_stride = [Mux(load, job.src_strides[k], cur.src_strides[k]) for k in range(DIMS)]
-        dst_stride = [Mux(load, job.dst_strides[k], cur.dst_strides[k]) for k in range(DIMS)]
-        at = [Mux(load, 0, index[k]) for k in range(DIMS)]
-        src_at = [Mux(load, job.src_base, src[k]) for k in range(DIMS)]
-        dst_at = [Mux(load, job.dst_base, dst[k]) for k in range(DIMS)]
-        end = [Signal(name=f"end{k}") for k in range(DIMS)]
-        m.d.comb += [end[k].eq(at[k] == last[k]) for k in range(DIMS)]
-        final = end[0] & end[1] & end[2]
-
-        with m.If(out_free):
-            m.d.sync += self.elements.valid.eq(load | busy)
-        with m.If(load | emit):
-            m.d.sync += [
-                self.elements.payload.src_space.eq(Mux(load, job.src_space, cur.src_space)),
-                self.elements.payload.dst_space.eq(Mux(load, job.dst_space, cur.dst_space)),
-                self.elements.payload.src_addr.eq(src_at[0]),
-                self.elements.payload.dst_addr.eq(dst_at[0]),
-                self.elements.payload.fence.eq(Mux(load, job.overlap | hazard, cur.overlap)),
-                self.elements.payload.last.eq(final),
-                busy.eq(~final),
-            ]
-            with m.If(load):
-                # Every dimension of a new job starts at its base; the step below then
-                # overrides the ones it moves.
-                m.d.sync += cur.eq(job)
-                m.d.sync += [r.eq(0) for r in index]
-                m.d.sync += [r.eq(job.src_base) for r in src]
-                m.d.sync += [r.eq(job.dst_base) for r in dst]
-            # Step to the next element: the innermost dimension not at its end advances,
-            # and every dimension inside it restarts from that dimension's new start.
-            with m.If(~end[0]):
-                m.d.sync += [index[0].eq(at[0] + 1),
-                             src[0].eq(src_at[0] + src_stride[0]),
-                             dst[0].eq(dst_at[0] + dst_stride[0])]
-            for k in range(1, DIMS):
-                with m.Elif(~end[k]):
-                    new_src = Signal(ADDRESS_BITS, name=f"next_src{k}")
-                    new_dst = Signal(ADDRESS_BITS, name=f"next_dst{k}")
-                    m.d.comb += [new_src.eq(src_at[k] + src_stride[k]),
-                                 new_dst.eq(dst_at[k] + dst_stride[k])]
-                    m.d.sync += [index[k].eq(at[k] + 1), src[k].eq(new_src), dst[k].eq(new_dst)]
-                    for j in range(k):
-                        m.d.sync += [index[j].eq(0), src[j].eq(new_src), dst[j].eq(new_dst)]
-        return m
+        return hazard

@@ -1,4 +1,5 @@
-"""The DMA's burst engine: elements in, reads and writes out on the memory ports."""
+"""The DMA's burst engine: beats in, line reads and merged line writes out on the memory
+ports."""
 
 import types
 
@@ -7,49 +8,80 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.memory_port import WORD_BITS, MemoryPortSignature, check_int
-from .dma_addrgen import element_layout, inflight_layout
+from .dma_addrgen import beat_layout, inflight_layout
+from .dma_lanes import lane_mask, rotate_words_left
 from .layouts import ADDRESS_BITS, error_layout, flag_add_layout, reason_code
 
 __all__ = ["BurstEngine", "ROUND_TRIP"]
 
 #: Cycles a read holds its credit beyond the memory's read latency: into the request
-#: register, accepted by the memory, its response into the response queue, out of it
-#: with the write issued, and the credit seen free.
+#: register, its response into the response queue, out of it with the write issued, and
+#: the credit seen free.
 ROUND_TRIP = 3
+#: Completed descriptors each port may hold (last write issued or accepted, flag add not
+#: yet taken): three keep one-line descriptors streaming on one port.
+COMPLETIONS = 3
 
-_pending_layout = data.StructLayout({
-    "src_space": 1, "src_addr": unsigned(ADDRESS_BITS),
-    "dst_space": 1, "dst_addr": unsigned(ADDRESS_BITS), "last": 1,
-})
+
+def _pending_layout(max_words):
+    return data.StructLayout({
+        "src_space": 1, "src_addr": unsigned(ADDRESS_BITS),
+        "dst_space": 1, "dst_addr": unsigned(ADDRESS_BITS),
+        "count": range(1, max_words + 1), "last": 1, "flush": 1,
+    })
 
 
 def _log2(value):
     return value.bit_length() - 1
 
 
-class BurstEngine(wiring.Component):
-    """Moves elements one word a cycle: a read on the source space's port, then, when its
-    line returns, a one-word masked write on the destination space's port.
+def _words(value, first, end):
+    """Words ``first .. end - 1`` of a line value."""
+    return value[WORD_BITS * first:WORD_BITS * end]
 
-    **Reads in flight.** Reads are issued ahead of the writes, in element order, up to
-    ``max_reads`` whose writes are not yet issued. By Little's law the reads in flight
-    equal throughput times latency, so one element a cycle needs
-    ``max_reads >= read_latency + ROUND_TRIP``, where ``read_latency`` is the slowest
-    memory's (jitter included) and :data:`ROUND_TRIP` the engine's own cycles; the
-    constructor and ``elaborate`` both enforce it.
+
+class BurstEngine(wiring.Component):
+    """Moves beats: one line read on the source space's port, then, when the line returns,
+    its words rotated into place and written, merged, on the destination space's port.
+
+    **Reads.** One request a cycle on each port, in beat order, each reading the one
+    source line that holds a beat (up to a line of contiguous words).
+
+    **Writes.** A beat's words land in at most two destination lines (a beat is no longer
+    than the narrower line). They are rotated by ``destination lane - source lane`` into a
+    two-line window, so misaligned source and destination cost no extra request. A line
+    is written once it is complete or its run ends (``flush``); the words of a line not
+    yet complete wait in a one-line *merge register* and are written with the next beat's,
+    so a contiguous run writes each destination line once, whatever the alignment. A beat
+    that completes one line, spills into the next and ends its run takes two cycles.
+
+    **Reads in flight (Little's law).** Reads in flight = request rate x the time each
+    holds its credit. Moving ``words_per_cycle`` words a cycle in requests of
+    ``words_per_request`` words takes ``words_per_cycle / words_per_request`` reads a
+    cycle, each holding a credit for ``read_latency + ROUND_TRIP`` cycles, so::
+
+        max_reads >= words_per_cycle * (read_latency + ROUND_TRIP) / words_per_request
+
+    A contiguous transfer carries a full line per request (``words_per_request =
+    words_per_cycle``), one request a cycle, so ``max_reads >= read_latency + ROUND_TRIP``
+    (:data:`ROUND_TRIP` = 3), where ``read_latency`` is the slowest memory's, its jitter
+    included. The constructor and ``elaborate`` both enforce it.
 
     **Order.** Each port has one request register, so a memory sees requests in the order
-    they are issued. A read with ``fence`` set waits until no element's write is pending
-    (see :class:`~hdl.memory.dma_addrgen.AddressGenerator`). A write has priority over a
-    read for its port.
+    they are issued. A read with ``fence`` set waits until no beat's write is pending and
+    the merge register is empty (see :class:`~hdl.memory.dma_addrgen.AddressGenerator`).
+    A write has priority over a read for its port.
 
-    **Completion.** A descriptor's last write leaves ``last`` set; when its memory accepts
-    it, ``flag_add`` offers (flag, words) from the ``inflight`` entry, taken when the last
-    write was issued. One last write is in flight at a time, so adds never collide.
+    **Completion.** A descriptor's last write takes its ``inflight`` entry (flag, words)
+    along in the request register; when its memory accepts it, the entry queues for
+    ``flag_add`` (per port, up to :data:`COMPLETIONS`; the ports take turns), so a flag add
+    never comes before its descriptor's data has landed, and adds of descriptors one line
+    long still stream.
 
-    **Bus errors.** A line answered with ``error`` is written with an empty mask (nothing
-    changes), and ``bus_errors`` reports the descriptor id and the source word address.
-    The element otherwise completes, so nothing waits for it.
+    **Bus errors.** A line answered with ``error`` writes none of its beat's words, and
+    ``bus_errors`` reports the descriptor id and the address of the beat's first source
+    word: one record per faulting read. The beat otherwise completes, so nothing waits
+    for it.
 
     Parameters
     ----------
@@ -62,16 +94,18 @@ class BurstEngine(wiring.Component):
 
     Ports
     -----
-    elements : In(stream.Signature(element_layout))
+    beats : In(stream.Signature(beat_layout(max words per line)))
     inflight : In(stream.Signature(inflight_layout))
     hbm, vmem : Out(MemoryPortSignature)
     flag_add : Out(stream.Signature(flag_add_layout))
     bus_errors : Out(stream.Signature(error_layout))
     drained : Out(1)
-        No element's write is pending.
+        No beat's write is pending and no partial line is held.
 
-    Latency: an element taken in cycle ``t`` is requested from its memory from ``t + 1``;
-    its write is issued the cycle after its response arrives and requested a cycle later.
+    Latency: a beat taken in cycle ``t`` is requested from its memory from ``t + 1``; its
+    line is written the cycle after its response arrives, requested a cycle later.
+    Throughput: one beat a cycle (one line between different memories; one memory read
+    and written shares its port: half that).
     """
 
     def __init__(self, *, ports, read_latency, max_reads=None):
@@ -89,9 +123,10 @@ class BurstEngine(wiring.Component):
         self.ports = dict(ports)
         self.read_latency = read_latency
         self.max_reads = max_reads
+        self.max_words = max(sig.words for sig in ports.values())
         self._check_littles_law()
         super().__init__({
-            "elements": In(stream.Signature(element_layout)),
+            "beats": In(stream.Signature(beat_layout(self.max_words))),
             "inflight": In(stream.Signature(inflight_layout)),
             "hbm": Out(ports[0]),
             "vmem": Out(ports[1]),
@@ -104,111 +139,204 @@ class BurstEngine(wiring.Component):
         need = self.read_latency + ROUND_TRIP
         if self.max_reads < need:
             raise ValueError(f"max_reads ({self.max_reads}) cannot cover read_latency "
-                             f"({self.read_latency}): one word a cycle needs at least "
-                             f"read_latency + {ROUND_TRIP} = {need} reads in flight")
+                             f"({self.read_latency}): Little's law needs at least "
+                             f"read_latency + {ROUND_TRIP} = {need} line reads in flight for "
+                             f"one line a cycle")
 
     def elaborate(self, platform):
         self._check_littles_law()
         m = Module()
-        ports = {0: self.hbm, 1: self.vmem}
-
-        m.submodules.pending = pending = fifo.SyncFIFO(width=_pending_layout.size,
+        wmax = self.max_words
+        pending_layout = _pending_layout(wmax)
+        m.submodules.pending = pending = fifo.SyncFIFO(width=pending_layout.size,
                                                       depth=self.max_reads)
-        head = data.View(_pending_layout, pending.r_data)
+        head = data.View(pending_layout, pending.r_data)
         spaces = {}
-        for s, port in ports.items():
+        for s, port in ((0, self.hbm), (1, self.vmem)):
             sig = self.ports[s]
-            fifo_ = fifo.SyncFIFO(width=sig.response_layout.size, depth=self.max_reads)
-            m.submodules[f"responses{s}"] = fifo_
+            responses = fifo.SyncFIFO(width=sig.response_layout.size, depth=self.max_reads)
+            m.submodules[f"responses{s}"] = responses
             # Credits guarantee room for every response: w_rdy is always high in use.
-            m.d.comb += [fifo_.w_en.eq(port.resp.valid), fifo_.w_data.eq(port.resp.payload),
-                         port.resp.ready.eq(fifo_.w_rdy)]
-            slot = types.SimpleNamespace(
-                valid=Signal(name=f"slot{s}_valid"),
-                payload=Signal(sig.request_layout, name=f"slot{s}"),
-                last=Signal(name=f"slot{s}_last"))
-            m.d.comb += [port.req.valid.eq(slot.valid), port.req.payload.eq(slot.payload)]
+            m.d.comb += [responses.w_en.eq(port.resp.valid),
+                         responses.w_data.eq(port.resp.payload),
+                         port.resp.ready.eq(responses.w_rdy)]
+            # Flag adds of descriptors whose last write this port has accepted.
+            landed = fifo.SyncFIFO(width=flag_add_layout.size, depth=COMPLETIONS)
+            m.submodules[f"landed{s}"] = landed
             spaces[s] = types.SimpleNamespace(
-                sig=sig, port=port, responses=fifo_, slot=slot,
-                free=~slot.valid | port.req.ready,
-                resp=data.View(sig.response_layout, fifo_.r_data))
+                sig=sig, port=port, responses=responses, words=sig.words,
+                shift=_log2(sig.words), landed=landed,
+                last=Signal(name=f"slot{s}_last"),               # the request is a last write
+                info=Signal(flag_add_layout, name=f"slot{s}_info"),   # ... completing this
+                free=~port.req.valid | port.req.ready,
+                resp=data.View(sig.response_layout, responses.r_data))
 
-        # ---- write side: the oldest pending element, once its line has returned.
-        src_ready = Mux(head.src_space, spaces[1].responses.r_rdy, spaces[0].responses.r_rdy)
-        word = Signal(WORD_BITS)
+        def by_space(space, values):
+            return Mux(space, values[1], values[0])
+
+        def lane(addr, space):
+            return by_space(space, [addr[:spaces[s].shift] if spaces[s].shift else 0
+                                    for s in (0, 1)])
+
+        # ---- write side: the oldest pending beat, once its line has returned, rotated into
+        # a two-line window at its destination lanes.
+        line = Signal(WORD_BITS * 2 * wmax)
         error = Signal()
-        for s, sp in spaces.items():
-            with m.If(head.src_space == s):
-                lane = head.src_addr[:_log2(sp.sig.words)] if sp.sig.words > 1 else 0
-                m.d.comb += [word.eq(sp.resp.data.as_value().word_select(lane, WORD_BITS)),
-                             error.eq(sp.resp.error)]
-        dst_free = Mux(head.dst_space, spaces[1].free, spaces[0].free)
+        m.d.comb += [line.eq(by_space(head.src_space, [sp.resp.data.as_value()
+                                                       for sp in spaces.values()])),
+                     error.eq(by_space(head.src_space, [sp.resp.error for sp in spaces.values()]))]
+        src_lane = Signal(max(1, _log2(wmax)))
+        dst_lane = Signal(max(1, _log2(wmax)))
+        end = Signal(range(2 * wmax + 1))         # the lane after the beat's last word
+        shift = Signal(range(2 * wmax))
+        m.d.comb += [src_lane.eq(lane(head.src_addr, head.src_space)),
+                     dst_lane.eq(lane(head.dst_addr, head.dst_space)),
+                     end.eq(dst_lane + head.count),
+                     shift.eq(dst_lane - src_lane)]       # modulo the window
+        window = Signal(WORD_BITS * 2 * wmax)
+        placed = Signal(2 * wmax)                 # the lanes the beat writes, if it may
+        m.d.comb += [window.eq(rotate_words_left(line, shift, 2 * wmax)),
+                     placed.eq(Mux(error, 0, lane_mask(dst_lane, end, 2 * wmax)))]
 
-        last_busy = Signal()      # a last write issued, its flag add not yet taken
-        last_info = Signal(flag_add_layout)
+        dst_words = by_space(head.dst_space, [1 << sp.shift for sp in spaces.values()])
+        dst_line = Signal(ADDRESS_BITS)
+        lo_data, hi_data = Signal(WORD_BITS * wmax), Signal(WORD_BITS * wmax)
+        lo_mask, hi_mask = Signal(wmax), Signal(wmax)
+        w0, w1 = spaces[0].words, spaces[1].words
+        m.d.comb += [
+            dst_line.eq(by_space(head.dst_space, [head.dst_addr >> sp.shift
+                                                  for sp in spaces.values()])),
+            lo_data.eq(by_space(head.dst_space, [_words(window, 0, w0), _words(window, 0, w1)])),
+            hi_data.eq(by_space(head.dst_space, [_words(window, w0, 2 * w0),
+                                                 _words(window, w1, 2 * w1)])),
+            lo_mask.eq(by_space(head.dst_space, [placed[:w0], placed[:w1]])),
+            hi_mask.eq(by_space(head.dst_space, [placed[w0:2 * w0], placed[w1:2 * w1]])),
+        ]
+        reaches = Signal()                        # the beat fills its first line to the end
+        spill = Signal()                          # ... and runs into the next
+        m.d.comb += [reaches.eq(end >= dst_words), spill.eq(end > dst_words)]
+
+        # The merge register: a destination line some of whose words wait for the rest.
+        merge = types.SimpleNamespace(
+            valid=Signal(name="merge_valid"), space=Signal(name="merge_space"),
+            line=Signal(ADDRESS_BITS, name="merge_line"),
+            data=Signal(WORD_BITS * wmax, name="merge_data"),
+            mask=Signal(wmax, name="merge_mask"),       # 0 whenever not valid
+            flush=Signal(name="merge_flush"),           # write it before the next beat
+            last=Signal(name="merge_last"))             # ... as its descriptor's last write
+        merged_mask = merge.mask | lo_mask
+        merged_data = Cat(*[Mux(lo_mask[j], _words(lo_data, j, j + 1), _words(merge.data, j, j + 1))
+                            for j in range(wmax)])
+
         bus = self.bus_errors
-        write = Signal()
-        m.d.comb += write.eq(pending.r_rdy & src_ready & dst_free
-                             & (~head.last | (~last_busy & self.inflight.valid))
-                             & (~error | ~bus.valid))
-        m.d.comb += pending.r_en.eq(write)
+        # A last write may be issued while its port has room for one more completion.
+        room = [sp.landed.level + sp.last < COMPLETIONS for sp in spaces.values()]
+        can_finish = by_space(Mux(merge.flush, merge.space, head.dst_space), room)
+        final_here = head.last & ~spill
+        consume, flush, write, finish = Signal(), Signal(), Signal(), Signal()
+        m.d.comb += [
+            consume.eq(~merge.flush & pending.r_rdy
+                       & by_space(head.src_space, [sp.responses.r_rdy for sp in spaces.values()])
+                       & by_space(head.dst_space, [sp.free for sp in spaces.values()])
+                       & (~error | ~bus.valid) & (~final_here | can_finish)),
+            flush.eq(merge.flush & by_space(merge.space, [sp.free for sp in spaces.values()])
+                     & (~merge.last | can_finish)),
+            write.eq(consume & (reaches | head.flush)),
+            finish.eq((consume & final_here) | (flush & merge.last)),
+            pending.r_en.eq(consume),
+            self.inflight.ready.eq(finish),
+        ]
+        writes = {}
         for s, sp in spaces.items():
-            m.d.comb += sp.responses.r_en.eq(write & (head.src_space == s))
-        with m.If(write & head.last):
-            m.d.comb += self.inflight.ready.eq(1)
-            m.d.sync += [last_busy.eq(1), last_info.flag.eq(self.inflight.payload.flag),
-                         last_info.amount.eq(self.inflight.payload.words)]
+            writes[s] = Signal(name=f"write{s}")
+            m.d.comb += [writes[s].eq((write & (head.dst_space == s))
+                                      | (flush & (merge.space == s))),
+                         sp.responses.r_en.eq(consume & (head.src_space == s))]
+
+        with m.If(flush):
+            m.d.sync += [merge.valid.eq(0), merge.mask.eq(0), merge.flush.eq(0)]
+        with m.If(consume):
+            with m.If(spill):
+                m.d.sync += [merge.valid.eq(1), merge.space.eq(head.dst_space),
+                             merge.line.eq(dst_line + 1), merge.data.eq(hi_data),
+                             merge.mask.eq(hi_mask), merge.flush.eq(head.flush),
+                             merge.last.eq(head.last)]
+            with m.Elif(write):
+                m.d.sync += [merge.valid.eq(0), merge.mask.eq(0)]
+            with m.Else():
+                m.d.sync += [merge.valid.eq(1), merge.space.eq(head.dst_space),
+                             merge.line.eq(dst_line), merge.data.eq(merged_data),
+                             merge.mask.eq(merged_mask)]
         with m.If(bus.valid & bus.ready):
             m.d.sync += bus.valid.eq(0)
-        with m.If(write & error):
+        with m.If(consume & error):
             m.d.sync += [bus.valid.eq(1), bus.payload.id.eq(self.inflight.payload.id),
                          bus.payload.reason.eq(reason_code("bus")),
                          bus.payload.address.eq(head.src_addr)]
 
-        # ---- read side: the next element, if a credit is free and it is not fenced off.
-        elem = self.elements.payload
+        # ---- read side: the next beat, if a credit is free and it is not fenced off.
+        beat = self.beats.payload
         read = Signal()
-        src_free = Mux(elem.src_space, spaces[1].free, spaces[0].free)
-        write_takes = write & (head.dst_space == elem.src_space)
+        drained = Signal()
         m.d.comb += [
-            read.eq(self.elements.valid & pending.w_rdy & (~elem.fence | (pending.level == 0))
-                    & src_free & ~write_takes),
-            self.elements.ready.eq(read),
+            drained.eq(~pending.r_rdy & ~merge.valid),
+            read.eq(self.beats.valid & pending.w_rdy & (~beat.fence | drained)
+                    & by_space(beat.src_space, [sp.free & ~writes[s]
+                                                for s, sp in spaces.items()])),
+            self.beats.ready.eq(read),
             pending.w_en.eq(read),
+            self.drained.eq(drained),
         ]
-        entry = Signal(_pending_layout)
-        m.d.comb += [entry.src_space.eq(elem.src_space), entry.src_addr.eq(elem.src_addr),
-                     entry.dst_space.eq(elem.dst_space), entry.dst_addr.eq(elem.dst_addr),
-                     entry.last.eq(elem.last), pending.w_data.eq(entry)]
-        m.d.comb += self.drained.eq(pending.level == 0)
+        entry = Signal(pending_layout)
+        m.d.comb += [entry.src_space.eq(beat.src_space), entry.src_addr.eq(beat.src_addr),
+                     entry.dst_space.eq(beat.dst_space), entry.dst_addr.eq(beat.dst_addr),
+                     entry.count.eq(beat.count), entry.last.eq(beat.last),
+                     entry.flush.eq(beat.flush), pending.w_data.eq(entry)]
 
         # ---- the request registers, and completion when a last write is accepted.
-        done = self.flag_add
-        m.d.comb += done.payload.eq(last_info)
-        with m.If(done.valid & done.ready):
-            m.d.sync += [done.valid.eq(0), last_busy.eq(0)]
         for s, sp in spaces.items():
-            shift = _log2(sp.sig.words)
-            slot = sp.slot
-            with m.If(sp.port.req.valid & sp.port.req.ready):
-                m.d.sync += slot.valid.eq(0)
-                with m.If(slot.last):
-                    m.d.sync += done.valid.eq(1)
-            with m.If(write & (head.dst_space == s)):
-                lane = head.dst_addr[:shift] if shift else 0
-                onehot = Cat(*[lane == j for j in range(sp.sig.words)])
+            req = sp.port.req
+            m.d.comb += [sp.landed.w_en.eq(req.valid & req.ready & sp.last),
+                         sp.landed.w_data.eq(sp.info)]
+            with m.If(req.valid & req.ready):
+                m.d.sync += [req.valid.eq(0), sp.last.eq(0)]
+            with m.If(writes[s]):
                 m.d.sync += [
-                    slot.valid.eq(1), slot.last.eq(head.last),
-                    slot.payload.addr.eq(head.dst_addr >> shift),
-                    slot.payload.write.eq(1),
-                    slot.payload.data.as_value().eq(Cat(*[word] * sp.sig.words)),
-                    slot.payload.mask.eq(Mux(error, 0, onehot)),
+                    sp.info.flag.eq(self.inflight.payload.flag),
+                    sp.info.amount.eq(self.inflight.payload.words),
+                    req.valid.eq(1), sp.last.eq(Mux(merge.flush, merge.last, final_here)),
+                    req.payload.addr.eq(Mux(merge.flush, merge.line, dst_line)),
+                    req.payload.write.eq(1),
+                    req.payload.data.as_value().eq(
+                        _words(Mux(merge.flush, merge.data, merged_data), 0, sp.words)),
+                    req.payload.mask.eq(Mux(merge.flush, merge.mask, merged_mask)[:sp.words]),
                 ]
-            with m.Elif(read & (elem.src_space == s)):
+            with m.Elif(read & (beat.src_space == s)):
                 m.d.sync += [
-                    slot.valid.eq(1), slot.last.eq(0),
-                    slot.payload.addr.eq(elem.src_addr >> shift),
-                    slot.payload.write.eq(0),
-                    slot.payload.mask.eq(0),
+                    req.valid.eq(1), sp.last.eq(0),
+                    req.payload.addr.eq(beat.src_addr >> sp.shift),
+                    req.payload.write.eq(0),
+                    req.payload.mask.eq(0),
                 ]
+        self._flag_adds(m, [sp.landed for sp in spaces.values()])
         return m
+
+    def _flag_adds(self, m, landed):
+        """Offer the ports' completions on ``flag_add``, taking turns when both have one.
+        The choice is held while an offer waits, so the payload stays put until taken."""
+        done = self.flag_add
+        turn = Signal()                           # 1: port 1 goes first when both offer
+        held = Signal()                           # the last cycle's offer was not taken
+        chosen = Signal()                         # ... and came from this port
+        pick = Signal()
+        m.d.comb += [
+            pick.eq(Mux(held, chosen,
+                        Mux(landed[0].r_rdy & landed[1].r_rdy, turn, landed[1].r_rdy))),
+            done.valid.eq(landed[0].r_rdy | landed[1].r_rdy),
+            done.payload.eq(Mux(pick, landed[1].r_data, landed[0].r_data)),
+            landed[0].r_en.eq(done.ready & ~pick),
+            landed[1].r_en.eq(done.ready & pick),
+        ]
+        m.d.sync += [held.eq(done.valid & ~done.ready), chosen.eq(pick)]
+        with m.If(done.valid & done.ready):
+            m.d.sync += turn.eq(~pick)

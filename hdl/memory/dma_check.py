@@ -1,9 +1,8 @@
-"""The DMA's descriptor check: validation before any write, by golden.memory's error rule."""
-
-import types
+"""The DMA's descriptor queue and check: validation before any write, pipelined so that it
+adds no cycle between back-to-back descriptors."""
 
 from amaranth.hdl import Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.memory_port import check_int
@@ -29,10 +28,38 @@ job_layout = data.StructLayout({
 })
 
 _WIDE = signed(ERROR_ADDRESS_BITS)
+_SIDES = ("src", "dst")
+
+#: A queued descriptor with what the accept cycle already computed: the span of each
+#: dimension, ``(count - 1) * stride``, per side, and the product of the first two counts.
+_queued_layout = data.StructLayout({
+    "d": descriptor_layout,
+    "src_spans": data.ArrayLayout(_WIDE, DIMS),
+    "dst_spans": data.ArrayLayout(_WIDE, DIMS),
+    "pairs": unsigned(ADDRESS_BITS),
+})
+
+#: The descriptor being judged: the queued one with its id, ``last`` (counts minus 1),
+#: word count and the corner extremes of each side.
+_judged_layout = data.StructLayout({
+    "q": _queued_layout,
+    "id": unsigned(ID_BITS),
+    "last": data.ArrayLayout(unsigned(ADDRESS_BITS), DIMS),
+    "words": unsigned(ADDRESS_BITS),
+    "src_lo": _WIDE, "src_hi": _WIDE, "dst_lo": _WIDE, "dst_hi": _WIDE,
+})
+
+
+def _extremes(spans, k):
+    """The lowest and highest offset from a box's first element, for a box of the ``k``
+    innermost dimensions: the sums of the negative and of the positive spans."""
+    lo = sum(Mux(s < 0, s, 0) for s in spans[:k])
+    hi = sum(Mux(s > 0, s, 0) for s in spans[:k])
+    return lo, hi
 
 
 class DescriptorCheck(wiring.Component):
-    """Numbers descriptors as they arrive and accepts or rejects each one before it moves.
+    """Queues descriptors, numbers them, and accepts or rejects each one before it moves.
 
     The checks, first failure wins (``golden.memory`` module docstring): a zero count
     (records the source base), a flag at or above ``n_flags`` (records the flag id), then
@@ -43,34 +70,46 @@ class DescriptorCheck(wiring.Component):
     a space, then the first such row (i1) in it, then the first such element (i0). Every
     plane and row before it is wholly in range, so the element found is the first.
 
+    **Pipeline.** Three stages, one descriptor per cycle through each: the accept cycle
+    computes the spans ``(count - 1) * stride`` into the queue; the cycle a descriptor
+    leaves the queue sums them into the corner extremes of each side (a register); the
+    next cycle compares those with the spaces and offers the verdict, combinationally, on
+    ``jobs`` or ``errors``. The check of the next descriptor therefore overlaps the
+    current transfer, and a verdict taken lets the next one in the same cycle.
+
     Parameters
     ----------
     hbm_size, vmem_size : int
         Words in each space, 1 to ``2**24``.
     n_flags : int
         Flags in the bank, 1 to 128.
+    queue_depth : int
+        Descriptors the input queue holds (default 4).
 
     Ports
     -----
     descriptors : In(stream.Signature(descriptor_layout))
+        Ready while the queue has room.
     jobs : Out(stream.Signature(job_layout))
         Accepted descriptors, in order.
     errors : Out(stream.Signature(error_layout))
         Rejections, in order, by ``id`` (the arrival number, from 0).
     idle : Out(1)
-        No descriptor is being checked or waiting to leave.
+        No descriptor is queued or being judged.
 
-    Latency: a descriptor accepted in cycle ``t`` is offered on ``jobs`` or ``errors`` in
-    cycle ``t + 3`` (plus the scan for a range rejection); the next one is taken in the
-    cycle its predecessor leaves, so one descriptor every three cycles at most. ``jobs``
-    and ``errors`` hold until taken, and a waiting output holds the input.
+    Latency: a descriptor taken in cycle ``t`` into an empty check is offered on ``jobs``,
+    or on ``errors`` for a count or flag rejection, in cycle ``t + 2``; a range rejection
+    adds one cycle plus the scan. Throughput: one descriptor a cycle while verdicts are
+    taken. ``jobs`` and ``errors`` hold until taken, and a waiting verdict holds the queue.
     """
 
-    def __init__(self, *, hbm_size, vmem_size, n_flags):
+    def __init__(self, *, hbm_size, vmem_size, n_flags, queue_depth=4):
         check_int("hbm_size", hbm_size, least=1, most=1 << ADDRESS_BITS)
         check_int("vmem_size", vmem_size, least=1, most=1 << ADDRESS_BITS)
         check_int("n_flags", n_flags, least=1, most=1 << FLAG_BITS)
+        check_int("queue_depth", queue_depth, least=1, most=1 << 16)
         self.hbm_size, self.vmem_size, self.n_flags = hbm_size, vmem_size, n_flags
+        self.queue_depth = queue_depth
         super().__init__({
             "descriptors": In(stream.Signature(descriptor_layout)),
             "jobs": Out(stream.Signature(job_layout)),
@@ -78,147 +117,138 @@ class DescriptorCheck(wiring.Component):
             "idle": Out(1),
         })
 
+    def _size(self, space):
+        return Mux(space, self.vmem_size, self.hbm_size)
+
     def elaborate(self, platform):
         m = Module()
-        d = Signal(descriptor_layout)
-        ident = Signal(ID_BITS)
+        m.submodules.queue = queue = fifo.SyncFIFO(width=_queued_layout.size,
+                                                  depth=self.queue_depth)
+
+        # ---- stage 1, the accept cycle: spans and the first product, into the queue.
+        incoming = self.descriptors.payload
+        queued = Signal(_queued_layout)
+        for side, strides in (("src", incoming.src_strides), ("dst", incoming.dst_strides)):
+            # A zero count is rejected before its spans matter.
+            m.d.comb += [queued[f"{side}_spans"][k].eq((incoming.counts[k] - 1) * strides[k])
+                         for k in range(DIMS)]
+        m.d.comb += [
+            queued.d.eq(incoming), queued.pairs.eq(incoming.counts[0] * incoming.counts[1]),
+            queue.w_data.eq(queued), queue.w_en.eq(self.descriptors.valid),
+            self.descriptors.ready.eq(queue.w_rdy),
+        ]
+
+        # ---- stage 2, leaving the queue: id, word count and corner extremes, registered.
+        head = data.View(_queued_layout, queue.r_data)
+        judged = Signal(_judged_layout)
+        held = Signal()                      # `judged` holds a descriptor
+        leaves = Signal()
         next_id = Signal(ID_BITS)
-        job = Signal(job_layout)
-        error = Signal(error_layout)
-        # The span of each dimension, (count - 1) * stride, for source and destination.
-        span = {side: [Signal(_WIDE, name=f"{side}_span{k}") for k in range(DIMS)]
-                for side in ("src", "dst")}
-        words = Signal(ADDRESS_BITS)
-        # The range scan's registers: its level (2 plane, 1 row, 0 element), the index
-        # within that level, and the address of the current box's first element.
-        scan = types.SimpleNamespace(
-            level=Signal(range(DIMS), name="scan_level"),
-            index=Signal(ADDRESS_BITS, name="scan_index"),
-            cursor={side: Signal(_WIDE, name=f"scan_{side}") for side in ("src", "dst")})
+        take = Signal()
+        m.d.comb += [take.eq(queue.r_rdy & (~held | leaves)), queue.r_en.eq(take)]
+        with m.If(leaves):
+            m.d.sync += held.eq(0)
+        with m.If(take):
+            m.d.sync += [held.eq(1), judged.q.eq(head), judged.id.eq(next_id),
+                         next_id.eq(next_id + 1),
+                         judged.words.eq(head.pairs * head.d.counts[2])]
+            m.d.sync += [judged.last[k].eq(head.d.counts[k] - 1) for k in range(DIMS)]
+            for side, base in (("src", head.d.src_base), ("dst", head.d.dst_base)):
+                lo, hi = _extremes(head[f"{side}_spans"], DIMS)
+                m.d.sync += [judged[f"{side}_lo"].eq(base + lo), judged[f"{side}_hi"].eq(base + hi)]
 
-        def size(space):
-            return Mux(space, self.vmem_size, self.hbm_size)
+        # ---- stage 3: the verdict, offered combinationally.
+        d = judged.q.d
+        zero = ~(d.counts[0].any() & d.counts[1].any() & d.counts[2].any())
+        # (With every id a flag, the comparison would be constant: Verilator flags that.)
+        bad_flag = d.flag >= self.n_flags if self.n_flags < 1 << FLAG_BITS else 0
+        in_range = ((judged.src_lo >= 0) & (judged.src_hi < self._size(d.src_space))
+                    & (judged.dst_lo >= 0) & (judged.dst_hi < self._size(d.dst_space)))
+        accept = Signal()
+        out_of_range = Signal()
+        m.d.comb += [accept.eq(held & ~zero & ~bad_flag & in_range),
+                     out_of_range.eq(held & ~zero & ~bad_flag & ~in_range)]
 
-        # Sums of the negative and of the positive spans of the inner dimensions: the
-        # lowest and highest offset from a box's first element, for a box of the k
-        # innermost dimensions (k = 1 a row, 2 a plane, 3 the whole descriptor).
-        def extremes(side, k):
-            lo = sum(Mux(s < 0, s, 0) for s in span[side][:k])
-            hi = sum(Mux(s > 0, s, 0) for s in span[side][:k])
-            return lo, hi
+        job = self.jobs.payload
+        m.d.comb += [
+            self.jobs.valid.eq(accept),
+            job.src_space.eq(d.src_space), job.src_base.eq(d.src_base),
+            job.dst_space.eq(d.dst_space), job.dst_base.eq(d.dst_base),
+            job.last.eq(judged.last), job.src_strides.eq(d.src_strides),
+            job.dst_strides.eq(d.dst_strides), job.flag.eq(d.flag),
+            job.words.eq(judged.words), job.id.eq(judged.id),
+            job.src_lo.eq(judged.src_lo), job.src_hi.eq(judged.src_hi),
+            job.dst_lo.eq(judged.dst_lo), job.dst_hi.eq(judged.dst_hi),
+            job.overlap.eq((d.src_space == d.dst_space) & (judged.src_lo <= judged.dst_hi)
+                           & (judged.dst_lo <= judged.src_hi)),
+        ]
 
-        free = Signal()
-        m.d.comb += [self.jobs.payload.eq(job), self.errors.payload.eq(error),
-                     self.descriptors.ready.eq(free)]
-
-        def take_next():
-            # The cycle the previous descriptor leaves, the next one comes in.
-            m.d.comb += free.eq(1)
-            with m.If(self.descriptors.valid):
-                m.d.sync += [d.eq(self.descriptors.payload), ident.eq(next_id),
-                             next_id.eq(next_id + 1)]
-                m.next = "span"
-            with m.Else():
-                m.next = "idle"
-
-        with m.FSM():
-            with m.State("idle"):
-                m.d.comb += self.idle.eq(1)
-                take_next()
-            with m.State("span"):
-                for side, strides in (("src", d.src_strides), ("dst", d.dst_strides)):
-                    for k in range(DIMS):
-                        count = d.counts[k]
-                        m.d.sync += span[side][k].eq(Mux(count == 0, 0,
-                                                         (count - 1) * strides[k]))
-                m.d.sync += words.eq(d.counts[0] * d.counts[1] * d.counts[2])
-                m.next = "check"
-            with m.State("check"):
-                self._check(m, d, ident, job, error, words, size, extremes, scan)
-            with m.State("scan"):
-                self._scan(m, d, ident, error, size, extremes, scan)
-            with m.State("job"):
-                m.d.comb += self.jobs.valid.eq(1)
-                with m.If(self.jobs.ready):
-                    take_next()
-            with m.State("error"):
-                m.d.comb += self.errors.valid.eq(1)
-                with m.If(self.errors.ready):
-                    take_next()
+        quick = Signal(error_layout)         # a count or flag rejection, known at once
+        m.d.comb += [quick.id.eq(judged.id),
+                     quick.reason.eq(Mux(zero, reason_code("count"), reason_code("flag"))),
+                     quick.address.eq(Mux(zero, d.src_base, d.flag))]
+        found = Signal()                     # the scan has found a range rejection's address
+        scanned = Signal(error_layout)
+        self._scan(m, judged, out_of_range & ~found, found, scanned)
+        m.d.comb += [
+            self.errors.valid.eq(held & (zero | bad_flag | found)),
+            self.errors.payload.eq(Mux(found, scanned, quick)),
+            leaves.eq((self.jobs.valid & self.jobs.ready)
+                      | (self.errors.valid & self.errors.ready)),
+            self.idle.eq(~queue.r_rdy & ~held),
+        ]
+        with m.If(self.errors.valid & self.errors.ready):
+            m.d.sync += found.eq(0)
         return m
 
-    def _check(self, m, d, ident, job, error, words, size, extremes, scan):
-        lo = {}
-        hi = {}
-        for side, base in (("src", d.src_base), ("dst", d.dst_base)):
-            low, high = extremes(side, DIMS)
-            lo[side], hi[side] = Signal(_WIDE, name=f"{side}_lo"), Signal(_WIDE, name=f"{side}_hi")
-            m.d.comb += [lo[side].eq(base + low), hi[side].eq(base + high)]
-        in_range = ((lo["src"] >= 0) & (hi["src"] < size(d.src_space))
-                    & (lo["dst"] >= 0) & (hi["dst"] < size(d.dst_space)))
-        zero = (d.counts[0] == 0) | (d.counts[1] == 0) | (d.counts[2] == 0)
-        with m.If(zero):
-            m.d.sync += [error.id.eq(ident), error.reason.eq(reason_code("count")),
-                         error.address.eq(d.src_base)]
-            m.next = "error"
-        with m.Elif(d.flag >= self.n_flags):
-            m.d.sync += [error.id.eq(ident), error.reason.eq(reason_code("flag")),
-                         error.address.eq(d.flag)]
-            m.next = "error"
-        with m.Elif(in_range):
-            m.d.sync += [
-                job.src_space.eq(d.src_space), job.src_base.eq(d.src_base),
-                job.dst_space.eq(d.dst_space), job.dst_base.eq(d.dst_base),
-                job.src_strides.eq(d.src_strides), job.dst_strides.eq(d.dst_strides),
-                job.flag.eq(d.flag), job.words.eq(words), job.id.eq(ident),
-                job.src_lo.eq(lo["src"]), job.src_hi.eq(hi["src"]),
-                job.dst_lo.eq(lo["dst"]), job.dst_hi.eq(hi["dst"]),
-                job.overlap.eq((d.src_space == d.dst_space) & (lo["src"] <= hi["dst"])
-                               & (lo["dst"] <= hi["src"])),
-            ]
-            m.d.sync += [job.last[k].eq(d.counts[k] - 1) for k in range(DIMS)]
-            m.next = "job"
-        with m.Else():
-            m.d.sync += [scan.level.eq(DIMS - 1), scan.index.eq(0),
-                         scan.cursor["src"].eq(d.src_base), scan.cursor["dst"].eq(d.dst_base)]
-            m.next = "scan"
-
-    def _scan(self, m, d, ident, error, size, extremes, scan):
-        level, index, cursor = scan.level, scan.index, scan.cursor
+    def _scan(self, m, judged, wanted, found, error):
+        """Find the first offending element of the out-of-range descriptor in ``judged``
+        while ``wanted``; then set ``found`` and the ``error`` record."""
+        d = judged.q.d
+        running = Signal(name="scan_running")
+        level = Signal(range(DIMS), name="scan_level")       # 2 plane, 1 row, 0 element
+        index = Signal(ADDRESS_BITS, name="scan_index")
+        cursor = {side: Signal(_WIDE, name=f"scan_{side}") for side in _SIDES}
         strides = {"src": d.src_strides, "dst": d.dst_strides}
-        # The box of the current level at the cursor: a plane (level 2), a row (level 1)
-        # or one element (level 0). Bad when its extremes leave the space.
+        spaces = {"src": d.src_space, "dst": d.dst_space}
+
+        def by_level(values):
+            # values[k] for the current level, as a mux chain (no case statement).
+            result = values[0]
+            for k in range(1, DIMS):
+                result = Mux(level == k, values[k], result)
+            return result
+
+        # The box of the current level at the cursor: a plane, a row or one element. Bad
+        # when its corner extremes leave the space.
         bad = {}
-        for side, space in (("src", d.src_space), ("dst", d.dst_space)):
+        for side in _SIDES:
             bad[side] = Signal(name=f"{side}_bad")
-            with m.Switch(level):
-                for k in range(DIMS):
-                    with m.Case(k):
-                        low, high = extremes(side, k) if k else (0, 0)
-                        m.d.comb += bad[side].eq((cursor[side] + low < 0)
-                                                 | (cursor[side] + high >= size(space)))
+            spans = judged.q[f"{side}_spans"]
+            lows, highs = zip(*[_extremes(spans, k) if k else (0, 0) for k in range(DIMS)])
+            m.d.comb += bad[side].eq((cursor[side] + by_level(lows) < 0)
+                                     | (cursor[side] + by_level(highs) >= self._size(spaces[side])))
         count_last = Signal(ADDRESS_BITS)
-        with m.Switch(level):
-            for k in range(DIMS):
-                with m.Case(k):
-                    m.d.comb += count_last.eq(d.counts[k] - 1)
+        m.d.comb += count_last.eq(by_level(list(judged.last)))
         # A bad box holds the first bad element: descend into it (its first sub-box starts
         # at the cursor). Otherwise step to the next box of this level. The last box of a
         # level is bad by construction, and treated so, so the scan always ends.
-        with m.If(level == 0):
-            with m.If(bad["src"] | bad["dst"] | (index == count_last)):
-                m.d.sync += [error.id.eq(ident),
-                             error.reason.eq(Mux(bad["src"], reason_code("src_range"),
-                                                 reason_code("dst_range"))),
-                             error.address.eq(Mux(bad["src"], cursor["src"], cursor["dst"]))]
-                m.next = "error"
-        with m.Elif(bad["src"] | bad["dst"] | (index == count_last)):
-            m.d.sync += [level.eq(level - 1), index.eq(0)]
-        with m.Else():
-            m.d.sync += index.eq(index + 1)
-        with m.If(~bad["src"] & ~bad["dst"] & (index != count_last)):
-            for side in ("src", "dst"):
-                with m.Switch(level):
-                    for k in range(DIMS):
-                        with m.Case(k):
-                            m.d.sync += cursor[side].eq(cursor[side] + strides[side][k])
+        descend = Signal()
+        m.d.comb += descend.eq(bad["src"] | bad["dst"] | (index == count_last))
+        with m.If(wanted & ~running):
+            m.d.sync += [running.eq(1), level.eq(DIMS - 1), index.eq(0),
+                         cursor["src"].eq(d.src_base), cursor["dst"].eq(d.dst_base)]
+        with m.If(running):
+            with m.If(descend & level.any()):
+                m.d.sync += [level.eq(level - 1), index.eq(0)]
+            with m.Elif(descend):
+                m.d.sync += [
+                        running.eq(0), found.eq(1), error.id.eq(judged.id),
+                        error.reason.eq(Mux(bad["src"], reason_code("src_range"),
+                                            reason_code("dst_range"))),
+                        error.address.eq(Mux(bad["src"], cursor["src"], cursor["dst"])),
+                    ]
+            with m.Else():
+                m.d.sync += index.eq(index + 1)
+                m.d.sync += [cursor[side].eq(cursor[side] + by_level(list(strides[side])))
+                             for side in _SIDES]

@@ -4,7 +4,7 @@
 # and a part made before a later part's bad parameter raised need not warn too.)
 """One chip's memory system: DMA, HBM model, VMEM and sync flags, as one component."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -15,7 +15,12 @@ from .layouts import descriptor_layout, error_layout, flag_set_layout, flag_wait
 from .sync_flags import SyncFlags
 from .vmem import VMEM
 
-__all__ = ["DmaSystem", "core_signature"]
+__all__ = ["DmaSystem", "core_signature", "STAMPS"]
+
+#: The cycle-stamp outputs of a :class:`DmaSystem`, and their width.
+STAMPS = ("first_taken", "first_request", "first_read", "last_read", "first_write",
+          "last_write", "last_flag")
+STAMP_BITS = 32
 
 
 def core_signature(*, vmem_lines, lanes):
@@ -40,12 +45,12 @@ class DmaSystem(wiring.Component):
     Parameters
     ----------
     hbm_size : int
-        HBM words.
+        HBM words (default 1024).
     words_per_cycle, read_latency, max_outstanding, jitter, error_ranges
         The HBM model's (:class:`~hdl.memory.hbm.HBM`); ``max_outstanding`` defaults to
         ``words_per_cycle * (read_latency + jitter)``.
     vmem_lines, lanes : int
-        VMEM geometry (default 8 lanes).
+        VMEM geometry (default 64 lines of 8 lanes).
     n_flags, outstanding, queue_depth, max_reads
         The DMA's (:class:`~hdl.memory.dma.DMA`); the DMA covers ``read_latency + jitter``.
 
@@ -63,6 +68,15 @@ class DmaSystem(wiring.Component):
     finished : Out(1)
         Every descriptor taken so far is completed or rejected, and nothing is in
         flight, its error records included: a batch is over once all are sent.
+    first_taken, first_request, first_read, last_read, first_write, last_write, last_flag \
+    : Out(32)
+        Cycle stamps, from a counter that starts at 0 after reset, for measuring a run:
+        the first descriptor taken, the first cycle the DMA offers a memory request, the
+        first and the latest read accepted by a memory, the same for writes, and the
+        first cycle the latest flag add shows in ``flags``. ``first_request -
+        first_taken`` is the latency from a descriptor accepted to its first request;
+        ``last_flag - last_write`` from the last write to its flag visible; the read and
+        write spans give the rate at which a batch streams.
     write_fault : Out(1)
         The HBM dropped a write to an error range.
     flags : Out(ArrayLayout(32, n_flags))
@@ -74,9 +88,9 @@ class DmaSystem(wiring.Component):
         The HBM and VMEM storages (entry = line, word ``j`` in bits ``32*j ..``).
     """
 
-    def __init__(self, *, hbm_size, vmem_lines, lanes=8, words_per_cycle=1, read_latency=4,
-                 max_outstanding=None, jitter=0, error_ranges=(), n_flags=16, outstanding=4,
-                 queue_depth=None, max_reads=None):
+    def __init__(self, *, hbm_size=1024, vmem_lines=64, lanes=8, words_per_cycle=1,
+                 read_latency=4, max_outstanding=None, jitter=0, error_ranges=(), n_flags=16,
+                 outstanding=4, queue_depth=None, max_reads=None):
         check_int("read_latency", read_latency, least=1)
         check_int("jitter", jitter, least=0)
         check_int("words_per_cycle", words_per_cycle, least=1)
@@ -107,6 +121,7 @@ class DmaSystem(wiring.Component):
             "rejected": Out(COUNT_BITS), "bus_errors": Out(COUNT_BITS),
             "write_fault": Out(1),
             "flags": Out(data.ArrayLayout(32, n_flags)),
+            **{name: Out(STAMP_BITS) for name in STAMPS},
         })
 
     def elaborate(self, platform):
@@ -140,4 +155,28 @@ class DmaSystem(wiring.Component):
             self.write_fault.eq(hbm.write_fault),
             self.flags.eq(flags.values),
         ]
+        self._stamp(m, dma, flags)
         return m
+
+    def _stamp(self, m, dma, flags):
+        now = Signal(STAMP_BITS)
+        m.d.sync += now.eq(now + 1)
+        ports = (dma.hbm.req, dma.vmem.req)
+        reads = Cat(*[req.valid & req.ready & ~req.payload.write for req in ports]).any()
+        writes = Cat(*[req.valid & req.ready & req.payload.write for req in ports]).any()
+        events = {
+            "first_taken": self.descriptors.valid & self.descriptors.ready,
+            "first_request": Cat(*[req.valid for req in ports]).any(),
+            "first_read": reads, "first_write": writes,
+        }
+        for name, event in events.items():
+            seen = Signal(name=f"{name}_seen")
+            with m.If(event & ~seen):
+                m.d.sync += [seen.eq(1), getattr(self, name).eq(now)]
+        with m.If(reads):
+            m.d.sync += self.last_read.eq(now)
+        with m.If(writes):
+            m.d.sync += self.last_write.eq(now)
+        with m.If(flags.add.valid & flags.add.ready):
+            # The bank registers the add: it shows from the next cycle.
+            m.d.sync += self.last_flag.eq(now + 1)

@@ -170,7 +170,7 @@ class HBM(wiring.Component):
 
         # Jitter: the extra cycles are a random fraction of (jitter + 1), scaled by a
         # multiply rather than a modulo so any bound is cheap.
-        extra = Signal(range(self.jitter + 1))
+        extra = Signal(range(self.jitter + 2))      # at least one bit, even without jitter
         if self.jitter:
             m.submodules.random = random = Xorshift32()
             m.d.comb += [random.seed.eq(self.seed), random.run.eq(self.start),

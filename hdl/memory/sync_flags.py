@@ -1,6 +1,6 @@
 """Sync flags: a bank of 32-bit counters that DMAs add to and the core sets and waits on."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -52,27 +52,27 @@ class SyncFlags(wiring.Component):
         })
 
     def elaborate(self, platform):
+        # Expressions only, no conditional comb assignment: see hdl.memory.dma_lanes.
         m = Module()
         flags = [Signal(32, name=f"flag{i}") for i in range(self.n_flags)]
         m.d.comb += [self.add.ready.eq(1), self.set.ready.eq(1)]
-        adding, setting = self.add.valid, self.set.valid
+        met = []
         for i, flag in enumerate(flags):
-            start = Signal(32, name=f"flag{i}_start")
-            m.d.comb += start.eq(flag)
-            with m.If(setting & (self.set.payload.flag == i)):
-                m.d.comb += start.eq(self.set.payload.value)
-            with m.If(adding & (self.add.payload.flag == i)):
-                m.d.sync += flag.eq(start + self.add.payload.amount)
-            with m.Else():
-                m.d.sync += flag.eq(start)
+            setting = self.set.valid & _is(self.set.payload.flag, i)
+            adding = self.add.valid & _is(self.add.payload.flag, i)
+            start = Mux(setting, self.set.payload.value, flag)
+            m.d.sync += flag.eq(start + Mux(adding, self.add.payload.amount, 0))
             m.d.comb += self.values[i].eq(flag)
+            met.append(_is(self.wait.payload.flag, i) & (flag >= self.wait.payload.value))
 
-        # The waited-on flag's value, out of range reading as "never": a mux over the bank.
-        met = Signal()
-        with m.Switch(self.wait.payload.flag):
-            for i, flag in enumerate(flags):
-                with m.Case(i):
-                    m.d.comb += met.eq(flag >= self.wait.payload.value)
-        m.d.comb += [self.wait.ready.eq(self.wait.valid & met),
-                     self.waiting.eq(self.wait.valid & ~met)]
+        # The waited-on flag's test; an id out of range is never met.
+        ok = Signal()
+        m.d.comb += [ok.eq(Cat(*met).any()),
+                     self.wait.ready.eq(self.wait.valid & ok),
+                     self.waiting.eq(self.wait.valid & ~ok)]
         return m
+
+
+def _is(value, i):
+    """``value == i``, written so that the Verilog is lint-clean for 0 too."""
+    return ~value.any() if i == 0 else value == i

@@ -62,7 +62,9 @@ def descriptor_beat(d):
 def run_batch(system, hbm, vmem, descriptors, *, rng=None, gap=0.0, stall=0.0, seed=0,
               limit=200_000):
     """Run a batch on a ``DmaSystem``; returns a dict of the final images, flags, error
-    records ``(index, reason, address)`` in arrival order, and the cycles taken."""
+    records ``(index, reason, address)`` in arrival order, the cycles taken, and
+    ``requests``: the cycles (counted as ``cycles`` is) in which the DMA's reads and
+    writes were accepted, per memory, as ``{("hbm", "read"): [...], ...}``."""
     assert isinstance(system, DmaSystem)
     rng = rng or np.random.default_rng(0)
     beats = [descriptor_beat(d) for d in descriptors]
@@ -80,15 +82,24 @@ def run_batch(system, hbm, vmem, descriptors, *, rng=None, gap=0.0, stall=0.0, s
                 await ctx.tick().repeat(int(rng.integers(1, 4)))
             await put(ctx, system.descriptors, beat)
 
+    ports = {"hbm": system.hbm.port.req, "vmem": system.vmem.dma.req}
+    out["requests"] = {(name, kind): [] for name in ports for kind in ("read", "write")}
+
     async def recorder(ctx):
         cycle = 0
         n = len(beats)
         while True:
             ready = not stalls[cycle % limit]
             ctx.set(system.errors.ready, ready)
-            _, _, valid, payload, received, done, rejected, idle = await ctx.tick().sample(
-                system.errors.valid, system.errors.payload, system.received,
-                system.completed, system.rejected, system.idle)
+            _, _, valid, payload, received, done, rejected, idle, *reqs = \
+                await ctx.tick().sample(
+                    system.errors.valid, system.errors.payload, system.received,
+                    system.completed, system.rejected, system.idle,
+                    *[r.valid & r.ready for r in ports.values()],
+                    *[r.payload.write for r in ports.values()])
+            for name, taken, write in zip(ports, reqs[:2], reqs[2:]):
+                if taken:
+                    out["requests"][name, "write" if write else "read"].append(cycle)
             cycle += 1
             if valid and ready:
                 out["errors"].append((payload.id, REASONS[payload.reason], payload.address))

@@ -1,0 +1,38 @@
+"""Word-lane networks of the DMA's burst engine: a barrel rotation and lane masks.
+
+They are built from ``Mux``, ``Cat`` and comparisons only, so the exported Verilog is
+continuous assignments: no variable part-select (which Verilator flags when its result is
+narrowed), and nothing an event simulator leaves unevaluated at time zero (Icarus runs an
+``always @*`` block only once one of its inputs changes).
+"""
+
+from amaranth.hdl import Cat, Mux, Value
+
+from ..lib.memory_port import WORD_BITS
+
+__all__ = ["rotate_words_left", "lane_mask"]
+
+
+def rotate_words_left(value, amount, words):
+    """``value``, ``words`` 32-bit words, rotated towards higher lanes by ``amount`` words:
+    word ``j`` moves to lane ``(j + amount) mod words``. ``words`` is a power of two and
+    ``amount`` is taken modulo ``words`` (its low ``log2(words)`` bits); a log-depth network
+    of 2:1 multiplexers."""
+    if words < 1 or words & (words - 1):
+        raise ValueError(f"words must be a power of two, not {words}")
+    value = Value.cast(value)
+    if len(value) != WORD_BITS * words:
+        raise ValueError(f"value has {len(value)} bits, not {words} words")
+    for bit in range((words - 1).bit_length()):
+        value = Mux(amount[bit], value.rotate_left(WORD_BITS << bit), value)
+    return value
+
+
+def lane_mask(first, end, lanes):
+    """A ``lanes``-bit mask with bit ``j`` set for ``first <= j < end``."""
+    first, end = Value.cast(first), Value.cast(end)
+    # Comparisons that the operand widths already decide are left out (Verilator flags a
+    # constant comparison).
+    first_max, end_max = (1 << len(first)) - 1, (1 << len(end)) - 1
+    return Cat(*[((first <= j) if j < first_max else 1) & (end > j) if j < end_max else 0
+                 for j in range(lanes)])
