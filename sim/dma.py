@@ -144,16 +144,15 @@ def run_stamped(hbm, vmem, descriptors, *, outstanding=4, read_latency=4, words_
     params = dict(hbm_size=hbm.size, vmem_lines=vmem.size // lanes, lanes=lanes,
                   words_per_cycle=words_per_cycle, read_latency=read_latency, jitter=jitter,
                   n_flags=n_flags, outstanding=outstanding)
-    # Quiet spells (no stream moving) last at most the transfers still in flight; at
-    # worst an overlapping descriptor waits out the read latency for every word.
-    words = sum(d.words for d in descriptors) + len(descriptors)
-    watchdog = min(1000 + (read_latency + jitter + 8) * words, (1 << 32) - 1)
+    # The watchdog sees every memory request and response (``busy``): a DMA that makes
+    # progress is never quiet for longer than a read's latency.
+    watchdog = 1000 + 4 * (read_latency + jitter)
     whole = WholeRun(
         "dma", params, play={"descriptors": [descriptor_beat(d) for d in descriptors]},
         record={"errors": len(descriptors)}, until="finished",
         gaps={"descriptors": idle, "errors": stall}, seed=seed, inputs={"seed": seed},
         load={"hbm": _lines(hbm, words_per_cycle), "vmem": _lines(vmem, lanes)},
-        dump=("hbm", "vmem"), watchdog=watchdog)
+        dump=("hbm", "vmem"), watchdog=watchdog, busy="busy")
     result = run_whole(whole, backend=backend, waves=waves)
     records = [data.Const(error_layout, beat) for beat in result.recorded["errors"]]
     rejected = sorted(record.id for record in records if REASONS[record.reason] != "bus")

@@ -18,11 +18,13 @@ from pathlib import Path
 from sim.backends import run_program
 
 from .suites import SUITES
+from .suites.case import WholeCase
 
 __all__ = ["run_seed", "main"]
 
 #: Faults a test of the regression runner itself can inject into one seed.
-INJECTIONS = ("golden-no-flush", "crash", "hang")
+#: ``golden-no-flush`` (arith, mxu) and ``golden-fault`` (dma) corrupt the expected results.
+INJECTIONS = ("golden-no-flush", "golden-fault", "crash", "hang")
 
 
 def run_seed(suite, seed, sim, out, *, waves=False, code_coverage=False, inject=None,
@@ -39,17 +41,23 @@ def run_seed(suite, seed, sim, out, *, waves=False, code_coverage=False, inject=
         time.sleep(1e6)
     started = time.perf_counter()
     cases = []
-    for block, params, name, program in SUITES[suite].runs(seed, inject=inject):
+    for run in SUITES[suite].runs(seed, inject=inject):
+        name = run.name if isinstance(run, WholeCase) else run[2]
         if only and only not in name:
             continue
         case = {"case": name}
+        wave_file = out / f"{name}.{'vcd' if sim != 'icarus' else 'fst'}" if waves else None
         try:
-            case |= run_program(
-                block, params, functools.partial(program, coverage=out / f"{name}.cov.xml"),
-                backend=sim, waves=out / f"{name}.{'vcd' if sim != 'icarus' else 'fst'}"
-                if waves else None,
-                coverage=out / f"{name}.dat" if code_coverage else None,
-                run_dir=out / name if sim != "amaranth" else None)
+            if isinstance(run, WholeCase):
+                case |= run.check(backend=sim, coverage=out / f"{name}.cov.xml",
+                                  waves=wave_file)
+            else:
+                block, params, name, program = run
+                case |= run_program(
+                    block, params, functools.partial(program, coverage=out / f"{name}.cov.xml"),
+                    backend=sim, waves=wave_file,
+                    coverage=out / f"{name}.dat" if code_coverage else None,
+                    run_dir=out / name if sim != "amaranth" else None)
             case["status"] = "pass" if case["mismatches"] == 0 else "fail"
         except Exception as error:      # a hang, a protocol error, a simulator failure
             case |= {"status": "error", "error": f"{type(error).__name__}: {error}",

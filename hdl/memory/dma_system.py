@@ -65,6 +65,10 @@ class DmaSystem(wiring.Component):
         Seed of the HBM jitter, loaded until the first descriptor is taken.
     idle, received, completed, rejected, bus_errors : Out
         The DMA's status (:class:`~hdl.memory.dma.DMA`).
+    busy : Out(1)
+        A memory request or response, or a flag add, moved this cycle: the DMA is making
+        progress even while no descriptor or error record moves (a whole run's watchdog
+        watches it).
     finished : Out(1)
         Every descriptor taken so far is completed or rejected, and nothing is in
         flight, its error records included: a batch is over once all are sent.
@@ -116,7 +120,7 @@ class DmaSystem(wiring.Component):
             "errors": Out(stream.Signature(error_layout)),
             "core": In(core_signature(vmem_lines=vmem_lines, lanes=lanes)),
             "seed": In(32),
-            "idle": Out(1), "finished": Out(1),
+            "idle": Out(1), "finished": Out(1), "busy": Out(1),
             "received": Out(COUNT_BITS), "completed": Out(COUNT_BITS),
             "rejected": Out(COUNT_BITS), "bus_errors": Out(COUNT_BITS),
             "write_fault": Out(1),
@@ -150,6 +154,8 @@ class DmaSystem(wiring.Component):
             self.core.waiting.eq(flags.waiting),
             self.idle.eq(dma.idle),
             self.finished.eq(dma.idle & (dma.received == dma.completed + dma.rejected)),
+            self.busy.eq(Cat(*[handshake.valid & handshake.ready for handshake in (
+                dma.hbm.req, dma.hbm.resp, dma.vmem.req, dma.vmem.resp, dma.flag_add)]).any()),
             self.received.eq(dma.received), self.completed.eq(dma.completed),
             self.rejected.eq(dma.rejected), self.bus_errors.eq(dma.bus_errors),
             self.write_fault.eq(hbm.write_fault),

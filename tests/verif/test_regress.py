@@ -135,3 +135,20 @@ def test_unknown_suite_is_a_one_line_error(tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.strip() == ("tpu-rtl regress: error: unknown suite 'alu'; suites: "
                                    "arith, mxu, bf16_mul_exhaustive")
+
+
+def test_dma_regression_runs_whole_and_catches_a_broken_golden(tmp_path):
+    proc = _regress("dma", "--seeds", "2", "-j", "2", "--sim", "amaranth", "--inject",
+                    "golden-fault", "--inject-seed", "2", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "passed 1 of 2 seeds" in proc.stdout
+    assert "FAILED seed 2 (fail): dma seed 2 batch 0" in proc.stdout
+    assert "reproduce: tpu-rtl regress dma --sim amaranth --seed 2 --inject golden-fault " \
+           "--inject-seed 2" in proc.stdout
+    out = tmp_path / "build" / "regress" / "dma"
+    record = (out / "seeds" / "1" / "result.json").read_text()
+    assert '"mismatches": 0' in record and '"descriptors": 39' in record
+    percent, text = functional_summary(out / "coverage.xml")
+    # Two seeds of 39 small descriptors cover most bins, but not the large size classes,
+    # which only Verilator's batches of 800 carry.
+    assert 50 < percent < 100 and "dma.size: large" in text

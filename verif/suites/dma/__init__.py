@@ -1,0 +1,1 @@
+"""Suite ``dma``: random descriptor batches on the memory system against golden."""
