@@ -10,7 +10,6 @@ Every choice comes from the ``numpy`` generator the caller seeds.
 import math
 from dataclasses import dataclass
 
-
 from golden.memory import Descriptor
 
 __all__ = ["Geometry", "Card", "DIRECTIONS", "SIZES", "STRIDES", "LEGALITY", "deal",
