@@ -1,7 +1,7 @@
 """The DMA's descriptor queue and check: validation before any write, pipelined so that it
 adds no cycle between back-to-back descriptors."""
 
-from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -28,6 +28,10 @@ job_layout = data.StructLayout({
 })
 
 _WIDE = signed(ERROR_ADDRESS_BITS)
+# The scan's cursor is a box's first address, |.| < 2**ADDRESS_BITS + 2**(2 * ADDRESS_BITS);
+# a probe adds a stride shifted by under ADDRESS_BITS bits, |.| < 2**(STRIDE_BITS - 1 +
+# ADDRESS_BITS - 1). Their sum, below 2**(STRIDE_BITS + ADDRESS_BITS), must fit `_WIDE`.
+assert STRIDE_BITS + ADDRESS_BITS < _WIDE.width - 1, "scan cursors would overflow"
 _SIDES = ("src", "dst")
 
 #: A queued descriptor with what the accept cycle already computed: the span of each
@@ -65,10 +69,12 @@ class DescriptorCheck(wiring.Component):
     (records the source base), a flag at or above ``n_flags`` (records the flag id), then
     the ranges. An affine address over a box takes its extremes at corners, so accepting
     is an O(1) corner check. A rejected range needs the first offending element in element
-    order (its source checked before its destination); a scan finds it in at most
-    ``c2 + c1 + c0`` cycles by descending: the first plane (i2) whose corner extremes leave
-    a space, then the first such row (i1) in it, then the first such element (i0). Every
-    plane and row before it is wholly in range, so the element found is the first.
+    order (its source checked before its destination); a scan finds it by descending: the
+    first plane (i2) whose corner extremes leave a space, then the first such row (i1) in
+    it, then the first such element (i0). Every plane and row before it is wholly in range,
+    so the element found is the first. Within a level the boxes in range form an interval
+    of indices (addresses are affine in the index), so once box 0 is in range a binary
+    search over the index bits, one probe a cycle, finds the first box out of range.
 
     **Pipeline.** Three stages, one descriptor per cycle through each: the accept cycle
     computes the spans ``(count - 1) * stride`` into the queue; the cycle a descriptor
@@ -99,8 +105,12 @@ class DescriptorCheck(wiring.Component):
 
     Latency: a descriptor taken in cycle ``t`` into an empty check is offered on ``jobs``,
     or on ``errors`` for a count or flag rejection, in cycle ``t + 2``; a range rejection
-    adds one cycle plus the scan. Throughput: one descriptor a cycle while verdicts are
-    taken. ``jobs`` and ``errors`` hold until taken, and a waiting verdict holds the queue.
+    adds one cycle plus the scan, at most ``4 + sum(ceil(log2(c_k)))`` cycles for counts
+    ``c_k``: a check of each level's box 0, up to ``ceil(log2(c_k))`` probes in each level,
+    and a check of the element found. With fewer than ``2**24`` words that is at most 30,
+    so a range rejection is offered by cycle ``t + 33``. Throughput: one descriptor a
+    cycle while verdicts are taken. ``jobs`` and ``errors`` hold until taken, and a
+    waiting verdict holds the queue.
     """
 
     def __init__(self, *, hbm_size, vmem_size, n_flags, queue_depth=4):
@@ -206,10 +216,11 @@ class DescriptorCheck(wiring.Component):
         while ``wanted``; then set ``found`` and the ``error`` record."""
         d = judged.q.d
         running = Signal(name="scan_running")
+        searching = Signal(name="scan_searching")            # probing, else checking
         level = Signal(range(DIMS), name="scan_level")       # 2 plane, 1 row, 0 element
         index = Signal(ADDRESS_BITS, name="scan_index")
+        bit = Signal(range(ADDRESS_BITS), name="scan_bit")   # the probe's distance, log2
         cursor = {side: Signal(_WIDE, name=f"scan_{side}") for side in _SIDES}
-        strides = {"src": d.src_strides, "dst": d.dst_strides}
         spaces = {"src": d.src_space, "dst": d.dst_space}
 
         def by_level(values):
@@ -219,26 +230,59 @@ class DescriptorCheck(wiring.Component):
                 result = Mux(level == k, values[k], result)
             return result
 
-        # The box of the current level at the cursor: a plane, a row or one element. Bad
-        # when its corner extremes leave the space.
+        # While searching, the box judged is the probe `2**bit` boxes past the cursor; while
+        # checking, the one at the cursor. Shifts, no multiplier; exact in `_WIDE` (see its
+        # assertion).
+        stride, probe, double = {}, {}, {}
+        for side in _SIDES:
+            stride[side] = by_level(list(d[f"{side}_strides"]))
+            shifted = Signal(_WIDE, name=f"{side}_shifted")
+            m.d.comb += shifted.eq(stride[side] << bit)
+            probe[side] = Signal(_WIDE, name=f"{side}_probe")
+            m.d.comb += probe[side].eq(cursor[side] + Mux(searching, shifted, 0))
+            double[side] = cursor[side] + (stride[side] << 1)
+        # A search takes the bits highest first, so `index` has none at or below `bit`: an
+        # OR adds the probe's distance.
+        probe_index = index | (Const(1, ADDRESS_BITS) << bit)[:ADDRESS_BITS]
+        # The box judged is a plane, a row or one element: bad when its corner extremes
+        # leave the space.
         bad = {}
         for side in _SIDES:
             bad[side] = Signal(name=f"{side}_bad")
             spans = judged.q[f"{side}_spans"]
             lows, highs = zip(*[_extremes(spans, k) if k else (0, 0) for k in range(DIMS)])
-            m.d.comb += bad[side].eq((cursor[side] + by_level(lows) < 0)
-                                     | (cursor[side] + by_level(highs) >= self._size(spaces[side])))
+            m.d.comb += bad[side].eq((probe[side] + by_level(lows) < 0)
+                                     | (probe[side] + by_level(highs) >= self._size(spaces[side])))
         count_last = Signal(ADDRESS_BITS)
         m.d.comb += count_last.eq(by_level(list(judged.last)))
-        # A bad box holds the first bad element: descend into it (its first sub-box starts
-        # at the cursor). Otherwise step to the next box of this level. The last box of a
-        # level is bad by construction, and treated so, so the scan always ends.
+        # The first probe's bit: the top bit of count_last - 1, the highest index a probe
+        # may accept (bit 0 when that is 0: the probe of box 1 is then refused).
+        top = Signal.like(bit)
+        m.d.comb += top.eq(0)
+        for k in range(1, ADDRESS_BITS):
+            with m.If((count_last - 1)[k]):
+                m.d.comb += top.eq(k)
+
+        # Checking: a bad box holds the first bad element: descend into it (its first
+        # sub-box starts at the cursor). The last box of a level is bad by construction, and
+        # treated so, so the scan always ends. Only box 0 can be good here (a search ends on
+        # a bad or last box): then search its level.
+        #
+        # Searching: the boxes of a level in range form an interval of indices (addresses
+        # are affine in the index, and the outside of the source's interval and of the
+        # destination's is the outside of their intersection), and box 0 is in it. Over
+        # the index bits, highest first, a probe is accepted when its box is good and is
+        # not the last, leaving the cursor on the last good box before the last. After bit
+        # 0, the first bad box is the next one: descend into it, or, for an element, check
+        # it to name the side.
         descend = Signal()
-        m.d.comb += descend.eq(bad["src"] | bad["dst"] | (index == count_last))
+        accept = Signal()
+        m.d.comb += [descend.eq(bad["src"] | bad["dst"] | (index == count_last)),
+                     accept.eq(~bad["src"] & ~bad["dst"] & (probe_index < count_last))]
         with m.If(wanted & ~running):
-            m.d.sync += [running.eq(1), level.eq(DIMS - 1), index.eq(0),
+            m.d.sync += [running.eq(1), searching.eq(0), level.eq(DIMS - 1), index.eq(0),
                          cursor["src"].eq(d.src_base), cursor["dst"].eq(d.dst_base)]
-        with m.If(running):
+        with m.If(running & ~searching):
             with m.If(descend & level.any()):
                 m.d.sync += [level.eq(level - 1), index.eq(0)]
             with m.Elif(descend):
@@ -249,6 +293,19 @@ class DescriptorCheck(wiring.Component):
                         error.address.eq(Mux(bad["src"], cursor["src"], cursor["dst"])),
                     ]
             with m.Else():
-                m.d.sync += index.eq(index + 1)
-                m.d.sync += [cursor[side].eq(cursor[side] + by_level(list(strides[side])))
-                             for side in _SIDES]
+                m.d.sync += [searching.eq(1), bit.eq(top)]
+        with m.If(running & searching & bit.any()):
+            m.d.sync += bit.eq(bit - 1)
+            with m.If(accept):
+                m.d.sync += index.eq(probe_index)
+                m.d.sync += [cursor[side].eq(probe[side]) for side in _SIDES]
+        with m.If(running & searching & ~bit.any()):
+            # This probe was box index + 1. The first bad box follows the last good one, and
+            # is known bad: descend into it at once, but check an element for its side.
+            m.d.sync += searching.eq(0)
+            m.d.sync += [cursor[side].eq(Mux(accept, double[side], probe[side]))
+                         for side in _SIDES]
+            with m.If(level.any()):
+                m.d.sync += [level.eq(level - 1), index.eq(0)]
+            with m.Else():
+                m.d.sync += index.eq(Mux(accept, index + 2, probe_index))
