@@ -15,13 +15,14 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
+from sim import dma_bench
 from sim.arith import UNITS, stream_through
 from sim.backends import run_program
 from sim.backends.toolchain import iverilog
@@ -51,11 +52,12 @@ class Plan:
     util_cases: tuple         # ((M, K, N), rows, cols)
     large_array: int = 0      # rows = cols of the compiled large-array run (0: none)
     mxu_sizes: tuple = (4, 8)  # square MXUs timed on every path; the last is the headline
+    dma: bool = False         # the DMA throughput cases and the HBM self-test (sim.dma_bench)
 
 
 FULL = Plan(3, 4000, (64, 32, 32), (8, 16, 32, 64, 128),
             (((128, 32, 32), 8, 8), ((256, 64, 64), 8, 8), ((64, 64, 64), 8, 8),
-             ((16, 16, 16), 8, 8), ((256, 64, 64), 16, 16)), large_array=32)
+             ((16, 16, 16), 8, 8), ((256, 64, 64), 16, 16)), large_array=32, dma=True)
 QUICK = Plan(1, 1000, (16, 16, 16), (8, 16, 32),
              (((128, 32, 32), 8, 8), ((16, 16, 16), 8, 8)))
 
@@ -76,7 +78,7 @@ def _median_rate(runs):
 
 
 def _arith_operands(unit, n_ops, rng):
-    if unit == "fp32_to_bf16":
+    if len(UNITS[unit].operands) == 1:
         return (corpus.unary_corpus(unit, rng, n_ops)[-n_ops:],)
     return tuple(x[-n_ops:] for x in corpus.binary_corpus(unit, rng, n_ops))
 
@@ -215,14 +217,19 @@ def _large_array(size, repeats, rng):
     return seconds, peak, cycles, rate
 
 
-def run_bench(*, quick=False, output="docs/benchmarks.md", seed=1):
-    """Measure everything, write the Markdown table to ``output``; returns its text."""
+def run_bench(*, quick=False, output="docs/benchmarks.md", seed=1, large_array=None):
+    """Measure everything, write the Markdown table to ``output``; returns its text.
+
+    ``large_array`` overrides the plan's large compiled array (its edge; 0 skips it).
+    """
     plan = QUICK if quick else FULL
+    if large_array is not None:
+        plan = replace(plan, large_array=large_array)
     rng = np.random.default_rng(seed)
     paths = [p for p in PATHS if p[0] != "icarus" or iverilog()]
     mxu_sizes = plan.mxu_sizes
     steps = _steps((len(UNITS) + len(mxu_sizes)) * len(paths) + 2 + len(plan.export_sizes)
-                   + len(plan.util_cases) + bool(plan.large_array))
+                   + len(plan.util_cases) + bool(plan.large_array) + plan.dma)
     speed = []
     for unit in UNITS:
         rates = {}
@@ -252,18 +259,24 @@ def run_bench(*, quick=False, output="docs/benchmarks.md", seed=1):
     for shape, rows, cols in plan.util_cases:
         utilization.append((shape, rows, cols, *_utilization(shape, rows, cols, rng)))
         steps(f"utilization {'x'.join(map(str, shape))} on {rows}x{cols}")
+    dma_rows, hbm_test = [], {}
+    if plan.dma:
+        dma_rows = dma_bench.throughput()
+        hbm_test = dma_bench.hbm_self_test()
+        steps("DMA throughput and HBM self-test")
     large = None
     if plan.large_array:
         large = _large_array(plan.large_array, plan.repeats, rng)
         steps(f"{plan.large_array}x{plan.large_array} MXU, compiled")
     steps.close()
-    text = _report(plan, quick, paths, speed, all_public, harness, exports, utilization, large)
+    text = _report(plan, quick, paths, speed, all_public, harness, exports, utilization, large,
+                   (dma_rows, hbm_test))
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     Path(output).write_text(text)
     return text
 
 
-def _report(plan, quick, paths, speed, all_public, harness, exports, utilization, large):
+def _report(plan, quick, paths, speed, all_public, harness, exports, utilization, large, dma):
     names = [_path_name(*path) for path in paths]
     compiled, cocotb = ("verilator", "whole"), ("verilator", "cocotb")
     rates = {name: dict(r) for name, _, r in speed}
@@ -327,12 +340,14 @@ def _report(plan, quick, paths, speed, all_public, harness, exports, utilization
             f"`sim.mxu.matmul` of {n}x{n}x{n} on a {n}x{n} MXU, backend verilator: build "
             f"{seconds:.0f} s with a peak of {peak:,.0f} MB (export, Verilator and the C++ "
             f"compile), then {cycles:,} cycles at {rate:,.0f} cycles per second. The PE and "
-            "the PE row are kept out of line, so the C++ grows with the array's edge; what "
-            "grows with its area is the array module's wiring, which Amaranth emits as a "
-            "named wire and an assign per lane of every row-to-row bus, and Verilator's "
-            "memory grows with it: at four times the area (64x64) it passed 12 GB without "
-            "finishing, so the tpu_v4 preset (128x128) does not build within 24 GB yet. "
-            "Emitting the row-to-row buses whole is the next step.",
+            "the PE row are kept out of line, so the C++ grows with the array's edge, but "
+            "Verilator's own memory grows with its area: its scope stage copies every "
+            "instance's logic before identical functions are merged again, and its DFG "
+            "optimizer peaks on that copy. Designs of more than 2 MB of Verilog therefore "
+            "verilate without DFG (`LARGE_DESIGN_BYTES` in `sim/backends/compiled.py`), which "
+            "nearly halves the peak. Memory still grows with the area, so the tpu_v4 "
+            f"preset (128x128, {(128 // n) ** 2} times this array's area) does not build "
+            "within this machine's 24 GB (see \"Large arrays\" in docs/simulation.md).",
             "",
         ]
     lines += [
@@ -357,4 +372,39 @@ def _report(plan, quick, paths, speed, all_public, harness, exports, utilization
           for s, r, c, cy, u in utilization),
         "",
     ]
+    dma_rows, hbm_test = dma
+    if dma_rows:
+        lines += _dma_section(dma_rows, hbm_test)
     return "\n".join(lines)
+
+
+def _dma_section(rows, hbm_test):
+    """The DMA benchmarks of issue 11 (:mod:`sim.dma_bench`, compiled Verilator)."""
+    lines = [
+        "## DMA",
+        "",
+        "HBM -> VMEM descriptors back to back on the compiled Verilator path "
+        "(`python -m sim.dma_bench` runs the same cases). *fraction*: words / (the longer "
+        "of the read and write spans x `words_per_cycle`); *end to end* includes the "
+        "start-up latency; *request*: cycles from a descriptor accepted by the idle DMA "
+        "to its first memory request; *flag*: from the last write accepted to the flag "
+        "visible. Each case runs with the default `outstanding` (4) and, where that is "
+        "short of Little's law for descriptors (`1 + wpc * (latency + 3) / words`), with "
+        "the least that suffices.",
+        "",
+        "| case | words/cycle | read latency | outstanding | fraction | end to end | "
+        "request | flag | goal |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        verdict = "met" if r.met else "**missed**"
+        lines.append(f"| {r.case} | {r.words_per_cycle} | {r.read_latency} | "
+                     f"{r.outstanding} | {r.fraction:.1%} | {r.end_to_end:.1%} | "
+                     f"{r.request_latency} | {r.flag_latency} | {r.goal:.0%}, {verdict} |")
+    lines.append("")
+    for latency, (lone, stream) in hbm_test.items():
+        lines.append(f"HBM model alone (Amaranth simulator, 8 words per cycle, read latency "
+                     f"{latency}): a lone read takes {lone} cycles, a stream of reads reaches "
+                     f"{stream:.2%} of `words_per_cycle`.")
+    lines.append("")
+    return lines

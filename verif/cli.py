@@ -129,7 +129,7 @@ def _flushed_stderr(*text):
 def _cmd_bench(args):
     from .bench import run_bench
     print(f"bench{' --quick' if args.quick else ''}: measuring (progress on stderr)", flush=True)
-    print(run_bench(quick=args.quick, output=args.output))
+    print(run_bench(quick=args.quick, output=args.output, large_array=args.large_array))
     print(f"wrote {args.output}", file=sys.stderr)
 
 
@@ -288,6 +288,9 @@ def _parser():
     p.add_argument("--quick", action="store_true", help="a short run with fewer sizes")
     p.add_argument("-o", "--output", default="docs/benchmarks.md", metavar="FILE.md",
                    help="where to write the table (default docs/benchmarks.md)")
+    p.add_argument("--large-array", type=int, metavar="N",
+                   help="edge of the large MXU built and run on the compiled path (default 32; "
+                        "0 skips it; 64 needs about 8 GB and half an hour)")
     p.set_defaults(func=_cmd_bench)
     return parser
 
