@@ -17,7 +17,8 @@ import numpy as np
 
 from .formats import BF16, FP32, as_bits, canonicalize_nan, check_numerics, flush_subnormal
 
-__all__ = ["bf16_mul", "fp32_add", "fp32_to_bf16", "mac", "mac_sequence"]
+__all__ = ["bf16_mul", "fp32_add", "fp32_mul", "fp32_div", "fp32_sqrt", "fp32_to_bf16", "mac",
+           "mac_sequence"]
 
 
 def _inputs(numerics, fmt, *operands):
@@ -60,6 +61,39 @@ def fp32_add(a, b, *, numerics="tpu"):
     with np.errstate(all="ignore"):
         total = a.view(np.float32) + b.view(np.float32)
     return _output(total.view(np.uint32), FP32, numerics)
+
+
+def fp32_mul(a, b, *, numerics="tpu"):
+    """fp32 x fp32 -> fp32, round to nearest even, overflow to inf."""
+    a, b = _inputs(numerics, FP32, a, b)
+    with np.errstate(all="ignore"):
+        product = a.view(np.float32) * b.view(np.float32)
+    return _output(product.view(np.uint32), FP32, numerics)
+
+
+def fp32_div(a, b, *, numerics="tpu"):
+    """fp32 / fp32 -> fp32, correctly rounded to nearest even.
+
+    x/0 is inf and 0/x is 0, with the sign of the quotient; 0/0 and inf/inf
+    are NaN. In "tpu" numerics a subnormal divisor is a zero, so
+    x/subnormal is inf.
+    """
+    a, b = _inputs(numerics, FP32, a, b)
+    with np.errstate(all="ignore"):
+        quotient = a.view(np.float32) / b.view(np.float32)
+    return _output(quotient.view(np.uint32), FP32, numerics)
+
+
+def fp32_sqrt(a, *, numerics="tpu"):
+    """Square root of fp32, correctly rounded to nearest even.
+
+    sqrt(-0) is -0 and sqrt(+inf) is +inf; any other negative operand gives
+    NaN. In "tpu" numerics a negative subnormal is -0, so its root is -0.
+    """
+    (a,) = _inputs(numerics, FP32, a)
+    with np.errstate(all="ignore"):
+        root = np.sqrt(a.view(np.float32))
+    return _output(root.view(np.uint32), FP32, numerics)
 
 
 def fp32_to_bf16(a, *, numerics="tpu"):

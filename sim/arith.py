@@ -22,14 +22,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hdl.arith import BF16Multiplier, FP32Adder, FP32ToBF16, check_numerics
+from hdl.arith import BF16Multiplier, FP32Adder, FP32Divider, FP32Multiplier, FP32Sqrt, \
+    FP32ToBF16, check_numerics
 
 from .backends import check_backend
 from .backends.whole_run import WholeRun, run_whole
 from .transactors import StreamSink, StreamSource, run_transactors
 
-__all__ = ["fp32_add", "bf16_mul", "fp32_to_bf16", "UNITS", "ArithUnit", "stream_through",
-           "CHUNK"]
+__all__ = ["fp32_add", "bf16_mul", "fp32_to_bf16", "fp32_mul", "fp32_div", "fp32_sqrt", "UNITS",
+           "ArithUnit", "stream_through", "CHUNK"]
 
 #: Operations per whole run: the depth of the harness memories, fixed so that
 #: one build per unit and numerics serves calls of any size.
@@ -58,6 +59,9 @@ UNITS = {unit.name: unit for unit in (
     ArithUnit("fp32_add", FP32Adder, (("a", np.uint32), ("b", np.uint32)), np.uint32),
     ArithUnit("bf16_mul", BF16Multiplier, (("a", np.uint16), ("b", np.uint16)), np.uint32),
     ArithUnit("fp32_to_bf16", FP32ToBF16, (("a", np.uint32),), np.uint16),
+    ArithUnit("fp32_mul", FP32Multiplier, (("a", np.uint32), ("b", np.uint32)), np.uint32),
+    ArithUnit("fp32_div", FP32Divider, (("a", np.uint32), ("b", np.uint32)), np.uint32),
+    ArithUnit("fp32_sqrt", FP32Sqrt, (("a", np.uint32),), np.uint32),
 )}
 
 
@@ -117,3 +121,18 @@ def bf16_mul(a, b, *, numerics="tpu", backend="amaranth", waves=None):
 def fp32_to_bf16(a, *, numerics="tpu", backend="amaranth", waves=None):
     """fp32 -> bf16 on the RTL converter; ``uint32`` operand, ``uint16`` result."""
     return _run("fp32_to_bf16", (a,), numerics, backend, waves)
+
+
+def fp32_mul(a, b, *, numerics="tpu", backend="amaranth", waves=None):
+    """fp32 x fp32 on the RTL multiplier; ``a``, ``b`` and the result are ``uint32`` patterns."""
+    return _run("fp32_mul", (a, b), numerics, backend, waves)
+
+
+def fp32_div(a, b, *, numerics="tpu", backend="amaranth", waves=None):
+    """fp32 / fp32 on the RTL divider; ``a``, ``b`` and the result are ``uint32`` patterns."""
+    return _run("fp32_div", (a, b), numerics, backend, waves)
+
+
+def fp32_sqrt(a, *, numerics="tpu", backend="amaranth", waves=None):
+    """Square root of fp32 on the RTL unit; ``uint32`` operand and result."""
+    return _run("fp32_sqrt", (a,), numerics, backend, waves)

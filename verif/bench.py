@@ -53,6 +53,7 @@ class Plan:
     large_array: int = 0      # rows = cols of the compiled large-array run (0: none)
     mxu_sizes: tuple = (4, 8)  # square MXUs timed on every path; the last is the headline
     dma: bool = False         # the DMA throughput cases and the HBM self-test (sim.dma_bench)
+    units: tuple | None = None  # arithmetic units timed (None: every unit of sim.arith)
 
 
 FULL = Plan(3, 4000, (64, 32, 32), (8, 16, 32, 64, 128),
@@ -228,10 +229,11 @@ def run_bench(*, quick=False, output="docs/benchmarks.md", seed=1, large_array=N
     rng = np.random.default_rng(seed)
     paths = [p for p in PATHS if p[0] != "icarus" or iverilog()]
     mxu_sizes = plan.mxu_sizes
-    steps = _steps((len(UNITS) + len(mxu_sizes)) * len(paths) + 2 + len(plan.export_sizes)
+    units = plan.units or tuple(UNITS)
+    steps = _steps((len(units) + len(mxu_sizes)) * len(paths) + 2 + len(plan.export_sizes)
                    + len(plan.util_cases) + bool(plan.large_array) + plan.dma)
     speed = []
-    for unit in UNITS:
+    for unit in units:
         rates = {}
         for path in paths:
             rates[path] = _arith_rate(unit, path, plan.arith_ops, plan.repeats, rng)

@@ -14,18 +14,31 @@ from sim import arith
 from sim.backends.amaranth_sim import simulate
 from sim.transactors import SimulationHang, StreamSink, StreamSource, run_transactors
 from verif.suites.arith import corpus
+from verif.suites.arith.suite import seed_operands
 from verif.scoreboard import Scoreboard
 
-OPS = ("fp32_add", "bf16_mul", "fp32_to_bf16")
+OPS = ("fp32_add", "bf16_mul", "fp32_to_bf16", "fp32_mul", "fp32_div", "fp32_sqrt")
+COMMUTATIVE = ("fp32_add", "bf16_mul", "fp32_mul")
 MIN_VECTORS = 20_000
+# The fp32 multiplier, divider and square root are slower to simulate (the
+# divider most) and checked against SoftFloat in test_fp32_mul_div_sqrt.py:
+# on Amaranth they run a regression seed's stimulus, a sample of the corpus.
+SAMPLED = ("fp32_mul", "fp32_div", "fp32_sqrt")
+
+
+def _swapped(op, operands):
+    """For commutative ops every pair also appears swapped (a+b == b+a)."""
+    if op not in COMMUTATIVE:
+        return operands
+    a, b = operands
+    return np.concatenate([a, b]), np.concatenate([b, a])
 
 
 def _vectors(op, rng, n_random):
-    """Corpus operands; for binary ops every pair also appears swapped (a+b == b+a)."""
-    if op == "fp32_to_bf16":
+    """Corpus operands, swapped too for commutative ops."""
+    if op in corpus.UNARY_OPS:
         return (corpus.unary_corpus(op, rng, n_random),)
-    a, b = corpus.binary_corpus(op, rng, n_random)
-    return np.concatenate([a, b]), np.concatenate([b, a])
+    return _swapped(op, corpus.binary_corpus(op, rng, n_random))
 
 
 def _check(op, operands, got, numerics):
@@ -38,13 +51,27 @@ def _check(op, operands, got, numerics):
 @pytest.mark.parametrize("numerics", NUMERICS)
 @pytest.mark.parametrize("op", OPS)
 def test_rtl_matches_golden(op, numerics, rng):
-    unary = op == "fp32_to_bf16"
-    operands = _vectors(op, rng, n_random=MIN_VECTORS if unary else MIN_VECTORS // 2)
-    assert operands[0].size >= MIN_VECTORS
+    if op in SAMPLED:
+        operands = _swapped(op, seed_operands(op, rng, n_corpus=1500, n_random=1000))
+        assert operands[0].size >= 2_500
+    else:
+        unary = op == "fp32_to_bf16"
+        operands = _vectors(op, rng, n_random=MIN_VECTORS if unary else MIN_VECTORS // 2)
+        assert operands[0].size >= MIN_VECTORS
     got = getattr(arith, op)(*operands, numerics=numerics)
-    if len(operands) == 2:      # first, so an order-dependent RTL says so by name
+    if op in COMMUTATIVE:       # first, so an order-dependent RTL says so by name
         half = operands[0].size // 2
-        np.testing.assert_array_equal(got[:half], got[half:], err_msg="a+b != b+a bitwise")
+        np.testing.assert_array_equal(got[:half], got[half:],
+                                      err_msg=f"{op}(a, b) != {op}(b, a) bitwise")
+    _check(op, operands, got, numerics)
+
+
+# One numerics each, as tests/sim/test_backends.py does for the first three units.
+@pytest.mark.parametrize("op, numerics", [("fp32_mul", "ieee"), ("fp32_div", "tpu"),
+                                          ("fp32_sqrt", "ieee")])
+def test_rtl_matches_golden_on_verilator(op, numerics, rng):
+    operands = _vectors(op, rng, n_random=2_000)
+    got = getattr(arith, op)(*operands, numerics=numerics, backend="verilator")
     _check(op, operands, got, numerics)
 
 
@@ -116,6 +143,12 @@ def test_waves_on_request(tmp_path):
      "numerics must be one of 'tpu', 'ieee', not 'ftz'"),
     (lambda: arith.bf16_mul(np.zeros(2, np.uint16), np.zeros(2, np.uint16), backend="vcs"),
      "backend must be one of 'amaranth', 'verilator', 'icarus', not 'vcs'"),
+    (lambda: arith.fp32_div(np.zeros(2, np.uint32), np.zeros(3, np.uint32)),
+     r"fp32_div: operands differ in shape: \(2,\) vs \(3,\)"),
+    (lambda: arith.fp32_sqrt(np.zeros(2, np.float32)),
+     "fp32_sqrt: operand a must hold uint32 bit patterns, not float32"),
+    (lambda: arith.fp32_mul(np.zeros(2, np.uint32), np.zeros(2, np.uint32), numerics="fast"),
+     "numerics must be one of 'tpu', 'ieee', not 'fast'"),
 ])
 def test_bad_input_is_a_clear_value_error(call, message):
     with pytest.raises(ValueError, match=message):
@@ -134,6 +167,7 @@ def test_bad_parameters_are_rejected(component):
 
 def test_empty_input_gives_empty_output():
     assert arith.fp32_add(np.zeros(0, np.uint32), np.zeros(0, np.uint32)).shape == (0,)
+    assert arith.fp32_sqrt(np.zeros((0, 3), np.uint32)).shape == (0, 3)
 
 
 def test_result_keeps_the_operand_shape():

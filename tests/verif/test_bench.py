@@ -11,7 +11,8 @@ import verif.bench
 from verif.bench import Plan, run_bench
 
 TINY = Plan(repeats=1, arith_ops=64, mxu_shape=(8, 4, 4), export_sizes=(4,),
-            util_cases=(((8, 8, 8), 4, 4),), mxu_sizes=(2,))
+            util_cases=(((8, 8, 8), 4, 4),), mxu_sizes=(2,),
+            units=("fp32_add", "bf16_mul", "fp32_to_bf16"))
 
 
 def _numbers(row):

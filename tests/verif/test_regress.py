@@ -32,7 +32,7 @@ def test_arith_regression_passes_with_full_coverage(tmp_path):
     percent, text = functional_summary(out / "coverage.xml")
     assert percent == 100.0 and "uncovered bins: 0" in text
     assert (out / "coverage.txt").read_text() == text
-    # Two seeds of six runs each were merged: bins hold both seeds' hits.
+    # Two seeds of twelve runs each were merged: bins hold both seeds' hits.
     single, _ = functional_summary(out / "seeds" / "1" / "fp32_add-tpu.cov.xml")
     merged = ET.parse(out / "coverage.xml").getroot()
     named = merged.find(".//fp32_add/tpu/rounding")

@@ -1,10 +1,12 @@
 """Regression suite ``arith``: every arithmetic unit, both numerics, one seed at a time.
 
 A seed runs each unit in each mode once: the named corner cases, a random
-sample of the TestFloat-style corpus and constrained-random operands go
-through the RTL with seeded random valid/ready gaps; a streaming scoreboard
-checks every result against golden as it arrives, and the results are
-sampled into the functional coverage model.
+sample of the TestFloat-style corpus, every pairing of operand classes, for
+the fp32 multiplier, divider and square root generated rounding cases, and
+constrained-random operands go through the RTL with seeded random
+valid/ready gaps; a streaming scoreboard checks every result against golden
+as it arrives, and the results are sampled into the functional coverage
+model.
 """
 
 import functools
@@ -22,31 +24,47 @@ from ...agents import Driver, Monitor
 from .coverage import classify_ops, sampler
 from ...scoreboard import Scoreboard
 
-__all__ = ["CASES", "seed_operands", "check_unit"]
+__all__ = ["CASES", "COUNTS", "seed_operands", "check_unit"]
 
 #: What one seed runs: (block, numerics) pairs.
 CASES = [(unit, numerics) for unit in UNITS for numerics in NUMERICS]
 
 GAPS = (0.0, 0.1, 0.5)          # idle/stall probabilities a seed picks from
 
+#: Generated rounding cases per family a seed adds (fp32 multiplier, divider, square root).
+N_ROUNDING = 30
 
-def seed_operands(unit, rng, *, n_corpus, n_random):
-    """The named cases, every class pairing, ``n_corpus`` corpus operations and
-    ``n_random`` random ones."""
+#: (corpus, random) operations a seed runs of each unit. The fp32 multiplier,
+#: divider and square root are slower to simulate (the divider about twice the
+#: adder a cycle), and their generated rounding cases already reach every
+#: coverage bin, so they run half as many to keep a seed short (the default
+#: test suite runs two).
+COUNTS = {"fp32_mul": (500, 500), "fp32_div": (500, 500), "fp32_sqrt": (500, 500)}
+DEFAULT_COUNTS = (1000, 1000)
+
+
+def seed_operands(unit, rng, *, n_corpus, n_random, n_rounding=N_ROUNDING):
+    """The named cases, every class pairing, ``n_corpus`` corpus operations, for the
+    units that have them ``n_rounding`` of each family of generated rounding cases
+    (:func:`.corpus.rounding_cases`), and ``n_random`` random ones."""
     named = len([c for c in corpus.NAMED_CASES.values() if c[0] == unit])
-    if unit == "fp32_to_bf16":
+    rounding = unit in corpus.ROUNDING_OPS
+    if unit in corpus.UNARY_OPS:
         pool = corpus.unary_corpus(unit, rng, 0)
         pick = np.concatenate([np.arange(named),
                                rng.choice(np.arange(named, pool.size), n_corpus)])
         classes, _ = corpus.class_cross(rng, corpus.FP32)
-        return (np.concatenate([pool[pick], classes,
+        generated = list(corpus.rounding_cases(unit, rng, n_rounding)) if rounding else []
+        return (np.concatenate([pool[pick], classes, *generated,
                                 corpus.random_values(rng, corpus.FP32, n_random)]),)
-    fmt = corpus.FP32 if unit == "fp32_add" else corpus.BF16
+    fmt = corpus.BINARY_OPS[unit]
     a, b = corpus.binary_corpus(unit, rng, n_random)
     body = rng.choice(np.arange(named, a.size - n_random), n_corpus)
     pick = np.concatenate([np.arange(named), body, np.arange(a.size - n_random, a.size)])
-    cross_a, cross_b = corpus.class_cross(rng, fmt)
-    return np.concatenate([a[pick], cross_a]), np.concatenate([b[pick], cross_b])
+    parts = [(a[pick], b[pick]), corpus.class_cross(rng, fmt)]
+    if rounding:
+        parts.append(corpus.rounding_cases(unit, rng, n_rounding))
+    return tuple(np.concatenate([part[i] for part in parts]) for i in (0, 1))
 
 
 def _expected(unit, numerics, operands, inject):
@@ -87,5 +105,7 @@ async def check_unit(bench, *, unit, numerics, seed, n_corpus=1000, n_random=100
 def runs(seed, *, inject=None):
     """The simulator runs of one seed: (block, params, program factory) per case."""
     for unit, numerics in CASES:
+        n_corpus, n_random = COUNTS.get(unit, DEFAULT_COUNTS)
         yield unit, {"numerics": numerics}, f"{unit}-{numerics}", functools.partial(
-            check_unit, unit=unit, numerics=numerics, seed=seed, inject=inject)
+            check_unit, unit=unit, numerics=numerics, seed=seed, inject=inject,
+            n_corpus=n_corpus, n_random=n_random)
