@@ -1,0 +1,660 @@
+"""Golden model of the VPU (SPEC section 4.2): its instruction set and what each instruction does.
+
+State
+-----
+* 32 vector registers (vregs), each ``SUBLANES x lanes`` 32-bit words (8 x 8 by default):
+  ``vregs[r, s, j]`` is sublane ``s``, lane ``j`` of ``v<r>``.
+* VMEM, a flat ``uint32`` word image of lines of ``lanes`` words: line ``l``, lane ``j``
+  is word ``l * lanes + j`` (SPEC section 6).
+* The MXU as the VPU sees it (:class:`MXUState`).
+
+Instructions execute in program order, each seeing the results of all
+earlier ones; the RTL's dual issue and interlocks must not change that.
+
+Encoding (defined here only; the RTL decodes the same words)
+-------------------------------------------------------------
+One 32-bit word per instruction, the opcode in bits 31..26 (:data:`OPS`,
+bit fields in :data:`FIELDS`):
+
+* format ``r``: vd 25..21, va 20..16, vb 15..11, vc 10..6, bits 5..0 zero;
+* format ``m`` (``vld``, ``vst``): vr 25..21, base line 20..5 (0..65535),
+  line stride 4..0 (0..31).
+
+Fields an instruction does not use must be zero. A word with an unassigned
+opcode (0 among them, so that zeroed memory never executes) or a non-zero
+unused field is illegal: :func:`decode` raises :class:`IllegalInstruction`,
+and :func:`execute` stops there and reports it, as the RTL's error flag does.
+
+Operations (``op vd, va, vb`` computes ``vd = va op vb`` on every word)
+----------------------------------------------------------------------
+* fp32 ``add sub mul max min`` and compares ``eq lt le`` (0/1 masks, false on
+  NaN), ``select vd, va, vb, vc`` (``va`` where ``vc == 1``, else ``vb``;
+  the words move unchanged);
+* int32 ``iadd isub`` (wrapping), ``and or xor``, ``shl shr sra`` by
+  ``vb mod 32``;
+* conversions ``f32_to_bf16`` (bf16 in the low 16 bits, upper 16 bits 0),
+  ``bf16_to_f32`` (reads the low 16 bits), ``f32_to_i32``, ``i32_to_f32``;
+* ``rcp rsqrt exp`` (:mod:`golden.transcendental`);
+* ``rsum rmax rmin vd, va``: each lane of ``va`` reduced over its 8 sublanes,
+  folded left from sublane 0, the result written to every sublane of ``vd``;
+* ``vld vr, base, stride`` / ``vst vr, base, stride``: sublane ``s`` of
+  ``vr`` is VMEM line ``base + s * stride`` (stride 0..31; a ``vst`` with
+  stride 0 leaves sublane 7 in the line);
+* ``push_weights va``, ``push_lhs va``, ``pop vd``: the MXU link, below;
+* ``nop``.
+
+Numerics follow SPEC section 3 in both modes ("tpu", "ieee"); every NaN an
+fp32 operation produces is 0x7FC00000.
+"""
+
+import dataclasses
+from collections import deque
+
+import numpy as np
+
+from . import arith, transcendental
+from .formats import BF16, FP32, check_numerics, flush_subnormal
+from .mxu import matmul
+
+__all__ = [
+    "SUBLANES", "VREGS", "OPS", "OpSpec", "FIELDS", "ELEMENTWISE_OPS", "REDUCE_OPS",
+    "Instruction", "IllegalInstruction", "encode", "decode", "assemble", "disassemble",
+    "MXUState", "VPUState", "execute", "elementwise", "reduce", "DEFAULT_VMEM_LINES",
+]
+
+SUBLANES = 8
+VREGS = 32
+DEFAULT_VMEM_LINES = 1024
+
+#: Bit fields: name -> (lowest bit, width).
+FIELDS = {
+    "opcode": (26, 6),
+    "vd": (21, 5), "va": (16, 5), "vb": (11, 5), "vc": (6, 5),
+    "vr": (21, 5), "base": (5, 16), "stride": (0, 5),
+}
+_FORMAT_FIELDS = {"r": ("vd", "va", "vb", "vc"), "m": ("vr", "base", "stride")}
+
+
+@dataclasses.dataclass(frozen=True)
+class OpSpec:
+    """One instruction: its opcode, format, assembly operands (in order) and datapath.
+
+    ``reads`` and ``writes`` name the register fields read and written, for
+    hazard logic; ``unit`` says which part of the VPU executes it: "alu",
+    "trans" (transcendental), "reduce", "load", "store", "mxu" or "none".
+    """
+    name: str
+    opcode: int
+    fmt: str
+    operands: tuple
+    reads: tuple
+    writes: tuple
+    unit: str
+
+
+def _table():
+    binary = ("vd", "va", "vb")
+    unary = ("vd", "va")
+    rows = [("nop", "r", (), (), (), "none")]
+    rows += [(op, "r", binary, ("va", "vb"), ("vd",), "alu") for op in
+             ("add", "sub", "mul", "max", "min", "eq", "lt", "le")]
+    rows += [("select", "r", ("vd", "va", "vb", "vc"), ("va", "vb", "vc"), ("vd",), "alu")]
+    rows += [(op, "r", binary, ("va", "vb"), ("vd",), "alu") for op in
+             ("iadd", "isub", "and", "or", "xor", "shl", "shr", "sra")]
+    rows += [(op, "r", unary, ("va",), ("vd",), "alu") for op in
+             ("f32_to_bf16", "bf16_to_f32", "f32_to_i32", "i32_to_f32")]
+    rows += [(op, "r", unary, ("va",), ("vd",), "trans") for op in ("rcp", "rsqrt", "exp")]
+    rows += [(op, "r", unary, ("va",), ("vd",), "reduce") for op in ("rsum", "rmax", "rmin")]
+    rows += [("vld", "m", ("vr", "base", "stride"), (), ("vr",), "load"),
+             ("vst", "m", ("vr", "base", "stride"), ("vr",), (), "store"),
+             ("push_weights", "r", ("va",), ("va",), (), "mxu"),
+             ("push_lhs", "r", ("va",), ("va",), (), "mxu"),
+             ("pop", "r", ("vd",), (), ("vd",), "mxu")]
+    # Opcode 0 stays unassigned: an all-zero word is illegal.
+    return {name: OpSpec(name, code, *rest) for code, (name, *rest) in enumerate(rows, start=1)}
+
+
+#: Every instruction by name.
+OPS = _table()
+_BY_OPCODE = {spec.opcode: spec for spec in OPS.values()}
+
+#: The operations of :func:`elementwise` (SPEC section 6) and :func:`reduce`.
+ELEMENTWISE_OPS = ("add", "sub", "mul", "max", "min", "eq", "lt", "le", "select",
+                   "iadd", "isub", "and", "or", "xor", "shl", "shr", "sra",
+                   "f32_to_bf16", "bf16_to_f32", "f32_to_i32", "i32_to_f32",
+                   "rcp", "rsqrt", "exp")
+REDUCE_OPS = ("sum", "max", "min")
+_REDUCE_INSTRUCTIONS = {"rsum": "sum", "rmax": "max", "rmin": "min"}
+
+
+class IllegalInstruction(ValueError):
+    """A word that is not a valid instruction."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Instruction:
+    """A decoded instruction; fields it does not use are 0."""
+    op: str
+    vd: int = 0
+    va: int = 0
+    vb: int = 0
+    vc: int = 0
+    vr: int = 0
+    base: int = 0
+    stride: int = 0
+
+    @property
+    def spec(self):
+        return OPS[self.op]
+
+    def __str__(self):
+        spec = self.spec
+        parts = [f"v{getattr(self, f)}" if f.startswith("v") else str(getattr(self, f))
+                 for f in spec.operands]
+        return spec.name + (" " + ", ".join(parts) if parts else "")
+
+
+def _check_field(name, value):
+    width = FIELDS[name][1]
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
+            or not 0 <= value < 1 << width:
+        raise ValueError(f"{name} must be an integer in 0..{(1 << width) - 1}, not {value!r}")
+    return int(value)
+
+
+def encode(instruction):
+    """The 32-bit word of an :class:`Instruction`; ``ValueError`` if a field does not fit."""
+    if not isinstance(instruction, Instruction):
+        raise ValueError(f"encode takes an Instruction, not {type(instruction).__name__}")
+    spec = OPS.get(instruction.op)
+    if spec is None:
+        raise ValueError(f"unknown op {instruction.op!r}")
+    word = spec.opcode << FIELDS["opcode"][0]
+    for name in ("vd", "va", "vb", "vc", "vr", "base", "stride"):
+        value = _check_field(name, getattr(instruction, name))
+        if name in spec.operands:
+            word |= value << FIELDS[name][0]
+        elif value:
+            raise ValueError(f"{spec.name} has no {name} field (got {value})")
+    return word
+
+
+def decode(word):
+    """The :class:`Instruction` a word encodes; :class:`IllegalInstruction` if none."""
+    word = int(word)
+    if not 0 <= word < 1 << 32:
+        raise ValueError(f"an instruction word is 32 bits, not {word:#x}")
+    code = word >> FIELDS["opcode"][0]
+    spec = _BY_OPCODE.get(code)
+    if spec is None:
+        raise IllegalInstruction(f"{word:#010x}: opcode {code} is not assigned")
+    fields = {}
+    used = 0
+    for name in spec.operands:
+        low, width = FIELDS[name]
+        fields[name] = (word >> low) & ((1 << width) - 1)
+        used |= ((1 << width) - 1) << low
+    stray = word & ~used & ((1 << FIELDS["opcode"][0]) - 1)
+    if stray:
+        raise IllegalInstruction(f"{word:#010x}: {spec.name} has non-zero unused bits "
+                                 f"{stray:#010x}")
+    return Instruction(spec.name, **fields)
+
+
+# ---------------------------------------------------------------- assembler
+
+def _parse_operand(text, field, op):
+    if field.startswith("v"):
+        if not (text[:1] in "vV" and text[1:].isdigit()):
+            raise ValueError(f"{op}: expected a register v0..v{VREGS - 1} for {field}, "
+                             f"not {text!r}")
+        value = int(text[1:])
+        if value >= VREGS:
+            raise ValueError(f"{op}: no register {text!r} (v0..v{VREGS - 1})")
+        return value
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise ValueError(f"{op}: {field} must be an integer, not {text!r}") from None
+    limit = (1 << FIELDS[field][1]) - 1
+    if not 0 <= value <= limit:
+        raise ValueError(f"{op}: {field} {value} is out of range 0..{limit}")
+    return value
+
+
+def _assemble_line(text):
+    mnemonic, _, rest = text.partition(" ")
+    mnemonic = mnemonic.lower()
+    args = [a.strip() for a in rest.split(",")] if rest.strip() else []
+    if mnemonic == ".word":
+        if len(args) != 1:
+            raise ValueError(f".word takes one value, got {len(args)}")
+        try:
+            value = int(args[0], 0)
+        except ValueError:
+            raise ValueError(f".word: not an integer: {args[0]!r}") from None
+        if not 0 <= value < 1 << 32:
+            raise ValueError(f".word: {value:#x} does not fit in 32 bits")
+        return value
+    spec = OPS.get(mnemonic)
+    if spec is None:
+        raise ValueError(f"unknown op {mnemonic!r}")
+    expected = list(spec.operands)
+    if spec.fmt == "m" and len(args) == 2:
+        args.append("1")                       # the stride defaults to 1
+    if len(args) != len(expected) or any(not a for a in args):
+        raise ValueError(f"{spec.name} takes {len(expected)} operands "
+                         f"({', '.join(expected) or 'none'}), got {len(args)}: {rest.strip()!r}")
+    fields = {f: _parse_operand(a, f, spec.name) for f, a in zip(expected, args)}
+    return encode(Instruction(spec.name, **fields))
+
+
+def assemble(text):
+    """Assemble a program; returns its words as a ``uint32`` array.
+
+    One instruction per line: ``op operand, operand, ...``. Registers are
+    ``v0``..``v31``; ``base`` and ``stride`` are integers (``0x`` for hex),
+    and the stride of ``vld``/``vst`` may be left out (1). ``.word N`` places
+    a raw word (an illegal one, say). ``#`` or ``;`` starts a comment.
+    Errors are ``ValueError("line N: ...")``, lines counted from 1.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"assemble takes program text, not {type(text).__name__}")
+    words = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        code = line.split("#", 1)[0].split(";", 1)[0].strip()
+        if not code:
+            continue
+        try:
+            words.append(_assemble_line(" ".join(code.split())))
+        except ValueError as error:
+            raise ValueError(f"line {number}: {error}") from None
+    return np.array(words, dtype=np.uint32)
+
+
+def disassemble(program):
+    """Assembly text of a program's words, one line each; illegal words become ``.word``.
+
+    ``assemble(disassemble(words))`` gives ``words`` back.
+    """
+    lines = []
+    for word in _words(program):
+        try:
+            lines.append(str(decode(word)))
+        except IllegalInstruction as error:
+            lines.append(f".word {int(word):#010x}  # illegal: {error}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _words(program):
+    if isinstance(program, str):
+        return assemble(program)
+    words = np.asarray(program)
+    if words.ndim != 1 or not (np.issubdtype(words.dtype, np.integer) or words.size == 0):
+        raise ValueError(f"a program is text or a 1-D array of words, not {words.dtype} "
+                         f"of shape {words.shape}")
+    if words.size and (words.min() < 0 or words.max() >= 1 << 32):
+        raise ValueError("program words must be in 0..2**32-1")
+    return words.astype(np.uint32)
+
+
+# ---------------------------------------------------------------- operations
+
+_SIGN = np.uint32(FP32.sign_mask)
+
+
+def _u32(x, name):
+    x = np.asarray(x)
+    if x.dtype in (np.uint32, np.float32, np.int32):
+        return x.view(np.uint32)
+    raise ValueError(f"{name} must be a uint32 bit-pattern array (or float32 / int32), "
+                     f"not {x.dtype}")
+
+
+def _bf16_bits(x, name):
+    x = np.asarray(x)
+    if x.dtype == BF16.value_dtype:
+        return x.view(np.uint16)
+    if x.dtype == np.uint16:
+        return x
+    if x.dtype == np.uint32:                   # a vreg word: bf16 in the low half
+        return (x & np.uint32(0xFFFF)).astype(np.uint16)
+    raise ValueError(f"{name} must be a uint16 (bf16) or uint32 bit-pattern array, not {x.dtype}")
+
+
+def _fp_in(x, numerics):
+    return flush_subnormal(x, FP32) if numerics == "tpu" else x
+
+
+def _fp_out(bits, numerics):
+    bits = np.where(_is_nan(bits), np.uint32(FP32.qnan), bits)
+    return flush_subnormal(bits, FP32) if numerics == "tpu" else bits
+
+
+def _is_nan(bits):
+    return (bits & np.uint32(0x7FFFFFFF)) > np.uint32(FP32.inf)
+
+
+def _mul(a, b, numerics):
+    a, b = _fp_in(a, numerics), _fp_in(b, numerics)
+    with np.errstate(all="ignore"):
+        product = a.view(np.float32) * b.view(np.float32)
+    return _fp_out(product.view(np.uint32), numerics)
+
+
+def _order_key(bits):
+    # Unsigned order of the keys is the order of the values, with -0 < +0.
+    return np.where(bits & _SIGN, ~bits, bits | _SIGN)
+
+
+def _extremum(a, b, numerics, pick_a):
+    a, b = _fp_in(a, numerics), _fp_in(b, numerics)
+    out = np.where(pick_a(_order_key(a), _order_key(b)), a, b)
+    return np.where(_is_nan(a) | _is_nan(b), np.uint32(FP32.qnan), out)
+
+
+def _compare(a, b, numerics, cmp):
+    a, b = _fp_in(a, numerics), _fp_in(b, numerics)
+    with np.errstate(all="ignore"):
+        return cmp(a.view(np.float32), b.view(np.float32)).astype(np.uint32)
+
+
+def _bf16_to_f32(a, numerics):
+    if numerics == "tpu":
+        a = flush_subnormal(a, BF16)
+    wide = a.astype(np.uint32) << np.uint32(16)
+    return np.where(_is_nan(wide), np.uint32(FP32.qnan), wide)
+
+
+def _f32_to_i32(a, numerics):
+    a = _fp_in(a, numerics)
+    with np.errstate(all="ignore"):
+        v = np.rint(a.view(np.float32).astype(np.float64))     # ties to even
+    v = np.clip(np.where(np.isnan(v), 0.0, v), -2.0 ** 31, 2.0 ** 31 - 1)
+    return v.astype(np.int64).astype(np.int32).view(np.uint32)
+
+
+def _shift(a, b, fn):
+    return fn(a, (b & np.uint32(31)).astype(a.dtype))
+
+
+_BINARY = {
+    "add": lambda a, b, n: arith.fp32_add(a, b, numerics=n),
+    # a - b is exactly a + (-b), signed zeros included.
+    "sub": lambda a, b, n: arith.fp32_add(a, b ^ _SIGN, numerics=n),
+    "mul": _mul,
+    "max": lambda a, b, n: _extremum(a, b, n, np.greater_equal),
+    "min": lambda a, b, n: _extremum(a, b, n, np.less_equal),
+    "eq": lambda a, b, n: _compare(a, b, n, np.equal),
+    "lt": lambda a, b, n: _compare(a, b, n, np.less),
+    "le": lambda a, b, n: _compare(a, b, n, np.less_equal),
+    "iadd": lambda a, b, n: a + b,
+    "isub": lambda a, b, n: a - b,
+    "and": lambda a, b, n: a & b,
+    "or": lambda a, b, n: a | b,
+    "xor": lambda a, b, n: a ^ b,
+    "shl": lambda a, b, n: _shift(a, b, np.left_shift),
+    "shr": lambda a, b, n: _shift(a, b, np.right_shift),
+    "sra": lambda a, b, n: _shift(a.view(np.int32), b, np.right_shift).view(np.uint32),
+}
+_UNARY = {
+    "f32_to_bf16": lambda a, n: arith.fp32_to_bf16(a, numerics=n),
+    "f32_to_i32": _f32_to_i32,
+    "i32_to_f32": lambda a, n: a.view(np.int32).astype(np.float32).view(np.uint32),
+    "rcp": lambda a, n: transcendental.rcp(a, numerics=n),
+    "rsqrt": lambda a, n: transcendental.rsqrt(a, numerics=n),
+    "exp": lambda a, n: transcendental.exp(a, numerics=n),
+}
+
+
+def elementwise(op, a, b=None, c=None, *, numerics="tpu"):
+    """Apply VPU operation ``op`` element by element (SPEC section 6).
+
+    Parameters
+    ----------
+    op : str
+        One of :data:`ELEMENTWISE_OPS`.
+    a, b, c : arrays of one shape
+        Bit patterns: ``uint32`` (``float32`` and ``int32`` are viewed as
+        such); for ``bf16_to_f32``, ``a`` is ``uint16`` (or
+        ``ml_dtypes.bfloat16``), or ``uint32`` whose low 16 bits are read.
+        Unary operations take ``a`` only, ``select`` takes all three.
+    numerics : "tpu" or "ieee"
+
+    Returns
+    -------
+    np.ndarray
+        ``uint32`` bit patterns (compares give 0/1), ``uint16`` for ``f32_to_bf16``.
+    """
+    check_numerics(numerics)
+    if op not in ELEMENTWISE_OPS:
+        raise ValueError(f"unknown op {op!r}; ops: {' '.join(ELEMENTWISE_OPS)}")
+    arity = 3 if op == "select" else 2 if op in _BINARY else 1
+    given = [x is not None for x in (a, b, c)]
+    if given != [True] * arity + [False] * (3 - arity):
+        names = ", ".join("abc"[:arity])
+        raise ValueError(f"{op} takes {names} only")
+    if op == "bf16_to_f32":
+        return _bf16_to_f32(_bf16_bits(a, "a"), numerics)
+    operands = [_u32(x, n) for x, n in zip((a, b, c), "abc") if x is not None]
+    if any(x.shape != operands[0].shape for x in operands):
+        raise ValueError(f"{op}: operand shapes differ: "
+                         f"{', '.join(str(x.shape) for x in operands)}")
+    if op == "select":
+        a, b, c = operands
+        return np.where(c == 1, a, b).astype(np.uint32)
+    if arity == 2:
+        return np.asarray(_BINARY[op](*operands, numerics), dtype=np.uint32)
+    return np.asarray(_UNARY[op](operands[0], numerics))
+
+
+def reduce(op, a, *, numerics="tpu"):
+    """Reduce each row of ``a`` (uint32 [N, 8]) over its 8 sublanes, in order (SPEC section 6).
+
+    ``((a[:, 0] op a[:, 1]) op a[:, 2]) ... op a[:, 7]`` with ``op`` "sum"
+    (fp32 add), "max" or "min" (as in :func:`elementwise`). Returns uint32 [N].
+    """
+    check_numerics(numerics)
+    if op not in REDUCE_OPS:
+        raise ValueError(f"reduce op must be one of {', '.join(REDUCE_OPS)}, not {op!r}")
+    a = _u32(a, "a")
+    if a.ndim != 2 or a.shape[1] != SUBLANES:
+        raise ValueError(f"a must be [N, {SUBLANES}], not {list(a.shape)}")
+    step = {"sum": "add", "max": "max", "min": "min"}[op]
+    acc = a[:, 0]
+    for s in range(1, SUBLANES):
+        acc = elementwise(step, acc, a[:, s], numerics=numerics)
+    return acc
+
+
+# ---------------------------------------------------------------- the MXU link
+
+class MXUState:
+    """The MXU behind the VPU: a ``lanes x lanes`` weight tile, double-buffered, and a result queue.
+
+    * ``push_weights``: the 8 sublanes of a vreg become 8 weight rows (row
+      ``k`` holds ``W[k, :]``, bf16 from each word's low 16 bits), appended
+      to the shadow tile. A tile is ``lanes`` rows, so ``lanes / 8`` pushes.
+      Pushing into a full shadow is an error (the RTL would wait forever for
+      a swap that only a later ``push_lhs`` brings).
+    * ``push_lhs``: if the shadow holds a whole tile it becomes the active
+      tile first (the swap). Then the 8 sublanes, as bf16 rows ``x[m, :]``,
+      produce ``golden.mxu.matmul(x, W)``, 8 fp32 rows, queued in order. Until
+      the first swap the active tile is all +0.0.
+    * ``pop``: the oldest 8 result rows land in a vreg, row ``m`` in sublane
+      ``m``; popping fewer than 8 queued rows is an error.
+
+    ``capacity`` (rows, default unbounded) makes queuing more results an
+    error, for an RTL whose result FIFO would otherwise block the program.
+    """
+
+    def __init__(self, *, lanes=8, numerics="tpu", capacity=None):
+        check_numerics(numerics)
+        if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < SUBLANES \
+                or lanes % SUBLANES:
+            raise ValueError(f"the MXU link needs lanes to be a positive multiple of "
+                             f"{SUBLANES}, not {lanes!r}")
+        if capacity is not None and (not isinstance(capacity, int) or capacity < SUBLANES):
+            raise ValueError(f"capacity must be None or an integer >= {SUBLANES}, "
+                             f"not {capacity!r}")
+        self.lanes, self.numerics, self.capacity = lanes, numerics, capacity
+        self.active = np.zeros((lanes, lanes), np.uint16)
+        self.shadow = []
+        self.results = deque()
+
+    def _rows(self, vreg):
+        vreg = np.asarray(vreg, dtype=np.uint32)
+        if vreg.shape != (SUBLANES, self.lanes):
+            raise ValueError(f"a vreg is [{SUBLANES}, {self.lanes}], not {list(vreg.shape)}")
+        return (vreg & np.uint32(0xFFFF)).astype(np.uint16)
+
+    def push_weights(self, vreg):
+        rows = self._rows(vreg)
+        if len(self.shadow) + SUBLANES > self.lanes:
+            raise ValueError("push_weights: the shadow weight tile is full; push_lhs swaps "
+                             "it in before more weights can load")
+        self.shadow.extend(rows)
+
+    def push_lhs(self, vreg):
+        rows = self._rows(vreg)
+        if self.capacity is not None and len(self.results) + SUBLANES > self.capacity:
+            raise ValueError(f"push_lhs: {len(self.results)} result rows are waiting and "
+                             f"the result queue holds {self.capacity}")
+        if len(self.shadow) == self.lanes:
+            self.active = np.array(self.shadow, dtype=np.uint16)
+            self.shadow = []
+        out = matmul(rows, self.active, numerics=self.numerics).view(np.uint32)
+        self.results.extend(out)
+
+    def pop(self):
+        if len(self.results) < SUBLANES:
+            raise ValueError(f"pop: only {len(self.results)} MXU result rows are waiting, "
+                             f"not {SUBLANES}")
+        return np.array([self.results.popleft() for _ in range(SUBLANES)], dtype=np.uint32)
+
+
+# ---------------------------------------------------------------- the executor
+
+@dataclasses.dataclass
+class VPUState:
+    """Architectural state after :func:`execute`.
+
+    ``error`` is the index of the illegal instruction that stopped the run
+    (nothing from it on executed), or None; ``executed`` counts the
+    instructions that ran.
+    """
+    vregs: np.ndarray
+    vmem: np.ndarray
+    mxu: MXUState
+    executed: int
+    error: int | None = None
+
+
+def _check_lanes(lanes):
+    if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
+        raise ValueError(f"lanes must be a positive integer, not {lanes!r}")
+
+
+def _initial_vregs(vregs, lanes):
+    if vregs is None:
+        return np.zeros((VREGS, SUBLANES, lanes), np.uint32)
+    vregs = _u32(vregs, "vregs")
+    if vregs.shape != (VREGS, SUBLANES, lanes):
+        raise ValueError(f"vregs must be [{VREGS}, {SUBLANES}, {lanes}], not {list(vregs.shape)}")
+    return vregs.copy()
+
+
+def _initial_vmem(vmem, lanes):
+    if vmem is None:
+        return np.zeros(DEFAULT_VMEM_LINES * lanes, np.uint32)
+    vmem = _u32(vmem, "vmem")
+    if vmem.ndim != 1 or vmem.size % lanes:
+        raise ValueError(f"vmem must be a flat array of whole {lanes}-word lines, "
+                         f"not shape {list(vmem.shape)}")
+    return vmem.copy()
+
+
+def _lines(ins, n_lines):
+    lines = ins.base + ins.stride * np.arange(SUBLANES)
+    if lines[-1] >= n_lines:
+        raise ValueError(f"{ins.op} touches VMEM line {lines[-1]} of {n_lines}")
+    return lines
+
+
+def _step(ins, vregs, vmem, mxu, lanes, numerics):
+    op = ins.op
+    if op == "nop":
+        return
+    if op in _REDUCE_INSTRUCTIONS:
+        total = reduce(_REDUCE_INSTRUCTIONS[op], vregs[ins.va].T, numerics=numerics)
+        vregs[ins.vd] = total[None, :]
+    elif op in ELEMENTWISE_OPS:
+        operands = [vregs[getattr(ins, f)] for f in ins.spec.reads]
+        vregs[ins.vd] = elementwise(op, *operands, numerics=numerics)
+    elif op in ("vld", "vst"):
+        words = vmem.reshape(-1, lanes)
+        lines = _lines(ins, words.shape[0])
+        if op == "vld":
+            vregs[ins.vr] = words[lines]
+        else:
+            for s, line in enumerate(lines):      # in sublane order: the last write wins
+                words[line] = vregs[ins.vr, s]
+    elif op == "push_weights":
+        mxu.push_weights(vregs[ins.va])
+    elif op == "push_lhs":
+        mxu.push_lhs(vregs[ins.va])
+    elif op == "pop":
+        vregs[ins.vd] = mxu.pop()
+    else:                                          # pragma: no cover - the table and this agree
+        raise AssertionError(f"no semantics for {op}")
+
+
+def execute(program, *, vregs=None, vmem=None, lanes=8, numerics="tpu", mxu=None):
+    """Run ``program`` to its end (or its first illegal word); returns the final :class:`VPUState`.
+
+    Parameters
+    ----------
+    program : str or 1-D integer array
+        Assembly text or instruction words.
+    vregs : uint32 [32, 8, lanes], optional
+        Initial registers (default all 0). Not modified.
+    vmem : 1-D uint32, optional
+        Initial VMEM words, whole lines (default :data:`DEFAULT_VMEM_LINES` lines of 0).
+        Not modified.
+    lanes : int
+        Lanes per vreg (words per VMEM line). The MXU link needs a multiple of 8.
+    numerics : "tpu" or "ieee"
+    mxu : MXUState, optional
+        MXU state to continue from (it is updated in place); default a fresh one
+        when ``lanes`` allows it.
+
+    Raises
+    ------
+    ValueError
+        On bad arguments, and on a program error: a VMEM line out of range,
+        weights pushed into a full shadow tile, or a pop with too few results.
+        The message names the instruction.
+    """
+    check_numerics(numerics)
+    _check_lanes(lanes)
+    words = _words(program)
+    vregs = _initial_vregs(vregs, lanes)
+    vmem = _initial_vmem(vmem, lanes)
+    if mxu is None and lanes % SUBLANES == 0:
+        mxu = MXUState(lanes=lanes, numerics=numerics)
+    elif mxu is not None and (not isinstance(mxu, MXUState) or mxu.lanes != lanes
+                              or mxu.numerics != numerics):
+        raise ValueError(f"mxu must be an MXUState with lanes={lanes} and numerics={numerics!r}")
+    for index, word in enumerate(words):
+        try:
+            ins = decode(word)
+        except IllegalInstruction:
+            return VPUState(vregs, vmem, mxu, index, index)
+        if ins.spec.unit == "mxu" and mxu is None:
+            raise ValueError(f"instruction {index} ({ins}): the MXU link needs lanes to be "
+                             f"a multiple of {SUBLANES}, not {lanes}")
+        try:
+            _step(ins, vregs, vmem, mxu, lanes, numerics)
+        except ValueError as error:
+            raise ValueError(f"instruction {index} ({ins}): {error}") from None
+    return VPUState(vregs, vmem, mxu, len(words))
