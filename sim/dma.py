@@ -10,6 +10,17 @@ Each call is a whole run (:mod:`sim.backends.whole_run`) of a
 into the HBM and VMEM storages, the descriptors played in, the error records
 recorded, and the run ends when the DMA reports every descriptor completed
 or rejected. It equals :func:`golden.memory.run` bit for bit.
+
+Remote pushes loop back: the system is chip 0 of one (``n_chips`` 1), its
+``push`` packets are recorded and played back into its own ``receive``
+port (the harness' loopback, with the same seeded gaps as the other
+streams), so a push to chip 0 lands on the same memories and a push to any
+other chip is rejected (reason ``chip``), as ``golden.memory.run`` with
+``n_chips=1`` rejects it. The result is then ``golden.memory.run``
+followed by ``golden.memory.land`` of its pushes on the images and flags
+it returns. Landing and the other descriptors run concurrently, so a batch
+whose pushes land on a word that another accepted descriptor reads or
+writes is refused with a ValueError (its result would depend on timing).
 :func:`run_stamped` also returns the cycle stamps the RTL recorded
 (:class:`DmaStamps`), from which :mod:`sim.dma_bench` measures latency and
 throughput.
@@ -21,14 +32,16 @@ import numpy as np
 from amaranth.hdl import Const
 from amaranth.lib import data
 
-from golden.memory import Descriptor
+from golden.ici import push_packets
+from golden.memory import Descriptor, addresses, validate
+from hdl.memory.dma_push import DEFAULT_MAX_PAYLOAD
 from hdl.memory.dma_system import STAMPS
 from hdl.memory.layouts import REASONS, SPACES, descriptor_layout, error_layout
 
 from .backends import check_backend
 from .backends.whole_run import WholeRun, run_whole
 
-__all__ = ["run", "run_stamped", "DmaRun", "DmaStamps", "descriptor_beat"]
+__all__ = ["run", "run_stamped", "DmaRun", "DmaStamps", "descriptor_beat", "push_flits"]
 
 
 @dataclass(frozen=True)
@@ -44,15 +57,52 @@ class DmaRun:
 
 
 def descriptor_beat(descriptor):
-    """The packed ``descriptor_layout`` payload of a local ``golden.memory.Descriptor``."""
-    if descriptor.remote:
-        raise ValueError("remote pushes are not supported by the DMA RTL yet")
+    """The packed ``descriptor_layout`` payload of a ``golden.memory.Descriptor``."""
+    sent = descriptor.sent_flag
     value = descriptor_layout.const({
         "src_space": SPACES.index(descriptor.src[0]), "src_base": descriptor.src[1],
-        "dst_space": SPACES.index(descriptor.dst[0]), "dst_base": descriptor.dst[1],
+        "dst_space": SPACES.index(descriptor.dst[-2]), "dst_base": descriptor.dst[-1],
         "counts": list(descriptor.counts), "src_strides": list(descriptor.src_strides),
-        "dst_strides": list(descriptor.dst_strides), "flag": descriptor.flag})
+        "dst_strides": list(descriptor.dst_strides), "flag": descriptor.flag,
+        "remote": descriptor.remote, "chip": descriptor.chip or 0, "sent": sent is not None,
+        "sent_flag": sent or 0})
     return Const.cast(value).value
+
+
+def push_flits(hbm_words, vmem_words, descriptors, *, n_flags=16,
+               max_payload=DEFAULT_MAX_PAYLOAD):
+    """Flits a looped-back batch pushes: its accepted pushes (chip 0 of one) cut into
+    packets as ``golden.ici.push_packets``, one word a flit.
+
+    Raises ValueError if a push lands on a word another accepted descriptor of the batch
+    reads or writes (see the module docstring).
+    """
+    touched = {space: [] for space in SPACES}
+    landing = {space: [] for space in SPACES}
+    flits = 0
+    for index, d in enumerate(descriptors):
+        if validate(d, hbm_words=hbm_words, vmem_words=vmem_words, n_flags=n_flags,
+                    n_chips=1, index=index) is not None:
+            continue
+        src, dst = addresses(d)
+        touched[d.src[0]].append(src)
+        if not d.remote:
+            touched[d.dst[0]].append(dst)
+            continue
+        landing[d.dst[-2]].append((index, dst))
+        flits += sum(len(packet) for packet in push_packets(
+            d, np.zeros(d.words, np.uint32), src_chip=0, max_payload_words=max_payload))
+    for space in SPACES:
+        if not landing[space] or not touched[space]:
+            continue
+        others = np.unique(np.concatenate(touched[space]))
+        for index, dst in landing[space]:
+            hit = np.intersect1d(dst, others)
+            if hit.size:
+                raise ValueError(f"descriptor {index} pushes to {space}[{hit[0]}], which "
+                                 f"another descriptor of the batch reads or writes: landing "
+                                 f"and that descriptor run in no defined order")
+    return flits
 
 
 def _image(value, name):
@@ -77,8 +127,11 @@ def run(hbm, vmem, descriptors, *, outstanding=4, read_latency=4, words_per_cycl
     ``hbm`` is a flat uint32 word image whose length is a multiple of
     ``words_per_cycle`` (an HBM line); ``vmem`` holds lines of ``lanes``
     words. ``jitter`` adds up to that many cycles of seeded HBM latency;
-    ``idle`` and ``stall`` gap the descriptor and error streams. None of them
-    changes a result, only the cycles. Returns a :class:`DmaRun`.
+    ``idle`` and ``stall`` gap the descriptor and error streams, and the
+    looped-back packets of pushes (``idle`` on their way in, ``stall`` on
+    their way out). None of them changes a result, only the cycles. Remote
+    pushes loop back to this chip (module docstring). Returns a
+    :class:`DmaRun`.
     """
     return run_stamped(hbm, vmem, descriptors, outstanding=outstanding,
                        read_latency=read_latency, words_per_cycle=words_per_cycle, lanes=lanes,
@@ -141,6 +194,7 @@ def run_stamped(hbm, vmem, descriptors, *, outstanding=4, read_latency=4, words_
             raise ValueError(f"descriptor {index} must be a golden.memory.Descriptor, "
                              f"not {type(descriptor).__name__}")
     check_backend(backend)
+    flits = push_flits(hbm.size, vmem.size, descriptors, n_flags=n_flags)
     params = dict(hbm_size=hbm.size, vmem_lines=vmem.size // lanes, lanes=lanes,
                   words_per_cycle=words_per_cycle, read_latency=read_latency, jitter=jitter,
                   n_flags=n_flags, outstanding=outstanding)
@@ -148,9 +202,12 @@ def run_stamped(hbm, vmem, descriptors, *, outstanding=4, read_latency=4, words_
     # progress is never quiet for longer than a read's latency.
     watchdog = 1000 + 4 * (read_latency + jitter)
     whole = WholeRun(
-        "dma", params, play={"descriptors": [descriptor_beat(d) for d in descriptors]},
-        record={"errors": len(descriptors)}, until="finished",
-        gaps={"descriptors": idle, "errors": stall}, seed=seed, inputs={"seed": seed},
+        "dma", params, play={"descriptors": [descriptor_beat(d) for d in descriptors],
+                             "receive": []},
+        record={"errors": len(descriptors), "push": flits},
+        loopbacks={"receive": ("push", flits)}, until="finished",
+        gaps={"descriptors": idle, "errors": stall, "receive": idle, "push": stall},
+        seed=seed, inputs={"seed": seed, "chip": 0},
         load={"hbm": _lines(hbm, words_per_cycle), "vmem": _lines(vmem, lanes)},
         dump=("hbm", "vmem"), watchdog=watchdog, busy="busy")
     result = run_whole(whole, backend=backend, waves=waves)

@@ -10,7 +10,7 @@ from amaranth.hdl import Cat, Mux, Value
 
 from ..lib.memory_port import WORD_BITS
 
-__all__ = ["rotate_words_left", "lane_mask"]
+__all__ = ["rotate_words_left", "lane_mask", "equals", "pick"]
 
 
 def rotate_words_left(value, amount, words):
@@ -36,3 +36,18 @@ def lane_mask(first, end, lanes):
     first_max, end_max = (1 << len(first)) - 1, (1 << len(end)) - 1
     return Cat(*[((first <= j) if j < first_max else 1) & (end > j) if j < end_max else 0
                  for j in range(lanes)])
+
+
+def equals(value, constant):
+    """``value == constant``, lint-clean for 0 too (Amaranth writes ``value == 0`` as
+    ``!value``, which Verilator flags when ``value`` is wider than a bit)."""
+    value = Value.cast(value)
+    return ~value.any() if constant == 0 else value == constant
+
+
+def pick(values, index):
+    """``values[index]`` as a chain of multiplexers: no variable part-select."""
+    result = values[0]
+    for j in range(1, len(values)):
+        result = Mux(equals(index, j), values[j], result)
+    return result
