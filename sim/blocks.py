@@ -16,6 +16,7 @@ from hdl.arith import BF16Multiplier, FP32Adder, FP32Divider, FP32Multiplier, FP
 from hdl.ici import Router
 from hdl.memory import DmaSystem
 from hdl.mxu import MXU, ProcessingElement, preset
+from hdl.sparsecore import SparseCoreTile
 
 __all__ = ["BLOCKS", "block_params", "parse_params", "build", "block_interface",
            "memory_images", "MemoryImage"]
@@ -32,10 +33,11 @@ BLOCKS = {
     "mxu": MXU,
     "dma": DmaSystem,
     "router": Router,
+    "sparsecore": SparseCoreTile,
 }
 
 # How to read each parameter from the command line.
-_PARAM_TYPES = {"numerics": str, "transpose": bool}
+_PARAM_TYPES = {"numerics": str, "transpose": bool, "combiners": str, "optimizers": str}
 
 
 def block_params(block):
