@@ -7,9 +7,9 @@ from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import WORD_BITS, MemoryPortSignature, check_int
+from ..lib.memory_port import WORD_BITS, check_int
 from .dma_addrgen import beat_layout, inflight_layout
-from .dma_lanes import lane_mask, rotate_words_left
+from .dma_lanes import check_space_ports, lane_mask, rotate_words_left
 from .dma_push import push_beat_layout
 from .layouts import ADDRESS_BITS, error_layout, flag_add_layout, reason_code
 
@@ -119,13 +119,7 @@ class BurstEngine(wiring.Component):
     """
 
     def __init__(self, *, ports, read_latency, max_reads=None):
-        if set(ports) != {0, 1}:
-            raise ValueError("ports must map space codes 0 (hbm) and 1 (vmem) to signatures")
-        for space, sig in ports.items():
-            if not isinstance(sig, MemoryPortSignature):
-                raise TypeError(f"port {space} must be a MemoryPortSignature, not {sig!r}")
-            if sig.words & (sig.words - 1) or sig.mask_granularity != WORD_BITS:
-                raise ValueError(f"port {space} needs a power-of-two line and a mask per word")
+        check_space_ports(ports)
         check_int("read_latency", read_latency, least=1)
         if max_reads is None:
             max_reads = read_latency + ROUND_TRIP

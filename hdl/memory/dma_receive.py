@@ -8,8 +8,8 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..ici.layouts import LENGTH_BITS, MAX_FLIT_WORDS, OPCODES, flit_layout, route_word_layout
-from ..lib.memory_port import WORD_BITS, MemoryPortSignature, check_int
-from .dma_lanes import equals, pick
+from ..lib.memory_port import WORD_BITS, check_int
+from .dma_lanes import check_space_ports, equals, pick
 from .layouts import ADDRESS_BITS, CHIP_BITS, FLAG_BITS, flag_add_layout, target_word_layout
 
 __all__ = ["Receiver"]
@@ -84,13 +84,7 @@ class Receiver(wiring.Component):
     """
 
     def __init__(self, *, ports, sizes, n_flags, n_chips=1, flit_words=1):
-        if set(ports) != {0, 1}:
-            raise ValueError("ports must map space codes 0 (hbm) and 1 (vmem) to signatures")
-        for space, sig in ports.items():
-            if not isinstance(sig, MemoryPortSignature):
-                raise TypeError(f"port {space} must be a MemoryPortSignature, not {sig!r}")
-            if sig.words & (sig.words - 1) or sig.mask_granularity != WORD_BITS:
-                raise ValueError(f"port {space} needs a power-of-two line and a mask per word")
+        check_space_ports(ports)
         if not isinstance(sizes, (tuple, list)) or len(sizes) != 2:
             raise TypeError(f"sizes must be a pair (hbm, vmem), not {sizes!r}")
         for name, size in zip(("hbm", "vmem"), sizes):
