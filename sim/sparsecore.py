@@ -21,7 +21,8 @@ capacities are the batch's sizes rounded up to powers of two (at least 16), so
 batches of similar size share one compiled build, and it is built with just the
 combiner or optimizer the call uses (a smaller design that compiles faster); ``tile=``
 fixes any of these. :func:`gather_curve` measures the gather's bandwidth and the scVPU's
-lane use; :func:`soak` is a long random check against golden for regressions.
+lane use. The long random check against golden is the regression suite
+(``tpu-rtl regress sparsecore``, :mod:`verif.suites.sparsecore`).
 """
 
 from dataclasses import dataclass
@@ -35,8 +36,8 @@ from hdl.sparsecore import COMBINERS, LANES, ONE, OPTIMIZERS, STAMPS
 from .backends import check_backend
 from .backends.whole_run import WholeRun, run_whole
 
-__all__ = ["lookup", "update", "SparseRun", "SparseStats", "IndexOutOfRange", "GatherPoint",
-           "gather_curve", "soak", "BLOCK"]
+__all__ = ["lookup", "update", "hbm_image", "SparseRun", "SparseStats", "IndexOutOfRange", "GatherPoint",
+           "gather_curve", "BLOCK"]
 
 #: The tile's name in the block catalogue.
 BLOCK = "sparsecore"
@@ -94,7 +95,8 @@ class SparseRun:
     """Result of :func:`lookup` (``out``) or :func:`update` (``table``, ``state``).
 
     ``out``: float32 [B, D]; ``table``: float32 [V, D]; ``state``: the accumulators
-    (None for SGD); ``cycles``: the whole run's cycles; ``hbm_reads``: table rows read
+    (None for SGD); ``hbm``: an update's whole final HBM image, uint32 words laid out by
+    :func:`hbm_image` with the tile's ``rows`` (``capacity``); ``cycles``: the whole run's cycles; ``hbm_reads``: table rows read
     from HBM (the tile's count); ``stats``: :class:`SparseStats`.
     """
     cycles: int
@@ -103,6 +105,8 @@ class SparseRun:
     table: np.ndarray | None = None
     state: np.ndarray | None = None
     stats: SparseStats | None = None
+    hbm: np.ndarray | None = None
+    capacity: int | None = None
 
 
 # ---------------------------------------------------------------- operands
@@ -165,6 +169,22 @@ def _padded(bits, width):
     return out
 
 
+def hbm_image(table, state=None, *, rows, row_words, size=None):
+    """The tile's HBM image of ``table`` (and Adagrad ``state``), uint32 [V, D] patterns,
+    as flat uint32 words: table row ``r`` at ``r * row_words``, state row ``r`` at
+    ``(rows + r) * row_words``, zero columns padding each row to ``row_words`` and zeros
+    everywhere else, up to ``size`` words (default: just past the last region). A run
+    loads this; after an update the whole HBM must equal it for the updated table and
+    state, so comparing whole images catches a stray write anywhere, padding included."""
+    n_rows, width = table.shape
+    regions = 1 if state is None else 2
+    image = np.zeros(size if size is not None else regions * rows * row_words, np.uint32)
+    for region, bits in enumerate((table, state)[:regions]):
+        base = region * rows * row_words
+        image[base:base + n_rows * row_words].reshape(n_rows, row_words)[:, :width] = bits
+    return image
+
+
 def _pack(words, per_beat):
     """Flat uint32 words as integers of ``per_beat`` words, word ``j`` at bits ``32*j``."""
     raw = np.ascontiguousarray(words, dtype="<u4").reshape(-1, per_beat)
@@ -213,10 +233,7 @@ def _run(table, indices, offsets, *, op, combiner=0, optimizer=0, lr=0, weights=
     ids = np.where(wide, -1, indices) & 0xFFFFFFFF
     if weights is None:
         weights = np.full(n_ids, ONE, np.uint32)      # golden: unweighted = all 1.0
-    hbm = _padded(table, row_words).reshape(-1)
-    if state is not None:
-        hbm = np.concatenate([hbm, np.zeros((rows - n_rows) * row_words, np.uint32),
-                              _padded(state, row_words).reshape(-1)])
+    hbm = hbm_image(table, state, rows=rows, row_words=row_words)
     play = {
         "ids": [int(i) | int(w) << 32 for i, w in zip(ids, weights)],
         "ends": [int(e) for e in offsets[1:]],
@@ -324,7 +341,7 @@ def update(table, indices, offsets, grads, *, optimizer="sgd", lr, state=None,
 
     return SparseRun(result.cycles, hbm_reads, table=region(0).view(np.float32),
                      state=None if state is None else region(state_base).view(np.float32),
-                     stats=stats)
+                     stats=stats, hbm=words, capacity=state_base // row_words)
 
 
 # ---------------------------------------------------------------- measurements
@@ -362,82 +379,3 @@ def gather_curve(row_widths=(8, 16, 32, 64), *, ids=256, bag=8, words_per_cycle=
         points.append(GatherPoint(row_words, run.stats.gather_bandwidth, run.stats.lane_busy,
                                   run.cycles, exact))
     return points
-
-
-#: fp32 patterns a soak mixes into its data: signed zeros, infinities, NaNs (quiet,
-#: signalling, with payloads), subnormals, the extreme normals and exact powers of two.
-_SPECIALS = np.array([0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00001,
-                      0x7F800001, 0x00000001, 0x807FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF,
-                      0x3F800000, 0xBF800000, 0x33800000, 0x4B800000], np.uint32)
-
-
-def _soak_values(rng, shape):
-    bits = (rng.standard_normal(shape) * np.exp2(rng.integers(-6, 7, shape))).astype(np.float32)
-    bits = bits.view(np.uint32)
-    pick = rng.random(shape)
-    bits = np.where(pick < 0.15, rng.choice(_SPECIALS, shape), bits)
-    noise = rng.integers(0, 1 << 32, shape, dtype=np.uint64).astype(np.uint32)
-    return np.where((pick >= 0.15) & (pick < 0.3), noise, bits).astype(np.uint32)
-
-
-def _soak_batch(rng):
-    rows, width = int(rng.integers(1, 64)), int(rng.choice([1, 5, 8, 13, 16]))
-    lengths = rng.integers(0, 11, int(rng.integers(1, 13)))
-    lengths[rng.random(len(lengths)) < 0.2] = 0
-    offsets = np.concatenate([[0], np.cumsum(lengths)])
-    n = int(offsets[-1])
-    if rng.random() < 0.5:
-        indices = rng.integers(0, rows, n)
-    else:
-        indices = (rng.zipf(float(rng.choice([1.05, 1.5, 3.0])), n) - 1) % rows
-    weights = _soak_values(rng, n)
-    weights[rng.random(n) < 0.1] = 0
-    return (_soak_values(rng, (rows, width)), indices.astype(np.int32), offsets, weights,
-            _soak_values(rng, (len(lengths), width)))
-
-
-def soak(seed=1, trials=10, *, backend="verilator", numerics=("tpu", "ieee")):
-    """Random batches, each through every combiner (weighted or not) and optimizer, on the
-    RTL with HBM jitter and stream gaps, against golden.sparsecore.
-
-    Returns the mismatches as one-line descriptions naming the seed and trial that
-    reproduce them (empty: every result bit-exact, and ``hbm_reads`` the unique ids).
-    A long check for regressions, not for the default test suite.
-    """
-    from golden import sparsecore as golden
-    failures = []
-    for trial in range(trials):
-        rng = np.random.default_rng([seed, trial])
-        table, indices, offsets, weights, grads = _soak_batch(rng)
-        # One build per row width and numerics serves every trial and feature.
-        timing = dict(backend=backend, jitter=4, seed=int(rng.integers(1 << 16)),
-                      idle=float(rng.choice([0.0, 0.3])),
-                      tile=dict(rows=64, max_ids=128, max_bags=16, combiners=",".join(COMBINERS),
-                                optimizers=",".join(OPTIMIZERS)))
-        unique = golden.dedup(indices).hbm_reads
-        for mode in numerics:
-            where = f"seed {seed}, trial {trial}, {mode}"
-            for combiner in COMBINERS:
-                for w in (None, weights):
-                    run = lookup(table, indices, offsets, combiner=combiner, weights=w,
-                                 numerics=mode, stall=timing["idle"], **timing)
-                    want = golden.lookup(table, indices, offsets, combiner=combiner,
-                                         weights=w, numerics=mode)
-                    if not np.array_equal(run.out.view(np.uint32), want.view(np.uint32)) \
-                            or run.hbm_reads != unique:
-                        failures.append(f"lookup {combiner} weighted={w is not None}: {where}")
-            lr = float(rng.choice([0.01, 0.5, -2.0, 1e-40, 1e30]))
-            for optimizer in OPTIMIZERS:
-                state = None if optimizer == "sgd" else \
-                    _soak_values(rng, table.shape) & np.uint32(0x7FFFFFFF)
-                run = update(table, indices, offsets, grads, optimizer=optimizer, lr=lr,
-                             state=state, numerics=mode, **timing)
-                want_table, want_state = golden.update(table, indices, offsets, grads,
-                                                       optimizer=optimizer, lr=lr, state=state,
-                                                       numerics=mode)
-                same = np.array_equal(run.table.view(np.uint32), want_table.view(np.uint32))
-                if state is not None:
-                    same &= np.array_equal(run.state.view(np.uint32), want_state.view(np.uint32))
-                if not same or run.hbm_reads != unique:
-                    failures.append(f"update {optimizer}: {where}")
-    return failures
