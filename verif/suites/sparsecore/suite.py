@@ -149,14 +149,31 @@ def _flat_output(out):
     return out.ravel(), lambda i: f"out[{i // width}, {i % width}]"
 
 
-def _whole_image(table, state, run):
-    """An update's expected whole HBM image (the tile's layout, padding and unused rows
-    included, so a stray write anywhere is a mismatch), and where each word is."""
-    n_rows, width = table.shape
+def _whole_image(b, operation, numerics, run):
+    """An update's expected whole HBM image, and where each word is.
+
+    The tile updates all ``row_words`` columns of a row, the runner's zero padding
+    included (Adagrad makes NaN there: 0 / sqrt(0)), so the expectation is golden's
+    update of the padded operands, with the padded state the runner loads (the initial
+    accumulator only in the real columns). Laid out as the tile's HBM, unused rows
+    included, so a stray write anywhere is a mismatch."""
+    n_rows, width = b.table.shape
     row_words = -(-width // LANES) * LANES
+
+    def padded(bits):
+        return np.pad(bits, ((0, 0), (0, row_words - width)))
+    args = _update_args(b, operation)
+    if args["optimizer"] == "adagrad" and args["state"] is None:
+        init = golden.fp32_scalar(golden.DEFAULT_INITIAL_ACCUMULATOR, name="initial")
+        args["state"] = np.full(b.table.shape, init, np.uint32)
+    if args["state"] is not None:
+        args["state"] = padded(args["state"])
+    table, state = golden.update(padded(b.table), b.indices, b.offsets, padded(b.grads),
+                                 **args, numerics=numerics)
     capacity = run.capacity
-    image = sim_sparsecore.hbm_image(table, state, rows=capacity, row_words=row_words,
-                                     size=len(run.hbm))
+    image = sim_sparsecore.hbm_image(
+        table.view(np.uint32), None if state is None else state.view(np.uint32),
+        rows=capacity, row_words=row_words, size=len(run.hbm))
 
     def where(i):
         region, rest = divmod(i, capacity * row_words)
@@ -231,7 +248,8 @@ def _check_run(tally, seed, step, operation, *, backend, waves, inject):
         tally.check(False, f"{label}: expected {want}, but the tile finished without an error")
         return
     tally.cycles += run.cycles
-    want, where = _whole_image(*want, run) if operation in UPDATES else _flat_output(*want)
+    want, where = _whole_image(b, operation, step.numerics, run) if operation in UPDATES \
+        else _flat_output(*want)
     want = want.copy()
     if inject == "golden-fault":
         want[int(np.random.default_rng([seed, step.index]).integers(want.size))] ^= 1
