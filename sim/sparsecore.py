@@ -29,8 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from golden.formats import FP32, as_bits, check_numerics
-from golden.sparsecore import DEFAULT_INITIAL_ACCUMULATOR, fp32_scalar
+from golden.formats import check_numerics
+from golden.sparsecore import DEFAULT_INITIAL_ACCUMULATOR, check_choice, check_csr, \
+    check_table, fp32_array, fp32_scalar
 from hdl.sparsecore import COMBINERS, LANES, ONE, OPTIMIZERS, STAMPS
 
 from .backends import check_backend
@@ -110,53 +111,6 @@ class SparseRun:
 
 
 # ---------------------------------------------------------------- operands
-
-def _choice(value, choices, what):
-    if value not in choices:
-        raise ValueError(f"{what} must be one of {', '.join(map(repr, choices))}, not {value!r}")
-    return value
-
-
-def _fp32(x, name, shape):
-    bits = as_bits(x, FP32, name=name)
-    if bits.ndim != len(shape) or any(s is not None and s != n for s, n in zip(shape, bits.shape)):
-        want = "[" + ", ".join("*" if s is None else str(s) for s in shape) + "]"
-        raise ValueError(f"{name} must have shape {want}, not {list(bits.shape)}")
-    return bits
-
-
-def _integers(x, name):
-    x = np.asarray(x)
-    if x.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, not {x.ndim}-D")
-    if x.dtype.kind not in "iu" and x.size:
-        raise ValueError(f"{name} must be an integer array, not {x.dtype}")
-    return x.astype(np.int64)
-
-
-def _table(table):
-    table = _fp32(table, "table", (None, None))
-    if table.shape[1] == 0:
-        raise ValueError("table rows must have at least one word (D >= 1)")
-    return table
-
-
-def _csr(indices, offsets):
-    """(indices, offsets) as int64, with offsets checked; ids are left to the tile."""
-    indices, offsets = _integers(indices, "indices"), _integers(offsets, "offsets")
-    if len(offsets) == 0:
-        raise ValueError("offsets must have length B+1 >= 1, not 0")
-    if offsets[0] != 0:
-        raise ValueError(f"offsets must start at 0, not {offsets[0]}")
-    lengths = np.diff(offsets)
-    if np.any(lengths < 0):
-        b = int(np.flatnonzero(lengths < 0)[0])
-        raise ValueError(f"offsets must not decrease: offsets[{b}] = {offsets[b]} > "
-                         f"offsets[{b + 1}] = {offsets[b + 1]}")
-    if offsets[-1] != len(indices):
-        raise ValueError(f"offsets must end at len(indices) = {len(indices)}, not {offsets[-1]}")
-    return indices, offsets
-
 
 def _capacity(n):
     return max(_MIN_CAPACITY, 1 << max(0, n - 1).bit_length())
@@ -285,11 +239,11 @@ def lookup(table, indices, offsets, *, combiner="sum", weights=None, backend="am
     when its unique ids overflow or an argument is bad.
     """
     _check_common(numerics, backend)
-    combiner = COMBINERS.index(_choice(combiner, COMBINERS, "combiner"))
-    table = _table(table)
-    indices, offsets = _csr(indices, offsets)
+    combiner = COMBINERS.index(check_choice(combiner, COMBINERS, "combiner"))
+    table = check_table(table)
+    indices, offsets, _ = check_csr(indices, offsets)   # ids are the tile's to check
     if weights is not None:
-        weights = _fp32(weights, "weights", (len(indices),))
+        weights = fp32_array(weights, "weights", (len(indices),))
     result, stats, hbm_reads, _ = _run(
         table, indices, offsets, op=0, combiner=combiner, weights=weights, backend=backend,
         numerics=numerics, seed=seed, jitter=jitter, read_latency=read_latency,
@@ -314,11 +268,11 @@ def update(table, indices, offsets, grads, *, optimizer="sgd", lr, state=None,
     if optimizer == "rowwise_adagrad":
         raise ValueError("optimizer 'rowwise_adagrad' is not implemented by the tile RTL; "
                          f"it has {', '.join(map(repr, OPTIMIZERS))}")
-    code = OPTIMIZERS.index(_choice(optimizer, OPTIMIZERS, "optimizer"))
-    table = _table(table)
+    code = OPTIMIZERS.index(check_choice(optimizer, OPTIMIZERS, "optimizer"))
+    table = check_table(table)
     n_rows, width = table.shape
-    indices, offsets = _csr(indices, offsets)
-    grads = _fp32(grads, "grads", (len(offsets) - 1, width))
+    indices, offsets, _ = check_csr(indices, offsets)   # ids are the tile's to check
+    grads = fp32_array(grads, "grads", (len(offsets) - 1, width))
     lr = fp32_scalar(lr, name="lr")
     if optimizer == "sgd":
         if state is not None:
@@ -327,7 +281,7 @@ def update(table, indices, offsets, grads, *, optimizer="sgd", lr, state=None,
         init = fp32_scalar(initial_accumulator, name="initial_accumulator")
         state = np.full((n_rows, width), init, np.uint32)
     else:
-        state = _fp32(state, "state", (n_rows, width))
+        state = fp32_array(state, "state", (n_rows, width))
     result, stats, hbm_reads, state_base = _run(
         table, indices, offsets, op=1, optimizer=code, lr=lr, grads=grads, state=state,
         backend=backend, numerics=numerics, seed=seed, jitter=jitter,
