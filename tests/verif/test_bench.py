@@ -8,11 +8,14 @@ checks its shape and that every measurement is a positive number.
 import re
 
 import verif.bench
-from verif.bench import Plan, run_bench
+from verif.bench import Plan, SparseBench, run_bench
 
 TINY = Plan(repeats=1, arith_ops=64, mxu_shape=(8, 4, 4), export_sizes=(4,),
             util_cases=(((8, 8, 8), 4, 4),), mxu_sizes=(2,),
-            units=("fp32_add", "bf16_mul", "fp32_to_bf16"))
+            units=("fp32_add", "bf16_mul", "fp32_to_bf16"),
+            sparsecore=SparseBench(backend="amaranth", row_widths=(8,), read_latencies=(4,),
+                                   gather_ids=16, alphas=(1.5,), zipf_rows=16, zipf_width=8,
+                                   zipf_bags=2, bag=4, optimizer="sgd"))
 
 
 def _numbers(row):
@@ -25,7 +28,8 @@ def test_tiny_bench_writes_every_section(tmp_path, monkeypatch):
     output = tmp_path / "benchmarks.md"
     text = run_bench(quick=True, output=output)
     assert output.read_text() == text
-    for heading in ("## Simulation speed", "## Verilog export", "## MXU utilization"):
+    for heading in ("## Simulation speed", "## Verilog export", "## MXU utilization",
+                    "## SparseCore"):
         assert heading in text
 
     speed = {row.split("|")[1].strip(): row for row in text.splitlines()
