@@ -314,9 +314,31 @@ def run_bench(*, quick=False, output="docs/benchmarks.md", seed=1, large_array=N
     steps.close()
     text = _report(plan, quick, paths, speed, all_public, harness, exports, utilization, large,
                    (dma_rows, hbm_test), sparse)
+    if Path(output).exists():
+        text = _keep_other_sections(Path(output).read_text(), text)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     Path(output).write_text(text)
     return text
+
+
+def _sections(text):
+    """``text``'s "## " sections: heading -> its lines (the heading's included)."""
+    sections, current = {}, None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            current = sections.setdefault(line, [])
+        if current is not None:
+            current.append(line)
+    return sections
+
+
+def _keep_other_sections(old, new):
+    """``new`` with the sections of ``old`` that this bench does not measure (such as the
+    regression throughput of ``python -m verif.executor.bench``) kept at its end."""
+    for heading, lines in _sections(old).items():
+        if heading not in _sections(new):
+            new = _splice(new, lines)
+    return new
 
 
 def _report(plan, quick, paths, speed, all_public, harness, exports, utilization, large, dma,

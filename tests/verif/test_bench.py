@@ -49,3 +49,13 @@ def test_tiny_bench_writes_every_section(tmp_path, monkeypatch):
     util_row = next(row for row in text.splitlines() if row.startswith("| 8x8x8 | 4x4 |"))
     cycles, utilization = (float(cell) for cell in util_row.split("|")[3:5])
     assert cycles >= 32 and utilization == round(512 / (16 * cycles), 3)
+
+
+def test_a_full_run_keeps_the_sections_it_does_not_measure():
+    old = ("# Benchmarks\n\n## Simulation speed\n\nold speed\n\n## Regression throughput\n\n"
+           "| workers | seeds/min |\n|---:|---:|\n| 2 | 1.9 |\n")
+    new = "# Benchmarks\n\n## Simulation speed\n\nnew speed\n"
+    kept = verif.bench._keep_other_sections(old, new)
+    assert "new speed" in kept and "old speed" not in kept
+    assert kept.endswith("## Regression throughput\n\n| workers | seeds/min |\n|---:|---:|\n"
+                         "| 2 | 1.9 |\n")
