@@ -246,6 +246,13 @@ def _natural(text):
     return value
 
 
+def _add_gaps(parser, *, stalled):
+    parser.add_argument("--idle", type=_fraction, default=0.0, metavar="P",
+                        help="probability of an idle cycle on each input stream (default 0)")
+    parser.add_argument("--stall", type=_fraction, default=0.0, metavar="P",
+                        help=f"probability of backpressure on {stalled} each cycle (default 0)")
+
+
 def _add_block(parser):
     parser.add_argument("block", help=", ".join(BLOCK_NAMES))
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
@@ -280,10 +287,7 @@ def _parser():
     p.add_argument("--numerics", choices=("tpu", "ieee"), default="tpu")
     p.add_argument("--seed", type=int, default=1,
                    help="seed of the random operands and gaps (default 1)")
-    p.add_argument("--idle", type=float, default=0.0, metavar="P",
-                   help="probability of an idle cycle on each input stream (default 0)")
-    p.add_argument("--stall", type=float, default=0.0, metavar="P",
-                   help="probability of backpressure on the results each cycle (default 0)")
+    _add_gaps(p, stalled="the results")
     p.add_argument("--special-density", type=float, default=0.0, metavar="P",
                    help="fraction of operands replaced by special values (default 0)")
     p.add_argument("--with-acc", action="store_true", help="start from random partial sums")
@@ -330,10 +334,7 @@ def _parser():
                    help="HBM model read latency in cycles (default 8)")
     p.add_argument("--jitter", type=_natural, default=0, metavar="CYCLES",
                    help="HBM model's seeded extra latency, up to this many cycles (default 0)")
-    p.add_argument("--idle", type=_fraction, default=0.0, metavar="P",
-                   help="probability of an idle cycle on each input stream (default 0)")
-    p.add_argument("--stall", type=_fraction, default=0.0, metavar="P",
-                   help="probability of backpressure on the lookup's rows (default 0)")
+    _add_gaps(p, stalled="the lookup's rows")
     p.add_argument("--seed", type=int, default=1,
                    help="seed of the batch, the HBM jitter and the gaps (default 1)")
     p.add_argument("--json", metavar="FILE.json", help="also write the figures as JSON")
