@@ -16,9 +16,11 @@ jitter, the stream gaps and the backend; ``hbm_reads`` is the tile's own count o
 table rows read, one per unique id.
 
 Rows of ``D`` words are padded with zeros to the tile's row width, a multiple of 8
-(every lane is independent, so padding changes no real column). The tile's
-capacities are the batch's sizes rounded up to powers of two (at least 16), so
-batches of similar size share one compiled build, and it is built with just the
+(every lane is independent, so padding changes no real column, though the tile
+updates the padding too: Adagrad leaves NaN there). The tile's capacities are the
+batch's sizes rounded up to powers of two (at least 16), and so are the harness's
+stream memories (from each stream's beats), so batches whose sizes and stream lengths
+round alike share one compiled build; the tile is built with just the
 combiner or optimizer the call uses (a smaller design that compiles faster); ``tile=``
 fixes any of these. :func:`gather_curve` measures the gather's bandwidth and the scVPU's
 lane use. The long random check against golden is the regression suite
@@ -260,7 +262,8 @@ def update(table, indices, offsets, grads, *, optimizer="sgd", lr, state=None,
            seed=0, jitter=0, read_latency=4, words_per_cycle=8, max_unique=None, idle=0.0,
            waves=None, tile=None):
     """:func:`golden.sparsecore.update` on the tile RTL; returns :class:`SparseRun` with
-    ``table`` and ``state`` (None for SGD). Options as for :func:`lookup`.
+    ``table`` and ``state`` (None for SGD), and ``hbm``, the whole final HBM image
+    (:func:`hbm_image`'s layout with ``capacity`` rows). Options as for :func:`lookup`.
 
     Only ``"sgd"`` and ``"adagrad"`` are in the RTL; ``"rowwise_adagrad"`` is a ValueError.
     """
