@@ -265,7 +265,10 @@ def run_bench(*, quick=False, output="docs/benchmarks.md", seed=1, large_array=N
     rng = np.random.default_rng(seed)
     paths = [p for p in PATHS if p[0] != "icarus" or iverilog()]
     mxu_sizes = plan.mxu_sizes
-    units = plan.units or tuple(UNITS)
+    # The units with a corpus of their own (golden.arith); the transcendental units'
+    # speed is their exhaustive check's (docs/regress.md).
+    units = plan.units or tuple(unit for unit in UNITS
+                                if unit in corpus.BINARY_OPS or unit in corpus.UNARY_OPS)
     steps = _steps((len(units) + len(mxu_sizes)) * len(paths) + 2 + len(plan.export_sizes)
                    + len(plan.util_cases) + bool(plan.large_array) + plan.dma
                    + bool(plan.sparsecore))
