@@ -9,8 +9,9 @@ have given. Locally the regression runner keeps running a check whole
 
 A check joins :data:`CHECKS` with its modes, its span, a slice function and
 a merge. ``bf16_mul_exhaustive`` slices ``a`` (65536 patterns; each slice
-checks every ``b`` for its ``a``); the VPU's transcendental check, once it
-has an RTL runner, slices its 2^32 inputs the same way.
+checks every ``b`` for its ``a``); ``vpu_transcendental_exhaustive`` slices
+the 2^32 inputs of each transcendental unit, one mode per function and
+numerics (``rcp-tpu``, ``rcp-ieee``, ...).
 """
 
 import operator
@@ -24,35 +25,60 @@ __all__ = ["SlicedCheck", "CHECKS", "slices", "run_slice", "merge"]
 
 @dataclass(frozen=True)
 class SlicedCheck:
-    """``run(mode, lo, hi)`` checks a slice; ``merge(mode, results, seconds)`` joins them."""
+    """``run(mode, lo, hi, *, jobs=1, progress=None)`` checks a slice (or, locally, the whole
+    range on ``jobs`` harness processes); ``merge(mode, results, seconds)`` joins slices."""
     modes: tuple
     span: int
     run: Callable
     merge: Callable
     total: Callable             # checks in a slice of outer width ``hi - lo``
+    unit: str = "pairs"         # what a check is, for progress lines
+    operand: str = "a"          # the sliced operand, for messages
+
+    def slice_name(self, lo, hi):
+        digits = len(f"{self.span - 1:X}")
+        return f"slice {self.operand} in [0x{lo:0{digits}X}, 0x{hi:0{digits}X})"
 
 
-def _bf16_mul_slice(mode, lo, hi):
+def _bf16_mul_slice(mode, lo, hi, *, jobs=1, progress=None):
     from sim.exhaustive import run_bf16_mul_exhaustive
-    return run_bf16_mul_exhaustive(mode, jobs=1, a_range=(lo, hi))
+    return run_bf16_mul_exhaustive(mode, jobs=jobs, a_range=(lo, hi), progress=progress)
 
 
 def _bf16_mul_merge(mode, results, seconds):
-    from sim.exhaustive import ExhaustiveResult
-    checked = sum(r.pairs_checked for r in results)
-    # The mismatch lines start "a=0x.... b=0x....", fixed width: text order is (a, b) order.
-    first = sorted(line for r in results for line in r.first_mismatches)[:5]
-    return ExhaustiveResult(numerics=mode, pairs_checked=checked,
-                            mismatches=sum(r.mismatches for r in results),
-                            first_mismatches=first, seconds=seconds,
-                            cycles_per_second=checked / seconds if seconds > 0 else 0.0,
-                            build_seconds=max((r.build_seconds for r in results), default=0.0))
+    from sim.exhaustive import merge_results
+    return merge_results(results, seconds, name="bf16_mul", numerics=mode, unit="pairs")
+
+
+def _transcendental_modes():
+    # Function names spelled out (sim.exhaustive_unary.TRANSCENDENTAL, which a test holds
+    # this to), so that listing the modes imports no HDL.
+    return tuple(f"{function}-{numerics}" for function in ("rcp", "rsqrt", "exp")
+                 for numerics in NUMERICS)
+
+
+def _transcendental_slice(mode, lo, hi, *, jobs=1, progress=None):
+    from sim.exhaustive_unary import run_unary_exhaustive
+    function, numerics = mode.split("-")
+    return run_unary_exhaustive(function, numerics, jobs=jobs, x_range=(lo, hi),
+                                progress=progress)
+
+
+def _transcendental_merge(mode, results, seconds):
+    from sim.exhaustive import merge_results
+    from sim.exhaustive_unary import UNITS
+    function, numerics = mode.split("-")
+    return merge_results(results, seconds, name=UNITS[function].block, numerics=numerics,
+                         unit="inputs")
 
 
 CHECKS = {
     "bf16_mul_exhaustive": SlicedCheck(modes=tuple(NUMERICS), span=65536, run=_bf16_mul_slice,
                                        merge=_bf16_mul_merge,
                                        total=lambda width: width * 65536),
+    "vpu_transcendental_exhaustive": SlicedCheck(
+        modes=_transcendental_modes(), span=1 << 32, run=_transcendental_slice,
+        merge=_transcendental_merge, total=lambda width: width, unit="inputs", operand="x"),
 }
 
 
@@ -68,7 +94,8 @@ def slices(lo, hi, count):
 
 
 def run_slice(check, mode, lo, hi):
-    """Run slice ``[lo, hi)`` of ``check`` in ``mode`` here; returns the check's result."""
+    """Run slice ``[lo, hi)`` of ``check`` in ``mode`` here, on one harness process; returns
+    the check's result."""
     return CHECKS[check].run(mode, lo, hi)
 
 
