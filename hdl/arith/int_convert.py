@@ -59,5 +59,5 @@ def int32_to_fp32(m, bits, *, name):
     rounded = round_nearest_even(m, Cat(norm[8:31], exponent), norm[7], norm[:7].any(),
                                  name=f"{name}_rounded")
     result = Signal(32, name=name)
-    m.d.comb += result.eq(Mux(magnitude == 0, 0, Cat(rounded, sign)))
+    m.d.comb += result.eq(Mux(~magnitude.any(), 0, Cat(rounded, sign)))
     return result

@@ -120,7 +120,7 @@ def decode(m, word, *, name):
             low, width = FIELD_BITS[field]
             used |= ((1 << width) - 1) << low
         stray = ((1 << FIELD_BITS["opcode"][0]) - 1) & ~used
-        terms.append(is_op[op.name] & ((word & stray) == 0))
+        terms.append(is_op[op.name] & ~(word & stray).any())
     m.d.comb += legal.eq(_any(terms))
 
     def uses(field, *, exclude=()):

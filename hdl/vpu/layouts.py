@@ -45,9 +45,8 @@ def gather_rows(m, *, arriving, index, value, lanes, name):
     """
     held = [Signal(32 * lanes, name=f"{name}{s}", reset_less=True)
             for s in range(SUBLANES - 1)]
-    with m.If(arriving):
-        with m.Switch(index):
-            for s in range(SUBLANES - 1):
-                with m.Case(s):
-                    m.d.sync += held[s].eq(value)
+    for s, register in enumerate(held):
+        # (``~index.any()`` for 0: Yosys writes ``index == 0`` as a multi-bit ``!``.)
+        with m.If(arriving & (index == s if s else ~index.any())):
+            m.d.sync += register.eq(value)
     return Cat(*held, value)

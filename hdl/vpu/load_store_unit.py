@@ -67,7 +67,7 @@ class LoadStoreUnit(wiring.Component):
         received = Signal(range(SUBLANES))
 
         issue = self.issue.payload
-        m.d.comb += self.issue.ready.eq((to_send == 0) & (to_receive == 0))
+        m.d.comb += self.issue.ready.eq(~to_send.any() & ~to_receive.any())
         with m.If(self.issue.valid & self.issue.ready):
             m.d.sync += [src.eq(issue.src), store.eq(issue.store), dest.eq(issue.dest),
                          stride.eq(issue.stride), addr.eq(issue.base), to_send.eq(SUBLANES),

@@ -58,7 +58,7 @@ class MXUPusher(wiring.Component):
         left = Signal(range(SUBLANES + 1))
         index = Signal(range(SUBLANES))
 
-        m.d.comb += self.issue.ready.eq(left == 0)
+        m.d.comb += self.issue.ready.eq(~left.any())
         with m.If(self.issue.valid & self.issue.ready):
             m.d.sync += [src.eq(self.issue.payload.src), to_lhs.eq(self.issue.payload.lhs),
                          swap.eq(self.issue.payload.swap), left.eq(SUBLANES), index.eq(0)]
@@ -68,7 +68,7 @@ class MXUPusher(wiring.Component):
             self.weights.payload.data.eq(beat),
             self.lhs.valid.eq((left != 0) & to_lhs),
             self.lhs.payload.data.eq(beat),
-            self.lhs.payload.swap.eq(swap & (index == 0)),
+            self.lhs.payload.swap.eq(swap & ~index.any()),
         ]
         with m.If((self.weights.valid & self.weights.ready) | (self.lhs.valid & self.lhs.ready)):
             m.d.sync += [left.eq(left - 1), index.eq(index + 1)]
@@ -109,7 +109,7 @@ class MXUPopper(wiring.Component):
         left = Signal(range(SUBLANES + 1))
         index = Signal(range(SUBLANES))
 
-        m.d.comb += [self.issue.ready.eq(left == 0), self.result.ready.eq(left != 0)]
+        m.d.comb += [self.issue.ready.eq(~left.any()), self.result.ready.eq(left != 0)]
         with m.If(self.issue.valid & self.issue.ready):
             m.d.sync += [dest.eq(self.issue.payload.dest), left.eq(SUBLANES), index.eq(0)]
         arriving = self.result.valid & self.result.ready

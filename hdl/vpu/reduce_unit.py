@@ -61,7 +61,7 @@ class ReduceUnit(wiring.Component):
         dest = Signal(REG_BITS, reset_less=True)
 
         take = self.issue.valid & self.issue.ready
-        m.d.comb += self.issue.ready.eq((step == 0) | (step == SUBLANES))
+        m.d.comb += self.issue.ready.eq(~step.any() | (step == SUBLANES))
         with m.If(take):
             m.d.sync += [src.eq(self.issue.payload.src), op.eq(self.issue.payload.op),
                          dest.eq(self.issue.payload.dest), step.eq(1)]
@@ -93,11 +93,12 @@ class ReduceUnit(wiring.Component):
                                         Mux(op == 1, picks[0], picks[1]))
                 results |= {REDUCE_OPS.index(name): compared for name in ("max", "min")
                             if name in self.ops}
-            m.d.comb += acc.eq(list(results.values())[0])
             with m.Switch(op):
                 for code, value in results.items():
                     with m.Case(code):
                         m.d.comb += acc.eq(value)
+                with m.Default():
+                    m.d.comb += acc.eq(0)
             folded.append(acc)
         m.d.comb += [
             self.writeback.valid.eq(step == SUBLANES),

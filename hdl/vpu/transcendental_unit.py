@@ -111,6 +111,8 @@ class TranscendentalUnit(wiring.Component):
             for code, value in aligned.items():
                 with m.Case(code):
                     m.d.comb += result.eq(value)
+            with m.Default():
+                m.d.comb += result.eq(0)
 
         finished = gather_rows(m, arriving=out.valid, index=out.index, value=result,
                                lanes=lanes, name="finished")

@@ -99,15 +99,18 @@ class WordALU(wiring.Component):
             for name, value in values.items():
                 with m.Case(OPS[name].opcode):
                     m.d.comb += picked.eq(value)
+            with m.Default():
+                m.d.comb += picked.eq(0)
         registered = Signal(32, reset_less=True)
         op = Signal(OPCODE_BITS, reset_less=True)
         m.d.sync += [registered.eq(picked), op.eq(self.op)]
 
-        m.d.comb += self.result.eq(registered)
         with m.Switch(op):
             for name, core in cores.items():
                 with m.Case(OPS[name].opcode):
                     m.d.comb += self.result.eq(core.result)
+            with m.Default():
+                m.d.comb += self.result.eq(registered)
         return m
 
 

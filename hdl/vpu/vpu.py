@@ -245,7 +245,7 @@ class VPU(wiring.Component):
 
         faults = [fault(d) for d in dec]
         go = [Signal(name="go0"), Signal(name="go1")]
-        m.d.comb += go[0].eq(present[0] & (faults[0] == 0) & ~waits(dec[0]) & unit_free(dec[0]))
+        m.d.comb += go[0].eq(present[0] & ~faults[0].any() & ~waits(dec[0]) & unit_free(dec[0]))
         d0, d1 = dec
         after_first = (
             (d1.reads_a & d0.writes & (d1.src_a == d0.dest)) |
@@ -256,7 +256,7 @@ class VPU(wiring.Component):
         for (unit, need0), need1 in zip(needs(d0).items(), needs(d1).values()):
             same_unit = same_unit | (need0 & need1)
         # A fault of the second word waits for it to be the oldest: it stops the VPU then.
-        m.d.comb += go[1].eq(go[0] & present[1] & (faults[1] == 0) & ~waits(d1) &
+        m.d.comb += go[1].eq(go[0] & present[1] & ~faults[1].any() & ~waits(d1) &
                              unit_free(d1) & ~after_first & ~same_unit)
 
         with m.If(stopped):
@@ -338,5 +338,5 @@ class VPU(wiring.Component):
             claimed = claimed | Mux(go[k] & d.writes, _one_hot(d.dest), 0)
         m.d.sync += busy.eq((busy & ~cleared) | claimed)
 
-        m.d.comb += self.idle.eq((busy == 0) & lsu.issue.ready & pusher.issue.ready)
+        m.d.comb += self.idle.eq(~busy.any() & lsu.issue.ready & pusher.issue.ready)
         return m

@@ -6,6 +6,8 @@ Whole programs on every backend, and the MXU link, are tested through sim.vpu
 (tests/vpu/test_sim_vpu.py) and the co-simulation regression (verif/suites/vpu).
 """
 
+import re
+
 import numpy as np
 import pytest
 from amaranth.hdl import Module
@@ -18,6 +20,8 @@ from golden.formats import NUMERICS
 from hdl.vpu import ERRORS, VPU, VPUSystem, isa
 from hdl.vpu.transcendental_unit import TranscendentalUnit
 from hdl.vpu.vector_alu import VectorALU
+from sim.export import export
+from sim.lint import lint
 
 from .operands import FLOAT_BINARY, INT_BINARY, float_pairs, int_pairs, unary_inputs
 
@@ -255,3 +259,16 @@ def test_program_errors_stop_before_the_fault(kind, fault, rng):
 def test_bad_parameters_are_rejected(params, error):
     with pytest.raises(error):
         VPU(**params)
+
+
+# ---------------------------------------------------------------- export
+
+def test_export_emits_repeated_cores_once_and_is_lint_clean():
+    result = export("vpu", {"lanes": 2, "ops": ("add", "exp", "rsum")})
+    text = result.verilog
+    modules = re.findall(r"^module\s+([^\s(]+)", text, re.M)
+    assert modules.count("vpu_word_alu") == modules.count("vpu_exp") == modules.count("vpu") == 1
+    assert result.modules == ["vpu_word_alu", "vpu_exp", "vpu"]
+    assert len(re.findall(r"^\s*vpu_word_alu\s+\S+\s*\(", text, re.M)) == 2 * 8 * 2
+    assert len(re.findall(r"^\s*vpu_exp\s+\S+\s*\(", text, re.M)) == 2
+    assert lint(text, "vpu") == []
