@@ -11,7 +11,8 @@ import sys
 #: The block catalogue's names (sim.blocks.BLOCKS, which a test holds this to), spelled
 #: out so that building the parser imports no HDL.
 BLOCK_NAMES = ("fp32_add", "bf16_mul", "fp32_to_bf16", "fp32_mul", "fp32_div", "fp32_sqrt",
-               "pe", "mxu", "dma", "router", "sparsecore")
+               "fp32_rcp", "fp32_rsqrt", "fp32_exp", "pe", "mxu", "dma", "router",
+               "sparsecore", "vpu")
 
 __all__ = ["main"]
 
@@ -150,13 +151,16 @@ def _cmd_sparsecore(args):
 def _cmd_regress(args):
     from sim.backends import check_backend
     from .executor import ClusterError, open_executor
-    from .regress import EXHAUSTIVE, SUITE_NAMES
+    from .regress import EXHAUSTIVE_SUITES, SUITE_NAMES
     if args.suite not in SUITE_NAMES:
         raise ValueError(f"unknown suite {args.suite!r}; suites: {', '.join(SUITE_NAMES)}")
     check_backend(args.sim)
-    if args.suite == EXHAUSTIVE and args.sim != "verilator":
-        raise CommandError(f"{EXHAUSTIVE} runs on a compiled Verilator harness; "
+    if args.suite in EXHAUSTIVE_SUITES and args.sim != "verilator":
+        raise CommandError(f"{args.suite} runs on a compiled Verilator harness; "
                            f"use --sim verilator", status=2)
+    if args.range is not None and args.suite not in EXHAUSTIVE_SUITES:
+        raise CommandError(f"--range narrows an exhaustive suite ({', '.join(EXHAUSTIVE_SUITES)}),"
+                           f" not {args.suite}", status=2)
     if args.cluster is not None and args.jobs != 1:
         raise CommandError("give -j (workers on this machine) or --cluster, not both", status=2)
     if args.inject in ("kill-worker", "kill-worker-once") and args.cluster is None:
@@ -193,14 +197,18 @@ def _cmd_regress(args):
 
 
 def _regress_on(executor, args):
-    from .regress import EXHAUSTIVE, run_exhaustive, run_regression
+    from .regress import EXHAUSTIVE, EXHAUSTIVE_SUITES, run_exhaustive, run_regression
     if executor.note:
         print(executor.note, file=sys.stderr, flush=True)
-    if args.suite == EXHAUSTIVE:
+    if args.suite in EXHAUSTIVE_SUITES:
         where = executor.describe() if executor.remote else f"{args.jobs} harness processes"
-        print(f"regress {EXHAUSTIVE}: every bf16 operand pair, on {where} (seeds do not "
-              f"apply)", flush=True)
-        return run_exhaustive(jobs=args.jobs, only=args.only, executor=executor), "modes"
+        what = "bf16 operand pair" if args.suite == EXHAUSTIVE else \
+            "fp32 input of rcp, rsqrt and exp"
+        scope = "" if args.range is None else f" in [{args.range[0]:#x}, {args.range[1]:#x})"
+        print(f"regress {args.suite}: every {what}{scope}, on {where} (seeds do not apply)",
+              flush=True)
+        return run_exhaustive(args.suite, jobs=args.jobs, only=args.only, executor=executor,
+                              a_range=args.range), "modes"
     seeds = 1 if args.seed is not None else args.seeds
     print(f"regress {args.suite}: {seeds} seed{'s' * (seeds > 1)} on {args.sim}, "
           f"{executor.describe()}", flush=True)
@@ -208,6 +216,18 @@ def _regress_on(executor, args):
                           only_seed=args.seed, waves=args.waves, timeout=args.timeout,
                           inject=args.inject, inject_seed=args.inject_seed, only=args.only,
                           executor=executor), "seeds"
+
+
+def _range(text):
+    """``LO:HI`` (decimal or 0x hex) as a pair of integers with ``0 <= LO < HI``."""
+    lo, sep, hi = text.partition(":")
+    try:
+        value = (int(lo, 0), int(hi, 0))
+    except ValueError:
+        value = None
+    if not sep or value is None or not 0 <= value[0] < value[1]:
+        raise argparse.ArgumentTypeError(f"must be LO:HI with 0 <= LO < HI, not {text!r}")
+    return value
 
 
 def _positive(text):
@@ -370,10 +390,15 @@ def _parser():
                                    "JUnit XML, merged functional coverage and (Verilator) code "
                                    "coverage under build/regress/SUITE/, prints every failing "
                                    "seed with the command that reproduces it, and exits "
-                                   "non-zero on any failure or when coverage is below the goal.")
-    p.add_argument("suite", help="arith, mxu, dma, sparsecore or bf16_mul_exhaustive (all "
+                                   "non-zero on any failure or when coverage is below the goal. "
+                                   "An exhaustive suite runs modes instead of seeds (numerics, "
+                                   "or function-numerics such as rsqrt-ieee) and ends with a "
+                                   "table of them.")
+    p.add_argument("suite", help="arith, mxu, dma, sparsecore, vpu (random vector programs "
+                                 "against the golden executor), bf16_mul_exhaustive (all "
                                  "2^32 multiplier operand pairs on a compiled Verilator "
-                                 "harness)")
+                                 "harness) or vpu_transcendental_exhaustive (all 2^32 inputs "
+                                 "of rcp, rsqrt and exp, likewise)")
     p.add_argument("--seeds", type=_positive, default=4, help="number of seeds (default 4)")
     p.add_argument("-j", "--jobs", type=_positive, default=1, help="parallel workers (default 1)")
     p.add_argument("--sim", choices=("amaranth", "verilator", "icarus"), default="verilator",
@@ -384,7 +409,11 @@ def _parser():
                    help="fail if merged functional coverage is below PCT percent")
     p.add_argument("--only", metavar="TEXT",
                    help="run only the suite's runs whose name contains TEXT "
-                        "(e.g. fp32_add, tpu, mxu-ieee)")
+                        "(e.g. fp32_add, tpu, mxu-ieee; an exhaustive suite's modes: tpu, "
+                        "ieee, or rsqrt-ieee and the like)")
+    p.add_argument("--range", type=_range, metavar="LO:HI",
+                   help="exhaustive suites: check only LO <= operand < HI (bf16_mul's a, a "
+                        "transcendental's input bit pattern), a quick run")
     p.add_argument("--waves", action="store_true", help="write a waveform of every run")
     p.add_argument("--timeout", type=float, default=1800.0, metavar="SECONDS",
                    help="time limit of one seed (default 1800)")

@@ -30,11 +30,15 @@ from .progress import ProgressLine
 from .suites import SUITES
 
 __all__ = ["Outcome", "Regression", "run_regression", "run_exhaustive", "functional_summary",
-           "merge_reports", "EXHAUSTIVE", "SUITE_NAMES"]
+           "merge_reports", "EXHAUSTIVE", "TRANSCENDENTAL", "EXHAUSTIVE_SUITES", "SUITE_NAMES"]
 
 #: The suite that checks the bf16 multiplier on every operand pair (no seeds).
 EXHAUSTIVE = "bf16_mul_exhaustive"
-SUITE_NAMES = (*SUITES, EXHAUSTIVE)
+#: The suite that checks the VPU's rcp, rsqrt and exp units on every fp32 input (no seeds).
+TRANSCENDENTAL = "vpu_transcendental_exhaustive"
+#: Suites of exhaustive checks: modes instead of seeds, on compiled Verilator harnesses.
+EXHAUSTIVE_SUITES = (EXHAUSTIVE, TRANSCENDENTAL)
+SUITE_NAMES = (*SUITES, *EXHAUSTIVE_SUITES)
 
 #: Slices per numerics mode of an exhaustive check on a cluster: 1024 values of
 #: ``a`` (67 M pairs, about 10 s of one core) each, so a lost worker costs little
@@ -173,9 +177,9 @@ def merge_reports(out):
     return _merge_functional(out, out / "seeds"), _merge_code(out, out / "seeds")
 
 
-def _pair_progress(label):
-    """The ``progress(done, total)`` callback of an exhaustive check."""
-    line = ProgressLine(label, unit="pairs")
+def _exhaustive_progress(label, unit):
+    """The ``progress(done, total)`` callback of an exhaustive check counting ``unit``."""
+    line = ProgressLine(label, unit=unit)
 
     def show(done, total):
         line.total = total
@@ -184,61 +188,100 @@ def _pair_progress(label):
     return show
 
 
-def run_exhaustive(*, jobs=2, only=None, out=None, executor=None, a_range=None,
-                   slices=EXHAUSTIVE_SLICES):
-    """The ``bf16_mul_exhaustive`` suite: all 2^32 operand pairs per numerics mode.
+def run_exhaustive(suite=EXHAUSTIVE, *, jobs=2, only=None, out=None, executor=None,
+                   a_range=None, slices=EXHAUSTIVE_SLICES):
+    """An exhaustive suite: every operand of its units, per mode (:data:`EXHAUSTIVE_SUITES`).
 
-    Locally (``executor`` None or local) it runs on ``jobs`` compiled
-    Verilator harness processes, one case per mode (``only`` picks one). On a
-    cluster executor each mode is cut into ``slices`` slices of ``a``, one
-    task each. ``a_range`` narrows ``a`` (a quick run; the default is all of
-    it). Returns a :class:`Regression`; after Ctrl-C its ``interrupted`` is
-    set and it holds the modes that finished.
+    ``bf16_mul_exhaustive`` checks all 2^32 operand pairs per numerics mode;
+    ``vpu_transcendental_exhaustive`` all 2^32 inputs of rcp, rsqrt and exp
+    per numerics mode (modes ``rcp-tpu``, ``rcp-ieee``, ...). ``only`` keeps
+    the modes whose name contains it. Locally (``executor`` None or local)
+    each mode runs whole on ``jobs`` compiled Verilator harness processes. On
+    a cluster executor each mode is cut into ``slices`` slices of the sliced
+    operand (bf16_mul's ``a``, a transcendental's input), one task each.
+    ``a_range`` narrows that operand (a quick run; the default is all of
+    it). Writes ``junit.xml`` and ``summary.txt`` (the table of the modes,
+    also printed on stderr) into ``out``. Returns a :class:`Regression`;
+    after Ctrl-C its ``interrupted`` is set and it holds the modes that
+    finished.
     """
-    out = Path(out or Path("build") / "regress" / EXHAUSTIVE)
-    out.mkdir(parents=True, exist_ok=True)
-    modes = [mode for mode in sliced.CHECKS[EXHAUSTIVE].modes if not only or only in mode]
+    if suite not in EXHAUSTIVE_SUITES:
+        raise ValueError(f"{suite!r} is not an exhaustive suite; those are "
+                         f"{', '.join(EXHAUSTIVE_SUITES)}")
+    spec = sliced.CHECKS[suite]
+    modes = [mode for mode in spec.modes if not only or only in mode]
     if not modes:
-        raise ValueError(f"--only {only!r} matches no numerics mode of {EXHAUSTIVE}")
-    a_range = a_range or (0, sliced.CHECKS[EXHAUSTIVE].span)
+        raise ValueError(f"--only {only!r} matches no mode of {suite} "
+                         f"(modes: {', '.join(spec.modes)})")
+    a_range = a_range or (0, spec.span)
+    lo, hi = a_range
+    if not 0 <= lo < hi <= spec.span:
+        raise ValueError(f"the range of {spec.operand} must satisfy 0 <= lo < hi <= "
+                         f"{spec.span}, not ({lo}, {hi})")
+    out = Path(out or Path("build") / "regress" / suite)
+    out.mkdir(parents=True, exist_ok=True)
     outcomes, interrupted = [], False
     try:
         if executor is not None and executor.remote:
-            _run_sliced(EXHAUSTIVE, modes, executor, a_range, slices, outcomes)
+            _run_sliced(suite, modes, executor, a_range, slices, outcomes)
         else:
-            for numerics in modes:
-                outcomes.append(_exhaustive_mode(numerics, jobs, a_range))
+            for mode in modes:
+                outcomes.append(_exhaustive_mode(suite, mode, jobs, a_range))
     except KeyboardInterrupt:
         interrupted = True
-    regression = Regression(EXHAUSTIVE, "verilator", out, outcomes, planned=len(modes),
+    regression = Regression(suite, "verilator", out, outcomes, planned=len(modes),
                             interrupted=interrupted)
-    regression.repro = {o.seed: f"tpu-rtl regress {EXHAUSTIVE} --only {o.seed}"
-                        for o in outcomes}
+    regression.repro = {o.seed: f"tpu-rtl regress {suite} --only {o.seed}" for o in outcomes}
     _write_junit(regression, out / "junit.xml")
+    table = _mode_table(outcomes)
+    (out / "summary.txt").write_text(table)
+    print(table, end="", file=sys.stderr, flush=True)
     return regression
 
 
-def _exhaustive_mode(numerics, jobs, a_range):
-    """One mode of the exhaustive check, whole, on this machine."""
-    from sim.exhaustive import ExhaustiveError, run_bf16_mul_exhaustive
-    bar = _pair_progress(f"{EXHAUSTIVE} {numerics}")
+def _exhaustive_mode(suite, mode, jobs, a_range):
+    """One mode of an exhaustive check, whole, on this machine."""
+    from sim.exhaustive import ExhaustiveError
+    spec = sliced.CHECKS[suite]
+    bar = _exhaustive_progress(f"{suite} {mode}", spec.unit)
     try:
-        result = run_bf16_mul_exhaustive(numerics, jobs=jobs, a_range=a_range, progress=bar)
+        result = spec.run(mode, *a_range, jobs=jobs, progress=bar)
     except ExhaustiveError as error:
-        outcome = Outcome(numerics, "crash", str(error))
+        outcome = Outcome(mode, "crash", str(error))
     else:
-        outcome = Outcome(numerics, "pass" if result.ok else "fail",
-                          "" if result.ok else "; ".join(result.first_mismatches),
-                          result.seconds, {"summary": result.summary()})
+        outcome = _result_outcome(mode, result)
     finally:
         bar.close()
     _print_mode(outcome)
     return outcome
 
 
+def _result_outcome(mode, result):
+    """The outcome of a mode from its :class:`sim.exhaustive.ExhaustiveResult`."""
+    return Outcome(mode, "pass" if result.ok else "fail",
+                   "" if result.ok else "; ".join(result.first_mismatches), result.seconds,
+                   {"summary": result.summary(), "checked": result.checked,
+                    "mismatches": result.mismatches, "rate": result.cycles_per_second})
+
+
 def _print_mode(outcome):
     print(f"{outcome.seed}: {outcome.status}: {outcome.record.get('summary', outcome.message)}",
           file=sys.stderr, flush=True)
+
+
+def _mode_table(outcomes):
+    """A fixed-width table of an exhaustive run's modes; a crashed mode shows its reason."""
+    lines = [f"{'mode':<12}{'status':<8}{'checked':>15}{'mismatches':>12}{'seconds':>10}"
+             f"{'M/s':>8}"]
+    for o in outcomes:
+        if "checked" in o.record:
+            lines.append(f"{o.seed:<12}{o.status:<8}{o.record['checked']:>15,}"
+                         f"{o.record['mismatches']:>12,}{o.seconds:>10.1f}"
+                         f"{o.record['rate'] / 1e6:>8.1f}")
+        else:
+            reason = (o.message.splitlines() or [""])[0]
+            lines.append(f"{o.seed:<12}{o.status:<8}  {reason[:100]}")
+    return "\n".join(lines) + "\n"
 
 
 def _run_sliced(check, modes, executor, a_range, count, outcomes):
@@ -247,7 +290,7 @@ def _run_sliced(check, modes, executor, a_range, count, outcomes):
     spec = sliced.CHECKS[check]
     plan = {mode: sliced.slices(*a_range, count) for mode in modes}
     line = ProgressLine(check, total=sum(spec.total(hi - lo) for mode in modes
-                                         for lo, hi in plan[mode]), unit="pairs")
+                                         for lo, hi in plan[mode]), unit=spec.unit)
     state = {"failed": 0, "running": 0, "workers": 0}
 
     def text():
@@ -265,7 +308,7 @@ def _run_sliced(check, modes, executor, a_range, count, outcomes):
             def on_result(call, value):
                 lo, hi = call.args[2:]
                 if isinstance(value, Lost):
-                    lost.append(f"slice a in [0x{lo:04X}, 0x{hi:04X}): {value.reason}")
+                    lost.append(f"{spec.slice_name(lo, hi)}: {value.reason}")
                 else:
                     results.append(value)
                 state["failed"] += isinstance(value, Lost) or not value.ok
@@ -287,10 +330,7 @@ def _run_sliced(check, modes, executor, a_range, count, outcomes):
 def _sliced_outcome(check, mode, results, lost, seconds):
     if lost:
         return Outcome(mode, "crash", "; ".join(sorted(lost)), seconds)
-    result = sliced.merge(check, mode, results, seconds)
-    return Outcome(mode, "pass" if result.ok else "fail",
-                   "" if result.ok else "; ".join(result.first_mismatches), result.seconds,
-                   {"summary": result.summary()})
+    return _result_outcome(mode, sliced.merge(check, mode, results, seconds))
 
 
 def run_regression(suite, *, seeds, jobs=1, sim="amaranth", seed_base=1, only_seed=None,
