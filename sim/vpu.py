@@ -32,9 +32,8 @@ from amaranth.hdl import Const
 
 from golden import vpu as golden_vpu
 from golden.formats import check_numerics
-
 from hdl.vpu import ERRORS as RTL_ERRORS
-from hdl.vpu import OPTIONAL_OPS
+from hdl.vpu import OPTIONAL_OPS, PROGRAM_LAYOUT
 
 from .backends import check_backend
 from .backends.whole_run import WholeRun, memory_depth, run_whole
@@ -114,7 +113,6 @@ def _words(lines, lanes):
 def program_beats(words):
     """The ``program`` stream's payloads of instruction words: two words a beat, the
     first in ``words[0]``; the last beat holds one word if the count is odd."""
-    from hdl.vpu import PROGRAM_LAYOUT
     words = [int(w) for w in words]
     beats = []
     for start in range(0, len(words), 2):

@@ -68,7 +68,9 @@ class VPUSystem(wiring.Component):
         self.mxu = self.make_mxu(rows=lanes, cols=lanes, numerics=numerics,
                                  fifo_depth=mxu_results + 2) if mxu else None
         # What a whole run may load and read back (sim.blocks.memory_images).
-        self.memory_images = {"vregs": (self.vpu.regfile, "vpu.regfile"),
+        # The VPU's instance is "core": a top module named "vpu" with an instance "vpu"
+        # makes hierarchical names Icarus cannot resolve.
+        self.memory_images = {"vregs": (self.vpu.regfile, "core.regfile"),
                               "vmem": (self.vmem.words, "vmem.words")}
         super().__init__({
             "program": In(stream.Signature(PROGRAM_LAYOUT)),
@@ -85,7 +87,7 @@ class VPUSystem(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.vpu = vpu = self.vpu
+        m.submodules.core = vpu = self.vpu
         m.submodules.vmem = vmem = self.vmem
         wiring.connect(m, wiring.flipped(self.program), vpu.program)
         wiring.connect(m, vpu.vmem, vmem.core)

@@ -1,10 +1,10 @@
 """sim.vpu: whole programs, elementwise operations and reductions on the VPU RTL, against golden.
 
 Amaranth runs use 1-lane VPUs (a run costs seconds of elaboration, whatever its
-length). The Verilator tests share one build, the one ``sim.vpu.run`` makes by
-default for 8 lanes in "tpu" numerics (every op, and its 8x8 MXU), so the file
-compiles once; the elementwise passes run on it too, rather than on a build
-per op as ``sim.vpu.elementwise`` makes.
+length). Verilator runs use two "tpu" builds: the full 1-lane VPU (every op; the
+elementwise passes run on it rather than on a build per op as
+``sim.vpu.elementwise`` makes), and an 8-lane VPU with its 8x8 MXU but only the
+ops its programs need (a full 8-lane VPU takes many minutes to compile).
 """
 
 import numpy as np
@@ -266,27 +266,40 @@ def test_no_mxu_stops_the_run_on_amaranth(rng):
     assert (got.error, got.error_index) == ("no_mxu", index)
 
 
-# ---------------------------------------------------------------- Verilator, 8 lanes, "tpu"
+# ---------------------------------------------------------------- Verilator, "tpu"
 
-def _corpus(op, rng):
-    """The shared operand sets (tests/vpu/operands.py) of ``op``, cut to a few thousand."""
+#: The ops of the 8-lane build below (with its MXU): all its programs need. A full 8-lane
+#: VPU is a large design, minutes to compile; this one is about a minute.
+MXU_BUILD_OPS = ("add", "f32_to_bf16")
+
+
+def _corpus(op, rng, size=512):
+    """``size`` operands of ``op`` from the shared sets (tests/vpu/operands.py): their
+    leading corners (every class against every class, the integer edges) and a random
+    sample of the rest."""
     if op == "select":
         a, b = int_pairs(rng, 200)
-        return a, b, rng.integers(0, 3, a.size).astype(np.uint32)
-    if op in FLOAT_BINARY:
-        return float_pairs(rng, 200)
-    if op in ("iadd", "isub", "and", "or", "xor", "shl", "shr", "sra"):
-        return int_pairs(rng, 200)
-    a = unary_inputs(op, rng, 200)
-    return (rng.choice(a, 3000).astype(np.uint16),) if op == "bf16_to_f32" else (a,)
+        sets = (a, b, rng.integers(0, 3, a.size).astype(np.uint32))
+    elif op in FLOAT_BINARY:
+        sets = float_pairs(rng, 200)
+    elif op in ("iadd", "isub", "and", "or", "xor", "shl", "shr", "sra"):
+        sets = int_pairs(rng, 200)
+    else:
+        sets = (unary_inputs(op, rng, 200),)
+    head = 169                                    # the class cross, or the integer grid
+    rest = np.arange(head, sets[0].size)
+    keep = np.concatenate([np.arange(head), rng.choice(rest, min(size - head, rest.size), False)])
+    sets = tuple(x[keep] for x in sets)
+    return (sets[0].astype(np.uint16),) if op == "bf16_to_f32" else sets
 
 
-def _through_full_build(passes):
-    """sim.vpu's generated passes run on the full 8-lane build (every op, shared with the
-    tests below) instead of a build per op: the same datapaths, one compile."""
+def _on_the_full_build(passes):
+    """sim.vpu's generated passes, run on the full 1-lane build (every op: the one the
+    regression's 1-lane "tpu" programs use) instead of a build per op as
+    ``sim.vpu.elementwise`` makes: the same datapaths, one compile."""
     out = []
     for step in passes:
-        got = vpu.run(step.program, vmem=step.vmem, backend="verilator")
+        got = vpu.run(step.program, vmem=step.vmem, lanes=1, backend="verilator")
         assert got.error is None, got
         out.append(got.vmem[step.results])
     return np.concatenate(out)
@@ -296,16 +309,16 @@ def test_every_op_through_generated_programs_on_verilator(rng):
     for op in golden.ELEMENTWISE_OPS:
         operands = _corpus(op, rng)
         words = golden.elementwise_operands(op, *operands)
-        got = _through_full_build(vpu.plan_elementwise(op, [w.ravel() for w in words],
-                                                       lanes=8))
+        got = _on_the_full_build(vpu.plan_elementwise(op, [w.ravel() for w in words],
+                                                      lanes=1))
         want = golden.elementwise(op, *operands)
         board = Scoreboard(f"{op}/tpu", want, dict(zip("abc", operands)))
         board.check_all(got.astype(want.dtype))
         assert board.passed, board.summary()
-    rows = rng.choice(SPECIAL, (vpu.VMEM_LINES // 8 * 8 + 5, 8))     # two passes
-    rows[:40] = rng.integers(0, 1 << 32, (40, 8), dtype=np.uint64).astype(np.uint32)
+    rows = rng.choice(SPECIAL, (vpu.VMEM_LINES // 8 + 5, 8))     # two passes
+    rows[:10] = rng.integers(0, 1 << 32, (10, 8), dtype=np.uint64).astype(np.uint32)
     for op in golden.REDUCE_OPS:
-        np.testing.assert_array_equal(_through_full_build(vpu.plan_reduce(op, rows, lanes=8)),
+        np.testing.assert_array_equal(_on_the_full_build(vpu.plan_reduce(op, rows, lanes=1)),
                                       golden.reduce(op, rows), err_msg=op)
 
 
@@ -313,7 +326,7 @@ def test_every_op_through_generated_programs_on_verilator(rng):
 def test_program_errors_stop_the_run_on_verilator(kind, rng):
     vregs, vmem = _state(rng, 8, vpu.VMEM_LINES)
     program, index = ERROR_PROGRAMS[kind]
-    got = vpu.run(program, vregs=vregs, vmem=vmem, backend="verilator")
+    got = vpu.run(program, vregs=vregs, vmem=vmem, backend="verilator", ops=MXU_BUILD_OPS)
     want = golden.execute(program, vregs=vregs, vmem=vmem,
                           mxu=golden.MXUState(lanes=8, capacity=vpu.MXU_RESULTS),
                           on_error="stop")
@@ -347,7 +360,7 @@ def test_mxu_link_matches_matmul_on_verilator(rng):
         pop v22
         pop v23
     """
-    got = vpu.run(program, vregs=vregs, backend="verilator")
+    got = vpu.run(program, vregs=vregs, backend="verilator", ops=MXU_BUILD_OPS)
     assert got.error is None and got.executed == 11
 
     def product(x, w):
