@@ -20,7 +20,7 @@ from amaranth.back import verilog
 from hdl.lib.blackbox import BlackBox
 from hdl.mxu import MXU, PERow, ProcessingElement, SystolicArray, pe_row_signature, pe_signature
 from hdl.vpu import VPU, VPUSystem
-from hdl.vpu.transcendental_unit import TranscendentalUnit
+from hdl.vpu.transcendental_unit import FUNCTIONS, TranscendentalUnit
 from hdl.vpu.vector_alu import VectorALU, WordALU
 
 from .blocks import BLOCKS, block_params, build, parse_params
@@ -77,13 +77,18 @@ class _TranscendentalOfInstances(TranscendentalUnit):
 
 
 class _VPUOfInstances(VPU):
-    """A VPU whose word ALUs and transcendental cores are instances of modules emitted once.
+    """A VPU whose word ALUs and transcendental cores are instances of modules emitted once:
+    ``leaves`` (module name -> component to emit), from what its ``ops`` build."""
 
-    Elaborating it fills ``leaves`` (module name -> component to emit).
-    """
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.leaves = {}
+        if self.alu_ops:                            # both slots share the module
+            self.leaves["vpu_word_alu"] = WordALU(numerics=self.numerics, ops=self.alu_ops)
+        for name in self.functions:
+            self.leaves[f"vpu_{name}"] = FUNCTIONS[name](numerics=self.numerics)
+
     def make_alu(self, ops):
-        if "vpu_word_alu" not in self.leaves:       # both slots share the module
-            self.leaves["vpu_word_alu"] = WordALU(numerics=self.numerics, ops=ops)
         alu = _VectorALUOfInstances(words=8 * self.lanes, numerics=self.numerics, ops=ops)
         alu.word_signature = self.leaves["vpu_word_alu"].signature
         return alu
@@ -91,18 +96,16 @@ class _VPUOfInstances(VPU):
     def make_transcendental(self, functions):
         unit = _TranscendentalOfInstances(lanes=self.lanes, numerics=self.numerics,
                                           functions=functions)
-        unit.core_signatures = {}
-        for name in functions:
-            leaf = self.leaves[f"vpu_{name}"] = TranscendentalUnit.make_core(unit, name)
-            unit.core_signatures[name] = leaf.signature
+        unit.core_signatures = {name: self.leaves[f"vpu_{name}"].signature
+                                for name in functions}
         return unit
 
 
 class _VPUSystemOfInstances(VPUSystem):
+    mxu_parts = ()                                  # without an MXU
+
     def make_vpu(self, **params):
-        vpu = _VPUOfInstances(**params)
-        vpu.leaves = {}
-        return vpu
+        return _VPUOfInstances(**params)
 
     def make_mxu(self, **params):
         mxu, self.mxu_parts = _mxu_parts("vpu_mxu", params)
@@ -129,7 +132,6 @@ def export(block, params=None):
     """Export ``block`` with ``params`` (a dict, as from :func:`parse_params`)."""
     params = dict(params or {})
     started = time.perf_counter()
-    converted = {}
     if block == "mxu":
         top, parts = _mxu_parts(block, params)
         array = top.array_params
@@ -138,13 +140,12 @@ def export(block, params=None):
                                        "transpose")} | {"fifo_depth": top.fifo_depth}
     elif block == "vpu":
         top = _VPUSystemOfInstances(**params)
-        converted[block] = _convert(top, block)  # elaborating it finds the leaves it uses
-        parts = [*getattr(top, "mxu_parts", []), *top.vpu.leaves.items(), (block, top)]
+        parts = [*top.mxu_parts, *top.vpu.leaves.items(), (block, top)]
         shown = {k: v for k, v in block_params(block).items()} | params
     else:
         parts = [(block, build(block, params))]
         shown = {k: v for k, v in block_params(block).items()} | params
-    texts = [converted.get(name) or _convert(component, name) for name, component in parts]
+    texts = [_convert(component, name) for name, component in parts]
     modules = [name for name, _ in parts]
     text = _header(block, shown, modules) + "\n".join(texts)
     return Export(block, shown, text, parts[-1][1].signature, modules,

@@ -34,6 +34,7 @@ from golden import vpu as golden_vpu
 from golden.formats import check_numerics
 from hdl.vpu import ERRORS as RTL_ERRORS
 from hdl.vpu import OPTIONAL_OPS, PROGRAM_LAYOUT
+from hdl.vpu.isa import check_ops
 
 from .backends import check_backend
 from .backends.whole_run import WholeRun, memory_depth, run_whole
@@ -183,12 +184,10 @@ def _error_name(code):
 
 
 def _check_ops(ops):
-    if isinstance(ops, str) or not all(isinstance(op, str) for op in ops):
-        raise ValueError(f"ops must be a collection of instruction names, not {ops!r}")
-    unknown = sorted(set(ops) - set(OPTIONAL_OPS))
-    if unknown:
-        raise ValueError(f"ops may name {' '.join(OPTIONAL_OPS)}, not {', '.join(unknown)}")
-    return tuple(op for op in OPTIONAL_OPS if op in ops)
+    try:
+        return check_ops(ops, OPTIONAL_OPS, what="ops")
+    except TypeError as error:          # runners report every bad argument as a ValueError
+        raise ValueError(str(error)) from None
 
 
 def run(program, *, vregs=None, vmem=None, lanes=8, numerics="tpu", backend="amaranth",

@@ -10,9 +10,10 @@ without dependences, and simulated cycles per second on every backend.
   reused only after 24 instructions, 12 cycles, beyond the ALU's latency of 2). The
   run's cycles include its start and the last write-back, so the rate is a little
   under the 2 the two slots allow.
-* **speed**: simulated cycles per second of the simulator's own run (loading and
-  read-back included, builds excluded) of a program that keeps every unit busy:
-  loads, ALU pairs, reciprocals, reductions and stores.
+* **speed**: simulated cycles per second of a program that keeps every unit busy
+  (loads, ALU pairs, reciprocals, reductions and stores): its cycles over the wall time
+  of :func:`sim.vpu.run` after a warm-up run (the build excluded; loading, read-back and
+  the simulator's start included).
 """
 
 import argparse

@@ -88,8 +88,8 @@ class VPU(wiring.Component):
     ops : collection of str, optional
         The ALU, transcendental and reduction instructions to build (default
         all). Units no instruction needs are left out and ALU slots build only
-        their instructions, so a VPU for a known program is a much smaller
-        design (a full 8-lane VPU is about 20 MB of Verilog). An instruction
+        their instructions, so a VPU for a known program is a smaller design
+        that compiles faster. An instruction
         not built stops the VPU with the ``unsupported`` error. ``nop``,
         ``vld``, ``vst`` and the MXU link are always built.
 
@@ -127,6 +127,10 @@ class VPU(wiring.Component):
         self.mxu = mxu
         self.mxu_results = check_int("mxu_results", mxu_results, least=SUBLANES)
         self.ops = check_ops(ops, OPTIONAL_OPS, what="ops")
+        #: What ``ops`` asks of each unit (an empty list: the unit is left out).
+        self.alu_ops = [op for op in self.ops if op in ALU_OPS]
+        self.functions = [op for op in self.ops if op in FUNCTIONS]
+        self.reductions = [_REDUCTIONS[op] for op in self.ops if op in _REDUCTIONS]
         self.regfile = Memory(shape=vreg_bits(lanes), depth=VREGS, init=[])
         members = {
             "program": In(stream.Signature(PROGRAM_LAYOUT)),
@@ -154,9 +158,7 @@ class VPU(wiring.Component):
         m = Module()
         lanes = self.lanes
         m.submodules.regfile = regfile = self.regfile
-        alu_ops = [op for op in self.ops if op in ALU_OPS]
-        functions = [op for op in self.ops if op in FUNCTIONS]
-        reductions = [_REDUCTIONS[op] for op in self.ops if op in _REDUCTIONS]
+        alu_ops, functions, reductions = self.alu_ops, self.functions, self.reductions
         alus = [self.make_alu(alu_ops) for _ in range(2)] if alu_ops else []
         for k, alu in enumerate(alus):
             m.submodules[f"alu{k}"] = alu

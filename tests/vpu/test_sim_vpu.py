@@ -382,5 +382,5 @@ def test_a_build_with_fewer_ops_stops_on_the_others(rng):
     assert (got.error, got.error_index, got.executed) == ("unsupported", 1, 1)
     want = golden.execute("add v2, v0, v1", vregs=vregs, lanes=1)
     np.testing.assert_array_equal(got.vregs, want.vregs)
-    with pytest.raises(ValueError, match="ops may name"):
+    with pytest.raises(ValueError, match="ops has unknown operations vld"):
         vpu.run("nop", lanes=1, ops=("vld",))
