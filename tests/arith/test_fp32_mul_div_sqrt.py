@@ -30,6 +30,8 @@ from sim.transactors import StreamSink, StreamSource, run_transactors
 from verif.scoreboard import Scoreboard
 from verif.suites.arith import corpus
 
+from .stream_timing import check_latency_and_rate
+
 QNAN = 0x7FC00000
 N_RANDOM = 1500
 
@@ -308,24 +310,8 @@ def test_latency_and_back_to_back_rate(op, rng):
     """One result exactly ``latency`` cycles after its operands; then one per cycle."""
     dut = UNITS[op](numerics="ieee")
     operands = tuple(x[:64] for x in vectors(op, rng, 64))
-    beats = _beats(operands)
-
-    async def program(bench):
-        spans = []
-        for batch in (beats[:1], beats[1:]):
-            source, sink = StreamSource("operands", batch), StreamSink("result", len(batch))
-            await run_transactors(bench, [source, sink])
-            spans.append((source.first_cycle, source.last_cycle,
-                          sink.first_cycle, sink.last_cycle, sink.beats))
-        return spans
-
-    (single, stream) = simulate(dut, program)
-    assert single[2] - single[0] == dut.latency
-    first_in, last_in, first_out, last_out, results = stream
-    assert last_in - first_in == len(beats) - 2, "operands were not accepted back to back"
-    assert first_out - first_in == dut.latency
-    assert last_out - first_out == len(beats) - 2, "results did not leave back to back"
-    check(op, "ieee", operands, np.array(single[4] + results, np.uint32))
+    results = check_latency_and_rate(dut, _beats(operands))
+    check(op, "ieee", operands, np.array(results, np.uint32))
 
 
 @pytest.mark.parametrize("op", UNITS)

@@ -33,10 +33,10 @@ from sim.arith import stream_through
 from sim.backends.amaranth_sim import simulate
 from sim.export import export
 from sim.lint import lint
-from sim.transactors import StreamSink, StreamSource, run_transactors
 from verif.scoreboard import Scoreboard
 from verif.suites.arith import corpus
 
+from .stream_timing import check_latency_and_rate, run_with_backpressure
 from ..vpu import oracle_transcendental as oracle
 from ..vpu.test_transcendental import HAND_CHECKED, HARDEST_RSQRT, directed
 
@@ -219,46 +219,16 @@ def test_latency_and_back_to_back_rate(function, rng):
     """One result exactly ``latency`` cycles after its operand; then one per cycle."""
     dut = UNITS[function](numerics="ieee")
     x = vectors(function, rng, n_random=64, n_directed=0)[-64:]
-    beats = x.tolist()
-
-    async def program(bench):
-        spans = []
-        for batch in (beats[:1], beats[1:]):
-            source, sink = StreamSource("operands", batch), StreamSink("result", len(batch))
-            await run_transactors(bench, [source, sink])
-            spans.append((source.first_cycle, source.last_cycle,
-                          sink.first_cycle, sink.last_cycle, sink.beats))
-        return spans
-
-    (single, stream) = simulate(dut, program)
     assert dut.latency == {"rcp": 16, "rsqrt": 27}[function]
-    assert single[2] - single[0] == dut.latency
-    first_in, last_in, first_out, last_out, results = stream
-    assert last_in - first_in == len(beats) - 2, "operands were not accepted back to back"
-    assert first_out - first_in == dut.latency
-    assert last_out - first_out == len(beats) - 2, "results did not leave back to back"
-    check_golden(function, "ieee", x, np.array(single[4] + results, np.uint32))
+    results = check_latency_and_rate(dut, x.tolist())
+    check_golden(function, "ieee", x, np.array(results, np.uint32))
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)
 def test_backpressure_loses_nothing(function, rng):
     dut = UNITS[function](numerics="tpu", stages=9)
     x = vectors(function, rng, n_random=300, n_directed=0)[-300:]
-
-    async def program(bench):
-        sink = StreamSink("result", x.size, stall=lambda: rng.random() < 0.4)
-        source = StreamSource("operands", x.tolist(), idle=lambda: rng.random() < 0.3)
-        await run_transactors(bench, [source, sink])
-        # Nothing may follow the last result: a duplicate would show up here.
-        extra = []
-        for _ in range(2 * dut.latency + 4):
-            valid, = await bench.cycle({"result.ready": 1, "operands.valid": 0},
-                                       ("result.valid",))
-            extra.append(valid)
-        return sink.beats, extra
-
-    results, extra = simulate(dut, program)
-    assert not any(extra), "a result was delivered twice"
+    results = run_with_backpressure(dut, x.tolist(), rng, idle=0.3, stall=0.4)
     check_golden(function, "tpu", x, np.array(results, np.uint32))
 
 
