@@ -221,8 +221,23 @@ def _probe(address, timeout):
     nothing (a web server, a proxy) must not hang the run.
     """
     import asyncio
+    import socket
     from distributed.comm import connect
+    from distributed.comm.addressing import parse_address, parse_host_port
     from distributed.security import Security
+
+    scheme, location = parse_address(address)
+    if scheme in ("tcp", "tls"):
+        # A plain connect first: a refused or unroutable port fails at once with
+        # the operating system's reason, however loaded the machine is, whereas
+        # distributed's retry loop may reach its deadline before its last attempt
+        # says why.
+        try:
+            socket.create_connection(parse_host_port(location), timeout=timeout).close()
+        except OSError as error:
+            why = str(error) or type(error).__name__
+            raise ClusterError(f"cannot reach the Dask scheduler at {address} within "
+                               f"{timeout:g} s ({why})") from None
 
     async def identity():
         comm = await connect(address, timeout=timeout,
