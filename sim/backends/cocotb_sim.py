@@ -21,6 +21,7 @@ from ..export import export, module_ports
 from ..lint import WAIVERS
 from ..transactors import SimulationHang
 from .build_cache import build_root, cached_build
+from .icarus_source import icarus_source
 from .toolchain import ToolMissing, iverilog, tool_env, verilator_version
 
 __all__ = ["SimulationError", "simulate"]
@@ -60,6 +61,8 @@ def _public_ports(verilog, top):
 
 
 def _build(block, verilog, simulator, *, waves, coverage, public_flat_rw=False):
+    if simulator == "icarus":
+        verilog = icarus_source(verilog)
     flags = ["-Wno-fatal"] + (_COVERAGE_FLAGS if coverage else []) \
         if simulator == "verilator" else []
 

@@ -31,6 +31,7 @@ from hdl.lib.blackbox import BlackBox
 from ..blocks import BLOCKS
 from ..export import export
 from .build_cache import build_root, cached_build
+from .icarus_source import icarus_source
 from .testbench import TOP, testbench_verilog
 from .toolchain import amaranth_version, iverilog, tool_env, verilator, verilator_version
 
@@ -68,7 +69,7 @@ def _source_digest():
     roots = [Path(hdl.__file__).parent]
     files = sorted(p for root in roots for p in root.rglob("*.py"))
     files += [Path(__file__).parent.parent / "export.py", Path(__file__).with_name("testbench.py"),
-              Path(__file__), MAIN]
+              Path(__file__), Path(__file__).with_name("icarus_source.py"), MAIN]
     for path in files:
         digest.update(path.read_bytes())
     return digest.hexdigest()
@@ -98,22 +99,6 @@ def _no_inline(modules):
                      + [f'no_inline -module "{module}"' for module in modules]) + "\n"
 
 
-_READ_REGISTER = re.compile(r"^(\s*reg (?:\[\d+:0\] )?)(\S+);$", re.M)
-
-
-def _initialize_read_registers(text):
-    """Start every memory read port's data register at zero, as Amaranth's simulator does.
-
-    Amaranth's Verilog declares those registers without an initial value, and
-    every other register with one. Verilator starts them at zero
-    (``--x-initial fast``); Icarus starts them at X, which reaches a design's
-    control logic through a payload that is not yet valid and wedges it.
-    """
-    assigned = set(re.findall(r"^\s*(\S+) <= [\w\\$.]+ ?\[", text, re.M))
-    return _READ_REGISTER.sub(
-        lambda match: f"{match[1]}{match[2]} = 0;" if match[2] in assigned else match[0], text)
-
-
 def _tool_version(simulator):
     if simulator == "verilator":
         return f"verilator {verilator_version()}"
@@ -140,7 +125,7 @@ def build(run, *, simulator, images=None, waves=False):
     def make(folder):
         harness, text, repeated = _design(run)
         if simulator == "icarus":
-            text = _initialize_read_registers(text)
+            text = icarus_source(text)
         (folder / "design.v").write_text(text)
         (folder / "config.vlt").write_text(_no_inline(repeated))
         (folder / "tb.v").write_text(testbench_verilog(harness, module=HARNESS_MODULE,

@@ -7,16 +7,14 @@ from golden import memory as golden
 from golden.ici import push_packets
 from golden.memory import Descriptor
 from sim import dma
-from sim.backends.toolchain import iverilog
 
+from ..simulators import ICARUS
 from .test_dma_burst import contiguous_descriptor
 from .test_dma_system import random_descriptor
 
 HBM_WORDS, VMEM_WORDS = 256, 128
 #: Two-word HBM lines and 8-word VMEM lines: the multi-word paths, misaligned.
 WPC = 2
-ICARUS = pytest.param("icarus", marks=pytest.mark.skipif(iverilog() is None,
-                                                         reason="Icarus (iverilog) not installed"))
 
 
 def _batch(rng, n):

@@ -17,8 +17,9 @@ from sim.transactors import SimulationHang, StreamSink, StreamSource, run_transa
 from verif.suites.arith import corpus
 from verif.suites.mxu.scenarios import bf16_matrix, fp32_matrix
 
-needs_icarus = pytest.mark.skipif(iverilog() is None, reason="Icarus (iverilog) not installed")
-COCOTB_BACKENDS = ["verilator", pytest.param("icarus", marks=needs_icarus)]
+from ..simulators import ICARUS
+
+COCOTB_BACKENDS = ["verilator", ICARUS]
 
 
 def _small_corpus(op, rng):

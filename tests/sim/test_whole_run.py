@@ -19,14 +19,14 @@ from sim.blocks import BLOCKS
 from sim.backends import compiled
 from sim.backends.amaranth_sim import simulate
 from sim.backends.build_cache import build_root
-from sim.backends.toolchain import iverilog
 from sim.backends.whole_run import WholeRun, run_whole
 from sim.transactors import SimulationHang
 from verif.suites.arith import corpus
 from verif.suites.mxu.scenarios import bf16_matrix, fp32_matrix
 
-needs_icarus = pytest.mark.skipif(iverilog() is None, reason="Icarus (iverilog) not installed")
-COMPILED = ["verilator", pytest.param("icarus", marks=needs_icarus)]
+from ..simulators import ICARUS
+
+COMPILED = ["verilator", ICARUS]
 
 
 def _add_run(rng, n, **kwargs):

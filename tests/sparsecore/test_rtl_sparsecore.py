@@ -13,12 +13,9 @@ import pytest
 
 from golden import sparsecore as golden
 from sim import sparsecore
-from sim.backends.toolchain import iverilog
 
+from ..simulators import ICARUS
 from . import stimulus
-
-ICARUS = pytest.param("icarus", marks=pytest.mark.skipif(iverilog() is None,
-                                                         reason="Icarus (iverilog) not installed"))
 
 
 def _batch(rng, *, rows=24, width=12, n_bags=10):

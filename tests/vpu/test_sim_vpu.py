@@ -1,6 +1,6 @@
 """sim.vpu: whole programs, elementwise operations and reductions on the VPU RTL, against golden.
 
-Amaranth runs use 1-lane VPUs (a run costs seconds of elaboration, whatever its
+Amaranth and Icarus runs use 1-lane VPUs (a run costs seconds of elaboration, whatever its
 length). Verilator runs use two "tpu" builds: the full 1-lane VPU (every op; the
 elementwise passes run on it rather than on a build per op as
 ``sim.vpu.elementwise`` makes), and an 8-lane VPU with its 8x8 MXU but only the
@@ -18,6 +18,7 @@ from hdl.vpu import PROGRAM_LAYOUT
 from sim import vpu
 from verif.scoreboard import Scoreboard
 
+from ..simulators import needs_icarus
 from .operands import FLOAT_BINARY, float_pairs, int_pairs, unary_inputs
 
 SPECIAL = np.array([
@@ -239,6 +240,23 @@ def test_run_matches_golden_with_hazards_and_dual_issue_on_amaranth(rng):
     _same_state(got, want, "hazards/ieee")
     assert got.executed == len(golden.assemble(HAZARDS)) and got.dual >= 1
     assert got.cycles > got.executed // 2
+
+
+@needs_icarus
+@pytest.mark.parametrize("numerics", ["tpu", "ieee"])
+def test_run_matches_golden_on_icarus(numerics, rng):
+    """The hazard program on Icarus. Its first transcendental instruction feeds sublane 0
+    from registers that rest at their initial values, which Icarus once left at X (see
+    sim/backends/icarus_source.py). The cycle count is the Verilator build's."""
+    vregs, vmem = _state(rng, 1, 32)
+    got = vpu.run(HAZARDS, vregs=vregs, vmem=vmem, lanes=1, numerics=numerics,
+                  backend="icarus")
+    want = golden.execute(HAZARDS, vregs=vregs, vmem=vmem, lanes=1, numerics=numerics,
+                          on_error="stop")
+    _same_state(got, want, f"hazards/{numerics}/icarus")
+    if numerics == "tpu":         # the full 1-lane "tpu" build the Verilator tests share
+        assert got.cycles == vpu.run(HAZARDS, vregs=vregs, vmem=vmem, lanes=1,
+                                     backend="verilator").cycles
 
 
 def test_elementwise_and_reduce_on_amaranth(rng):
