@@ -17,7 +17,7 @@ from hdl.ici import Router
 from hdl.memory import DmaSystem
 from hdl.mxu import MXU, ProcessingElement, preset
 from hdl.sparsecore import SparseCoreTile
-from hdl.vpu import VPUSystem
+from hdl.vpu import TranscendentalUnit, VPUSystem
 
 __all__ = ["BLOCKS", "block_params", "parse_params", "build", "block_interface",
            "memory_images", "MemoryImage"]
@@ -39,11 +39,12 @@ BLOCKS = {
     "router": Router,
     "sparsecore": SparseCoreTile,
     "vpu": VPUSystem,
+    "vpu_transcendental": TranscendentalUnit,
 }
 
 # How to read each parameter from the command line.
 _PARAM_TYPES = {"numerics": str, "transpose": bool, "combiners": str, "optimizers": str,
-                "mxu": bool}
+                "mxu": bool, "ops": tuple, "functions": tuple}
 
 
 def block_params(block):
@@ -72,6 +73,8 @@ def _parse_value(block, name, text):
         if text.lower() in ("0", "false", "no", "off"):
             return False
         raise ValueError(f"{block}: parameter {name} must be true or false, not {text!r}")
+    if kind is tuple:                  # a comma-separated list of names
+        return tuple(item for item in text.split(",") if item)
     if kind is int:
         try:
             return int(text, 0)

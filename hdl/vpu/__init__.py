@@ -11,7 +11,9 @@ VMEM and MXU for whole runs.
 """
 
 from .layouts import PROGRAM_LAYOUT
+from .transcendental_unit import TranscendentalUnit
 from .vpu import ERRORS, OPTIONAL_OPS, VPU
 from .vpu_system import VPUSystem
 
-__all__ = ["VPU", "VPUSystem", "ERRORS", "OPTIONAL_OPS", "PROGRAM_LAYOUT"]
+__all__ = ["VPU", "VPUSystem", "TranscendentalUnit", "ERRORS", "OPTIONAL_OPS",
+           "PROGRAM_LAYOUT"]

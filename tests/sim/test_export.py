@@ -62,15 +62,17 @@ def test_presets_and_params():
     assert parse_params("pe", ["transpose=false", "add_stages=0x3"]) == \
         {"transpose": False, "add_stages": 3}
     assert set(block_params("mxu")) >= {"rows", "cols", "numerics", "mul_stages", "add_stages"}
+    assert parse_params("vpu", ["ops=add,rcp", "lanes=1"]) == {"ops": ("add", "rcp"), "lanes": 1}
+    assert parse_params("vpu_transcendental", ["functions=exp"]) == {"functions": ("exp",)}
     assert set(BLOCKS) == {"fp32_add", "bf16_mul", "fp32_to_bf16", "fp32_mul", "fp32_div",
                            "fp32_sqrt", "fp32_rcp", "fp32_rsqrt", "fp32_exp", "pe", "mxu", "dma",
-                           "router", "sparsecore", "vpu"}
+                           "router", "sparsecore", "vpu", "vpu_transcendental"}
 
 
 @pytest.mark.parametrize("args, message", [
     (["alu"], "unknown block 'alu'; blocks: fp32_add, bf16_mul, fp32_to_bf16, fp32_mul, "
               "fp32_div, fp32_sqrt, fp32_rcp, fp32_rsqrt, fp32_exp, pe, mxu, dma, router, "
-              "sparsecore, vpu"),
+              "sparsecore, vpu, vpu_transcendental"),
     (["mxu", "--param", "size=3"], "unknown parameter 'size'; parameters: rows, cols"),
     (["mxu", "--param", "rows"], "parameters are name=value, not 'rows'"),
     (["mxu", "--param", "rows=many"], "parameter rows must be an integer, not 'many'"),
