@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from amaranth.back import verilog
+from amaranth.hdl import Const, Value
 
 from hdl.lib.blackbox import BlackBox
 from hdl.mxu import MXU, PERow, ProcessingElement, SystolicArray, pe_row_signature, pe_signature
@@ -113,7 +114,13 @@ class _VPUSystemOfInstances(VPUSystem):
 
 
 def _convert(component, name):
-    return verilog.convert(component, name=name, emit_src=False, strip_internal_attrs=True)
+    values = [Value.cast(value) for _, _, value in component.signature.flatten(component)]
+    # A constant member (the ready of an always-ready stream) is no port: name the others,
+    # or Amaranth refuses the component.
+    ports = [v for v in values if not isinstance(v, Const)] \
+        if any(isinstance(v, Const) for v in values) else None
+    return verilog.convert(component, name=name, ports=ports, emit_src=False,
+                           strip_internal_attrs=True)
 
 
 def _header(block, params, modules):

@@ -56,6 +56,18 @@ def test_stable_port_names_from_the_signature():
         assert re.search(rf"^\s*(input|output)\s+(\[\d+:0\]\s+)?{port};", text, re.M), port
 
 
+def test_an_always_ready_output_has_no_ready_port():
+    """The transcendental unit's write-back is always taken: its ready is a constant,
+    which is no port, and the other ports keep their names and directions."""
+    text = export("vpu_transcendental", {"lanes": 1, "functions": ("rcp",)}).verilog
+    for direction, port in (("input", "issue__valid"), ("output", "issue__ready"),
+                            ("input", "issue__payload"), ("output", "writeback__valid"),
+                            ("output", "writeback__payload")):
+        assert re.search(rf"^\s*{direction}\s+(\[\d+:0\]\s+)?{port};", text, re.M), port
+    assert "writeback__ready" not in text
+    assert lint(text, "vpu_transcendental") == []
+
+
 def test_presets_and_params():
     assert parse_params("mxu", ["preset=tpu_v4", "numerics=ieee"]) == \
         {"rows": 128, "cols": 128, "numerics": "ieee"}
@@ -66,13 +78,14 @@ def test_presets_and_params():
     assert parse_params("vpu_transcendental", ["functions=exp"]) == {"functions": ("exp",)}
     assert set(BLOCKS) == {"fp32_add", "bf16_mul", "fp32_to_bf16", "fp32_mul", "fp32_div",
                            "fp32_sqrt", "fp32_rcp", "fp32_rsqrt", "fp32_exp", "pe", "mxu", "dma",
-                           "router", "sparsecore", "vpu", "vpu_transcendental"}
+                           "router", "sparsecore", "vpu", "vpu_core",
+                           "vpu_transcendental"}
 
 
 @pytest.mark.parametrize("args, message", [
     (["alu"], "unknown block 'alu'; blocks: fp32_add, bf16_mul, fp32_to_bf16, fp32_mul, "
               "fp32_div, fp32_sqrt, fp32_rcp, fp32_rsqrt, fp32_exp, pe, mxu, dma, router, "
-              "sparsecore, vpu, vpu_transcendental"),
+              "sparsecore, vpu, vpu_core, vpu_transcendental"),
     (["mxu", "--param", "size=3"], "unknown parameter 'size'; parameters: rows, cols"),
     (["mxu", "--param", "rows"], "parameters are name=value, not 'rows'"),
     (["mxu", "--param", "rows=many"], "parameter rows must be an integer, not 'many'"),
