@@ -1,0 +1,1 @@
+"""Tests of golden.tensorcore: the TensorCore ISA, its assembler and its ISS."""
