@@ -17,6 +17,7 @@ without dependences, and simulated cycles per second on every backend.
 """
 
 import argparse
+import sys
 import time
 from dataclasses import dataclass
 
@@ -28,6 +29,7 @@ from .backends.toolchain import iverilog
 from .vpu import run
 
 __all__ = ["independent_alu_program", "mixed_program", "alu_rate", "speed", "SpeedRow",
+           "SPEED_BLOCKS",
            "format_table", "main"]
 
 # ALU instructions the rate program cycles through: every operand shape (binary, unary,
@@ -94,14 +96,19 @@ class SpeedRow:
         return self.cycles / self.seconds
 
 
-def speed(*, lanes=8, backends=None, blocks=None, seed=1, repeats=3):
+#: Blocks of :func:`mixed_program` per backend: runs of a minute or less on each.
+SPEED_BLOCKS = {"amaranth": 20, "verilator": 400, "icarus": 40}
+
+
+def speed(*, lanes=8, backends=None, blocks=None, seed=1, repeats=3, progress=None):
     """Median simulated cycles per second of :func:`mixed_program` per backend.
 
-    ``blocks`` per backend defaults to 400 on the compiled simulators and 20 on
-    Amaranth's. The first run of each builds (not timed); then ``repeats`` runs.
+    ``blocks`` per backend defaults to :data:`SPEED_BLOCKS`. The first run of
+    each builds (not timed); then ``repeats`` runs. ``progress``, if given, is
+    called with each backend's :class:`SpeedRow` as soon as it is measured.
     """
     backends = backends or ["amaranth", "verilator"] + (["icarus"] if iverilog() else [])
-    blocks = blocks or {"amaranth": 20, "verilator": 400, "icarus": 400}
+    blocks = SPEED_BLOCKS | (blocks or {})
     vregs, vmem = _operands(lanes, seed)
     rows = []
     for backend in backends:
@@ -113,6 +120,8 @@ def speed(*, lanes=8, backends=None, blocks=None, seed=1, repeats=3):
             cycles = run(program, vregs=vregs, vmem=vmem, lanes=lanes, backend=backend).cycles
             times.append(time.perf_counter() - began)
         rows.append(SpeedRow(backend, cycles, float(np.median(times))))
+        if progress:
+            progress(rows[-1])
     return rows
 
 
@@ -133,7 +142,11 @@ def main(argv=None):
     parser.add_argument("--backend", action="append", choices=("amaranth", "verilator", "icarus"))
     args = parser.parse_args(argv)
     rate = alu_rate(lanes=args.lanes)
-    rows = speed(lanes=args.lanes, backends=args.backend)
+    print(f"ALU rate: {rate[0]:.3f} per cycle", file=sys.stderr, flush=True)
+    rows = speed(lanes=args.lanes, backends=args.backend,
+                 progress=lambda row: print(f"{row.backend}: {row.cycles:,} cycles, "
+                                            f"{row.seconds:.2f} s, {row.rate:,.0f} per second",
+                                            file=sys.stderr, flush=True))
     print("\n".join(format_table(rate, rows, lanes=args.lanes)))
 
 
