@@ -30,19 +30,38 @@ def _initialize_read_registers(text):
         lambda match: f"{match[1]}{match[2]} = 0;" if match[2] in assigned else match[0], text)
 
 
-_TRIGGER = re.compile(r"^(\s*)reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+ ) = 0;$", re.M)
+_TRIGGER = re.compile(
+    r"^([ \t]*)reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+ ) = 0;$", re.M)
+_BARE_COMB = re.compile(r"^([ \t]*)always @\*\n\s*([^\n]*;)$", re.M)
 
 
 def _trigger_comb_processes(text):
-    """Run every ``always @*`` process once at time zero, on Icarus too.
+    """Make Icarus run every ``always @*`` process once at time zero.
 
-    Yosys makes each comb process read a register declared ``= 0`` so that the
-    change from X at time zero wakes it. Icarus applies declaration
-    initializers before any process runs, so no change happens, and a process
-    whose inputs keep their initial values until much later (a reset-less
-    source register and an index that rests at 0, say) holds X meanwhile. An
-    ``initial`` assignment makes the change an event that the waiting
-    processes see.
+    Yosys makes each multi-statement comb process of a module read a register
+    declared ``= 0``, so that its change from X at time zero wakes them. Icarus
+    applies declaration initializers before any process runs, so nothing
+    changes, and a one-statement process does not read the register at all. A
+    process whose inputs keep their initial values until much later (a
+    reset-less source register and an index that rests at 0; a state register
+    an OCS decodes its ``ready`` from) holds X meanwhile. Here every comb
+    process reads its module's register, which changes at ``#0``, once every
+    process waits.
     """
-    return _TRIGGER.sub(lambda match: f"{match[1]}reg {match[2]};\n"
-                                      f"{match[1]}initial {match[2]} = 0;", text)
+    modules = re.split(r"(?m)^(?=module )", text)
+    for k, module in enumerate(modules):
+        if "always @*" not in module:
+            continue
+        trigger = _TRIGGER.search(module)
+        if trigger is None:             # one-statement processes only: a register of our own
+            name, indent = "\\tpu_rtl$kick ", "  "
+            declaration = f"{indent}reg {name} = 0;"
+            at = module.index(f"{indent}always @*")
+            module = f"{module[:at]}{declaration}\n{module[at:]}"
+        else:
+            declaration, indent, name = trigger[0], trigger[1], trigger[2]
+        module = _BARE_COMB.sub(
+            lambda m: f"{m[1]}always @* begin if ({name}) begin end {m[2]} end", module)
+        modules[k] = module.replace(declaration,
+                                    f"{declaration}\n{indent}initial #0 {name}= 1;", 1)
+    return "".join(modules)
