@@ -53,6 +53,34 @@ identical, so the destination is range-checked against the local space of that n
 turn the push reads its source words (a ``Push`` record carries them to the network) and
 adds its word count to the optional local ``sent_flag``; the receiver (``land``) writes
 them in element order and adds the word count to ``flag`` there.
+
+**Bus errors** (injected faults, the HBM model's ``error_ranges``). ``run`` and ``land`` take
+``error_ranges``: HBM word ranges ``[lo, hi)`` that fault. The HBM model faults whole lines
+of ``words_per_cycle`` words, so ``run`` requires both bounds to be multiples of its
+``words_per_cycle`` (the caller passes line-aligned ranges; then a word-level rule is
+exact). For an accepted descriptor:
+
+* an element whose source is a faulting HBM word writes nothing (its destination keeps
+  whatever it holds at the element's turn); a push sends a zero word in its place;
+* an element whose destination is a faulting HBM word writes nothing; so does a push's
+  word landing there (``land``);
+* its flags count every word all the same, so no waiter hangs;
+* each faulting *read* is reported as ``DmaError(index, "bus", address)``, ``address``
+  being the read's first source word. The DMA reads a descriptor row by row (a row being
+  the elements of one ``(i1, i2)``). A row contiguous on both sides (innermost strides both
+  1) is read in runs of consecutive elements, each ending at the end of its source line,
+  at the end of the row, or after ``cap`` elements, where ``cap`` is the line of the
+  source space if the destination space (a push's remote one) has the same name, else
+  the narrower of the two (an HBM line is ``words_per_cycle`` words, a VMEM line
+  ``lanes``). Every other element is a read of its own, and so is every element of a
+  row of a local descriptor whose source and destination extents intersect in one space
+  with the destination ``0 < (dst - src) mod 2**ADDRESS_BITS < cap`` words ahead. A read
+  faults when its line does. With ``words_per_cycle = 1`` that is one record per element
+  reading a faulting word.
+
+``DmaResult.bus_errors`` lists the records in element order, descriptor after descriptor:
+the order in which the RTL reports them. The RTL merges them with the rejections on one
+stream in an order that depends on timing, so the two lists are kept apart.
 """
 
 import dataclasses
@@ -64,9 +92,9 @@ import numpy as np
 
 __all__ = [
     "ADDRESS_BITS", "FLAG_BITS", "CHIP_BITS", "MAX_WORDS", "MAX_FLAGS", "MAX_CHIPS",
-    "SPACES", "REASONS",
+    "SPACES", "REASONS", "BUS",
     "Descriptor", "DmaError", "Push", "DmaResult", "HbmTiming",
-    "addresses", "validate", "run", "land",
+    "addresses", "validate", "check_error_ranges", "bus_error_reads", "run", "land",
 ]
 
 # Field widths shared with the ICI packet layout (golden.ici), so a push is always encodable.
@@ -84,6 +112,8 @@ MAX_CHIPS = 1 << CHIP_BITS
 SPACES = ("hbm", "vmem")
 #: Rejection reasons, in the order they are checked (the index can serve as an error code).
 REASONS = ("count", "chip", "flag", "sent_flag", "src_range", "dst_range")
+#: The reason of a bus error record (a faulting read; not a rejection).
+BUS = "bus"
 
 
 def _int(value, name, lo, hi):
@@ -200,7 +230,8 @@ class Descriptor:
 
 class DmaError(NamedTuple):
     """A rejected descriptor: its index in the batch, a reason from ``REASONS``, and the
-    recorded address (or id, for the count/chip/flag reasons; see the module docstring)."""
+    recorded address (or id, for the count/chip/flag reasons; see the module docstring).
+    A bus error record has the reason ``BUS`` and its read's first source address."""
     index: int
     reason: str
     address: int
@@ -216,13 +247,15 @@ class Push(NamedTuple):
 
 class DmaResult(NamedTuple):
     """What ``run`` returns: final images, flags, rejected indices (as ``sim.dma.run``),
-    their ``DmaError`` records, and the pushes sent to other chips."""
+    their ``DmaError`` records, the pushes sent to other chips, and the bus error records
+    (``DmaError`` with reason ``BUS``) in element order."""
     hbm: np.ndarray
     vmem: np.ndarray
     flags: np.ndarray
     errors: list
     error_records: list
     pushes: list
+    bus_errors: list = ()       # a default, so that six-field constructions still work
 
 
 def _check_descriptor(descriptor):
@@ -300,12 +333,106 @@ def validate(descriptor, *, hbm_words, vmem_words, n_flags, n_chips=1, index=0):
     return None
 
 
+def check_error_ranges(error_ranges, *, hbm_words, words_per_cycle=1):
+    """Validated injected-fault ranges of the HBM, as a tuple of ``(lo, hi)`` int pairs.
+
+    Parameters
+    ----------
+    error_ranges : sequence of (lo, hi)
+        HBM word ranges ``lo <= address < hi`` that fault, ``0 <= lo < hi <= hbm_words``,
+        both multiples of ``words_per_cycle`` (the HBM model faults whole lines).
+    hbm_words : int
+    words_per_cycle : int
+        Words per HBM line, >= 1.
+
+    Raises
+    ------
+    ValueError
+        On anything else, naming the range.
+    """
+    hbm_words = _int(hbm_words, "hbm_words", 0, MAX_WORDS + 1)
+    line = _int(words_per_cycle, "words_per_cycle", 1, MAX_WORDS + 1)
+    if not isinstance(error_ranges, (list, tuple)):
+        raise ValueError(f"error_ranges must be a list or tuple of (lo, hi) pairs, not "
+                         f"{type(error_ranges).__name__}")
+    ranges = []
+    for item in error_ranges:
+        if not isinstance(item, (list, tuple)) or len(item) != 2:
+            raise ValueError(f"an error range must be a pair (lo, hi), not {item!r}")
+        lo = _int(item[0], f"error range {item!r} lo", 0, hbm_words + 1)
+        hi = _int(item[1], f"error range {item!r} hi", 0, hbm_words + 1)
+        if lo >= hi:
+            raise ValueError(f"error range {item!r} is empty: lo must be below hi")
+        if lo % line or hi % line:
+            raise ValueError(f"error range {item!r} does not start and end on an HBM line "
+                             f"boundary (a multiple of words_per_cycle, {line})")
+        ranges.append((lo, hi))
+    return tuple(ranges)
+
+
+def _faulting(addr, ranges):
+    """Which of the word addresses ``addr`` lie in one of the (validated) ranges."""
+    hit = np.zeros(len(addr), bool)
+    for lo, hi in ranges:
+        hit |= (addr >= lo) & (addr < hi)
+    return hit
+
+
+def _read_starts(descriptor, src, dst, line_words):
+    """Which elements begin a read of the DMA (module docstring, "Bus errors")."""
+    d = descriptor
+    src_line = line_words[d.src[0]]
+    cap = src_line if d.src[0] == d.dst[-2] else min(line_words.values())
+    overlap = (not d.remote and d.src[0] == d.dst[0] and len(src) > 0
+               and src.min() <= dst.max() and dst.min() <= src.max())
+    ahead = (dst - src) % MAX_WORDS
+    near = overlap & (ahead != 0) & (ahead < cap)
+    runs = (d.src_strides[0] == 1) & (d.dst_strides[0] == 1) & ~near
+    i0 = np.arange(len(src), dtype=np.int64) % d.counts[0]
+    # Within a row, a run starts at the row's first element or its source line's,
+    # whichever is later, and every `cap` elements after that.
+    segment = np.maximum(src - i0, src - src % src_line)
+    return ~runs | ((src - segment) % cap == 0)
+
+
+def bus_error_reads(descriptor, *, error_ranges, words_per_cycle=1, lanes=8, index=0):
+    """The bus error records of one accepted descriptor: a ``DmaError(index, BUS, address)``
+    per faulting read, in element order (module docstring, "Bus errors").
+
+    Parameters
+    ----------
+    descriptor : Descriptor
+        In range (``validate`` accepts it); not checked here.
+    error_ranges : sequence of (lo, hi)
+        As ``check_error_ranges`` returns them.
+    words_per_cycle, lanes : int
+        Words per HBM and VMEM line.
+    index : int
+        The descriptor's position in its batch, copied into the records.
+
+    Returns
+    -------
+    list of DmaError
+    """
+    _check_descriptor(descriptor)
+    if descriptor.src[0] != "hbm" or not error_ranges:
+        return []
+    src, dst = addresses(descriptor)
+    bad = _faulting(src, error_ranges)
+    if not bad.any():
+        return []
+    lines = {"hbm": _int(words_per_cycle, "words_per_cycle", 1, MAX_WORDS + 1),
+             "vmem": _int(lanes, "lanes", 1, MAX_WORDS + 1)}
+    starts = bad & _read_starts(descriptor, src, dst, lines)
+    return [DmaError(index, BUS, int(a)) for a in src[starts].tolist()]
+
+
 def _last_writer_before(reads, writes):
     """For each element e, the last element i < e with ``writes[i] == reads[e]``, else -1."""
     n = len(writes)
     elem = np.arange(n, dtype=np.int64)
     # Keys address*n + element are unique and sort by address, then element order.
-    # Addresses are validated non-negative and < MAX_WORDS, so the keys fit in int64.
+    # Addresses are validated, -1 <= address < MAX_WORDS, so the keys fit in int64.
     wkey = writes * n + elem
     order = np.argsort(wkey, kind="stable")
     pos = np.searchsorted(wkey[order], reads * n + elem) - 1   # last write key < read key
@@ -320,19 +447,21 @@ def _store_in_order(mem, addr, values):
     mem[addr[last]] = values[last]
 
 
-def _move(src_mem, src, dst_mem, dst):
-    """Element-order semantics for one accepted descriptor, vectorised."""
+def _move(src_mem, src, dst_mem, dst, writes):
+    """Element-order semantics for one accepted descriptor, vectorised. Only the elements
+    ``writes`` selects write (the others met a bus error)."""
     if src_mem is dst_mem:
         # Follow each read back through earlier writes to the same word, down to a read of
         # an untouched word (pointer jumping: the chains only point to earlier elements).
-        root = _last_writer_before(src, dst)
+        # An element that writes nothing is no one's writer: address -1 matches no read.
+        root = _last_writer_before(src, np.where(writes, dst, -1))
         root = np.where(root >= 0, root, np.arange(len(src)))
         while not np.array_equal(nxt := root[root], root):
             root = nxt
         values = src_mem[src[root]]
     else:
         values = src_mem[src]
-    _store_in_order(dst_mem, dst, values)
+    _store_in_order(dst_mem, dst[writes], values[writes])
 
 
 def _image(name, value):
@@ -357,7 +486,8 @@ def _add_flag(flags, flag, words):
     flags[flag] = (int(flags[flag]) + words) & 0xFFFFFFFF    # 32-bit counters wrap
 
 
-def run(hbm, vmem, descriptors, *, n_flags=16, lanes=8, n_chips=1, flags=None):
+def run(hbm, vmem, descriptors, *, n_flags=16, lanes=8, n_chips=1, flags=None,
+        error_ranges=(), words_per_cycle=1):
     """Golden DMA: apply a batch of descriptors in order to copies of the images.
 
     Parameters
@@ -373,12 +503,19 @@ def run(hbm, vmem, descriptors, *, n_flags=16, lanes=8, n_chips=1, flags=None):
         Chips in the system, for range-checking remote pushes.
     flags : uint32 array [n_flags], optional
         Initial flag values (default zeros).
+    error_ranges : sequence of (lo, hi)
+        HBM word ranges that fault (module docstring, "Bus errors"), at HBM line
+        boundaries (``check_error_ranges``). Default none.
+    words_per_cycle : int
+        Words per HBM line (the HBM model's ``words_per_cycle``, default 1): where error
+        ranges may start and end, and how the DMA splits its reads.
 
     Returns
     -------
     DmaResult
         ``flags`` gains each accepted local descriptor's word count at ``flag`` and each
-        accepted push's at ``sent_flag``; ``errors`` lists rejected indices.
+        accepted push's at ``sent_flag``; ``errors`` lists rejected indices;
+        ``bus_errors`` the faulting reads.
     """
     hbm, vmem = _image("hbm", hbm), _image("vmem", vmem)
     lanes = _int(lanes, "lanes", 1, MAX_WORDS + 1)
@@ -387,10 +524,12 @@ def run(hbm, vmem, descriptors, *, n_flags=16, lanes=8, n_chips=1, flags=None):
     n_flags = _int(n_flags, "n_flags", 1, MAX_FLAGS + 1)
     n_chips = _int(n_chips, "n_chips", 1, MAX_CHIPS + 1)
     flags = _flags(flags, n_flags)
+    ranges = check_error_ranges(error_ranges, hbm_words=len(hbm),
+                                words_per_cycle=words_per_cycle)
     if not isinstance(descriptors, (list, tuple)):
         raise ValueError("descriptors must be a list or tuple of Descriptor")
     mem = {"hbm": hbm, "vmem": vmem}
-    records, pushes = [], []
+    records, pushes, bus = [], [], []
     for index, d in enumerate(descriptors):
         error = validate(d, hbm_words=len(hbm), vmem_words=len(vmem), n_flags=n_flags,
                          n_chips=n_chips, index=index)
@@ -398,17 +537,24 @@ def run(hbm, vmem, descriptors, *, n_flags=16, lanes=8, n_chips=1, flags=None):
             records.append(error)
             continue
         src, dst = addresses(d)
+        bad_read = _faulting(src, ranges) if d.src[0] == "hbm" else np.zeros(len(src), bool)
         if d.remote:
-            pushes.append(Push(index, d, mem[d.src[0]][src]))
+            # The HBM answers a faulting read with zeros, and the push sends them.
+            pushes.append(Push(index, d, np.where(bad_read, 0, mem[d.src[0]][src])
+                               .astype(np.uint32)))
             if d.sent_flag is not None:
                 _add_flag(flags, d.sent_flag, d.words)
         else:
-            _move(mem[d.src[0]], src, mem[d.dst[0]], dst)
+            bad_write = _faulting(dst, ranges) if d.dst[0] == "hbm" else False
+            _move(mem[d.src[0]], src, mem[d.dst[0]], dst, ~(bad_read | bad_write))
             _add_flag(flags, d.flag, d.words)
-    return DmaResult(hbm, vmem, flags, [e.index for e in records], records, pushes)
+        if bad_read.any():
+            bus += bus_error_reads(d, error_ranges=ranges, words_per_cycle=words_per_cycle,
+                                   lanes=lanes, index=index)
+    return DmaResult(hbm, vmem, flags, [e.index for e in records], records, pushes, bus)
 
 
-def land(hbm, vmem, flags, pushes):
+def land(hbm, vmem, flags, pushes, *, error_ranges=()):
     """Golden receiver: apply pushes arriving at a chip, in list order.
 
     Each push writes its data to its destination addresses in element order (the last
@@ -421,6 +567,9 @@ def land(hbm, vmem, flags, pushes):
     flags : 1-D uint32 array
         The receiving chip's flags. Not modified.
     pushes : sequence of Push
+    error_ranges : sequence of (lo, hi)
+        The receiving chip's faulting HBM word ranges (as ``run``'s): words landing there
+        are dropped. Default none.
 
     Returns
     -------
@@ -430,6 +579,7 @@ def land(hbm, vmem, flags, pushes):
     if not isinstance(flags, np.ndarray) or flags.dtype != np.uint32 or flags.ndim != 1:
         raise ValueError("flags must be a 1-D uint32 array")
     flags = flags.copy()
+    ranges = check_error_ranges(error_ranges, hbm_words=len(mem["hbm"]))
     for p in pushes:
         if not isinstance(p, Push) or not p.descriptor.remote:
             raise ValueError("pushes must be Push records of remote descriptors")
@@ -443,7 +593,8 @@ def land(hbm, vmem, flags, pushes):
         data = np.asarray(p.data)
         if data.dtype != np.uint32 or data.shape != dst.shape:
             raise ValueError(f"push {p.index} data must be {len(dst)} uint32 words")
-        _store_in_order(space, dst, data)
+        kept = ~_faulting(dst, ranges) if d.dst[2] == "hbm" else np.ones(len(dst), bool)
+        _store_in_order(space, dst[kept], data[kept])
         _add_flag(flags, d.flag, d.words)
     return mem["hbm"], mem["vmem"], flags
 

@@ -90,7 +90,8 @@ from .formats import FP32, as_bits, canonicalize_nan, check_numerics, flush_subn
 
 __all__ = [
     "LANES", "COMBINERS", "OPTIMIZERS", "DEFAULT_INITIAL_ACCUMULATOR",
-    "IndexOutOfRange", "Dedup", "dedup", "bad_positions", "fp32_scalar",
+    "IndexOutOfRange", "Dedup", "dedup", "bad_positions", "fp32_scalar", "fp32_array",
+    "check_choice", "check_csr", "check_table",
     "lookup", "row_gradients", "update",
 ]
 
@@ -164,13 +165,14 @@ def _count_fp32(n):
 
 # ---------------------------------------------------------------- operands
 
-def _name_choice(value, choices, what):
+def check_choice(value, choices, what):
+    """``value`` if it is one of ``choices``, else a ValueError naming ``what``."""
     if value not in choices:
         raise ValueError(f"{what} must be one of {', '.join(map(repr, choices))}, not {value!r}")
     return value
 
 
-def _fp32_array(x, name, shape):
+def fp32_array(x, name, shape):
     """``x`` as uint32 bit patterns of ``shape`` (None entries match any size)."""
     bits = as_bits(x, FP32, name=name)
     if bits.ndim != len(shape) or any(s is not None and s != n for s, n in zip(shape, bits.shape)):
@@ -255,8 +257,9 @@ def bad_positions(indices, num_rows):
     return np.flatnonzero((indices < 0) | (indices >= num_rows))
 
 
-def _csr(indices, offsets, num_rows):
-    """Validated (indices, offsets, bag lengths) as int64 arrays."""
+def check_csr(indices, offsets, num_rows=None):
+    """Validated (indices, offsets, bag lengths) as int64 arrays; with ``num_rows``, an
+    id outside ``[0, num_rows)`` raises :class:`IndexOutOfRange`."""
     indices = _int_array(indices, "indices")
     offsets = _int_array(offsets, "offsets")
     if len(offsets) == 0:
@@ -270,14 +273,15 @@ def _csr(indices, offsets, num_rows):
                          f"offsets[{b + 1}] = {offsets[b + 1]}")
     if offsets[-1] != len(indices):
         raise ValueError(f"offsets must end at len(indices) = {len(indices)}, not {offsets[-1]}")
-    bad = bad_positions(indices, num_rows)
+    bad = [] if num_rows is None else bad_positions(indices, num_rows)
     if len(bad):
         raise IndexOutOfRange(bad, indices[bad], num_rows)
     return indices, offsets, lengths
 
 
-def _table(table):
-    table = _fp32_array(table, "table", (None, None))
+def check_table(table):
+    """``table`` as uint32 [V, D] patterns with D >= 1."""
+    table = fp32_array(table, "table", (None, None))
     if table.shape[1] == 0:
         raise ValueError("table rows must have at least one word (D >= 1)")
     return table
@@ -310,11 +314,11 @@ def lookup(table, indices, offsets, *, combiner="sum", weights=None, numerics="t
         Any other bad argument.
     """
     check_numerics(numerics)
-    _name_choice(combiner, COMBINERS, "combiner")
-    table = _table(table)
-    indices, offsets, lengths = _csr(indices, offsets, table.shape[0])
+    check_choice(combiner, COMBINERS, "combiner")
+    table = check_table(table)
+    indices, offsets, lengths = check_csr(indices, offsets, table.shape[0])
     if weights is not None:
-        weights = _fp32_array(weights, "weights", (len(indices),))
+        weights = fp32_array(weights, "weights", (len(indices),))
     n_bags, width = len(lengths), table.shape[1]
     acc = np.zeros((n_bags, width), np.uint32)
     den = np.zeros(n_bags, np.uint32)
@@ -366,8 +370,8 @@ def row_gradients(indices, offsets, grads, *, numerics="tpu"):
     non-negative.
     """
     check_numerics(numerics)
-    indices, offsets, lengths = _csr(indices, offsets, np.iinfo(np.int64).max)
-    grads = _fp32_array(grads, "grads", (len(lengths), None))
+    indices, offsets, lengths = check_csr(indices, offsets, np.iinfo(np.int64).max)
+    grads = fp32_array(grads, "grads", (len(lengths), None))
     dd = dedup(indices)
     return dd.ids, _row_gradients(dd, lengths, grads, numerics).view(np.float32)
 
@@ -380,7 +384,7 @@ def _state(state, optimizer, shape, initial_accumulator):
     if state is None:
         init = fp32_scalar(initial_accumulator, name="initial_accumulator")
         return np.full(shape, init, np.uint32)
-    return _fp32_array(state, "state", shape).copy()
+    return fp32_array(state, "state", shape).copy()
 
 
 def update(table, indices, offsets, grads, *, optimizer="sgd", lr, state=None,
@@ -412,11 +416,11 @@ def update(table, indices, offsets, grads, *, optimizer="sgd", lr, state=None,
         As for :func:`lookup`.
     """
     check_numerics(numerics)
-    _name_choice(optimizer, OPTIMIZERS, "optimizer")
-    table = _table(table)
+    check_choice(optimizer, OPTIMIZERS, "optimizer")
+    table = check_table(table)
     n_rows, width = table.shape
-    indices, offsets, lengths = _csr(indices, offsets, n_rows)
-    grads = _fp32_array(grads, "grads", (len(lengths), width))
+    indices, offsets, lengths = check_csr(indices, offsets, n_rows)
+    grads = fp32_array(grads, "grads", (len(lengths), width))
     lr = fp32_scalar(lr, name="lr")
     state_shape = (n_rows,) if optimizer == "rowwise_adagrad" else (n_rows, width)
     state = _state(state, optimizer, state_shape, initial_accumulator)

@@ -25,6 +25,16 @@ opcode (0 among them, so that zeroed memory never executes) or a non-zero
 unused field is illegal: :func:`decode` raises :class:`IllegalInstruction`,
 and :func:`execute` stops there and reports it, as the RTL's error flag does.
 
+Program errors
+--------------
+:data:`ERRORS` names the faults that stop a program, in the order of the
+RTL's error codes (1, 2, ...): an illegal word, a VMEM line out of range,
+weights pushed into a full shadow tile, an LHS push that would overflow the
+MXU's result queue, a pop with fewer than 8 result rows queued, and an MXU
+instruction on a VPU without an MXU. The faulting instruction does nothing,
+and nothing after it runs: :func:`execute` with ``on_error="stop"`` returns
+the state at that point with the fault's kind and index, as the RTL stops.
+
 Operations (``op vd, va, vb`` computes ``vd = va op vb`` on every word)
 ----------------------------------------------------------------------
 * fp32 ``add sub mul max min`` and compares ``eq lt le`` (0/1 masks, false on
@@ -58,8 +68,9 @@ from .mxu import matmul
 
 __all__ = [
     "SUBLANES", "VREGS", "OPS", "OpSpec", "FIELDS", "ELEMENTWISE_OPS", "REDUCE_OPS",
-    "Instruction", "IllegalInstruction", "encode", "decode", "assemble", "disassemble",
-    "MXUState", "VPUState", "execute", "elementwise", "reduce", "DEFAULT_VMEM_LINES",
+    "Instruction", "IllegalInstruction", "ERRORS", "ProgramError", "encode", "decode",
+    "assemble", "disassemble", "program_words", "MXUState", "VPUState", "execute", "elementwise",
+    "elementwise_operands", "reduce", "reduce_operand", "DEFAULT_VMEM_LINES",
 ]
 
 SUBLANES = 8
@@ -129,6 +140,21 @@ _REDUCE_INSTRUCTIONS = {"rsum": "sum", "rmax": "max", "rmin": "min"}
 
 class IllegalInstruction(ValueError):
     """A word that is not a valid instruction."""
+
+
+#: The program faults, in the order of the RTL's error codes (``ERRORS[code - 1]``).
+ERRORS = ("illegal", "vmem_range", "weights_full", "results_full", "pop_empty", "no_mxu")
+
+
+class ProgramError(ValueError):
+    """A program fault: ``kind`` is one of :data:`ERRORS`, ``index`` the faulting
+    instruction (None where the fault is raised outside :func:`execute`)."""
+
+    def __init__(self, message, *, kind, index=None):
+        if kind not in ERRORS:
+            raise ValueError(f"kind must be one of {', '.join(ERRORS)}, not {kind!r}")
+        super().__init__(message)
+        self.kind, self.index = kind, index
 
 
 @dataclasses.dataclass(frozen=True)
@@ -286,6 +312,12 @@ def disassemble(program):
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+def program_words(program):
+    """The instruction words of a program given as assembly text or as a 1-D integer array,
+    as ``uint32``; ValueError for anything else."""
+    return _words(program)
+
+
 def _words(program):
     if isinstance(program, str):
         return assemble(program)
@@ -407,6 +439,38 @@ _UNARY = {
 }
 
 
+def _arity(op):
+    return 3 if op == "select" else 2 if op in _BINARY else 1
+
+
+def elementwise_operands(op, a, b=None, c=None, *, numerics="tpu"):
+    """Check the arguments of :func:`elementwise`; returns its operands as ``uint32`` words.
+
+    One array per operand the op takes, of one shape: as given for ``uint32``
+    (``float32`` and ``int32`` viewed as such); for ``bf16_to_f32`` a
+    ``uint16`` or ``bfloat16`` operand widened to the word whose low half
+    it is. A runner that packs operands into vregs uses this, so that it
+    accepts and rejects exactly what :func:`elementwise` does.
+    """
+    check_numerics(numerics)
+    if op not in ELEMENTWISE_OPS:
+        raise ValueError(f"unknown op {op!r}; ops: {' '.join(ELEMENTWISE_OPS)}")
+    arity = _arity(op)
+    given = [x is not None for x in (a, b, c)]
+    if given != [True] * arity + [False] * (3 - arity):
+        names = ", ".join("abc"[:arity])
+        raise ValueError(f"{op} takes {names} only")
+    if op == "bf16_to_f32":
+        a = np.asarray(a)
+        bits = _bf16_bits(a, "a")
+        return (a if a.dtype == np.uint32 else bits.astype(np.uint32)),
+    operands = tuple(_u32(x, n) for x, n in zip((a, b, c), "abc") if x is not None)
+    if any(x.shape != operands[0].shape for x in operands):
+        raise ValueError(f"{op}: operand shapes differ: "
+                         f"{', '.join(str(x.shape) for x in operands)}")
+    return operands
+
+
 def elementwise(op, a, b=None, c=None, *, numerics="tpu"):
     """Apply VPU operation ``op`` element by element (SPEC section 6).
 
@@ -426,26 +490,26 @@ def elementwise(op, a, b=None, c=None, *, numerics="tpu"):
     np.ndarray
         ``uint32`` bit patterns (compares give 0/1), ``uint16`` for ``f32_to_bf16``.
     """
-    check_numerics(numerics)
-    if op not in ELEMENTWISE_OPS:
-        raise ValueError(f"unknown op {op!r}; ops: {' '.join(ELEMENTWISE_OPS)}")
-    arity = 3 if op == "select" else 2 if op in _BINARY else 1
-    given = [x is not None for x in (a, b, c)]
-    if given != [True] * arity + [False] * (3 - arity):
-        names = ", ".join("abc"[:arity])
-        raise ValueError(f"{op} takes {names} only")
+    operands = elementwise_operands(op, a, b, c, numerics=numerics)
     if op == "bf16_to_f32":
-        return _bf16_to_f32(_bf16_bits(a, "a"), numerics)
-    operands = [_u32(x, n) for x, n in zip((a, b, c), "abc") if x is not None]
-    if any(x.shape != operands[0].shape for x in operands):
-        raise ValueError(f"{op}: operand shapes differ: "
-                         f"{', '.join(str(x.shape) for x in operands)}")
+        return _bf16_to_f32(_bf16_bits(operands[0], "a"), numerics)
     if op == "select":
         a, b, c = operands
         return np.where(c == 1, a, b).astype(np.uint32)
-    if arity == 2:
+    if len(operands) == 2:
         return np.asarray(_BINARY[op](*operands, numerics), dtype=np.uint32)
     return np.asarray(_UNARY[op](operands[0], numerics))
+
+
+def reduce_operand(op, a, *, numerics="tpu"):
+    """Check the arguments of :func:`reduce`; returns ``a`` as ``uint32`` [N, 8]."""
+    check_numerics(numerics)
+    if op not in REDUCE_OPS:
+        raise ValueError(f"reduce op must be one of {', '.join(REDUCE_OPS)}, not {op!r}")
+    a = _u32(a, "a")
+    if a.ndim != 2 or a.shape[1] != SUBLANES:
+        raise ValueError(f"a must be [N, {SUBLANES}], not {list(a.shape)}")
+    return a
 
 
 def reduce(op, a, *, numerics="tpu"):
@@ -454,12 +518,7 @@ def reduce(op, a, *, numerics="tpu"):
     ``((a[:, 0] op a[:, 1]) op a[:, 2]) ... op a[:, 7]`` with ``op`` "sum"
     (fp32 add), "max" or "min" (as in :func:`elementwise`). Returns uint32 [N].
     """
-    check_numerics(numerics)
-    if op not in REDUCE_OPS:
-        raise ValueError(f"reduce op must be one of {', '.join(REDUCE_OPS)}, not {op!r}")
-    a = _u32(a, "a")
-    if a.ndim != 2 or a.shape[1] != SUBLANES:
-        raise ValueError(f"a must be [N, {SUBLANES}], not {list(a.shape)}")
+    a = reduce_operand(op, a, numerics=numerics)
     step = {"sum": "add", "max": "max", "min": "min"}[op]
     acc = a[:, 0]
     for s in range(1, SUBLANES):
@@ -486,6 +545,8 @@ class MXUState:
 
     ``capacity`` (rows, default unbounded) makes queuing more results an
     error, for an RTL whose result FIFO would otherwise block the program.
+    The errors are :class:`ProgramError` (kinds "weights_full", "pop_empty",
+    "results_full"), raised before anything changes.
     """
 
     def __init__(self, *, lanes=8, numerics="tpu", capacity=None):
@@ -511,15 +572,15 @@ class MXUState:
     def push_weights(self, vreg):
         rows = self._rows(vreg)
         if len(self.shadow) + SUBLANES > self.lanes:
-            raise ValueError("push_weights: the shadow weight tile is full; push_lhs swaps "
-                             "it in before more weights can load")
+            raise ProgramError("push_weights: the shadow weight tile is full; push_lhs "
+                               "swaps it in before more weights can load", kind="weights_full")
         self.shadow.extend(rows)
 
     def push_lhs(self, vreg):
         rows = self._rows(vreg)
         if self.capacity is not None and len(self.results) + SUBLANES > self.capacity:
-            raise ValueError(f"push_lhs: {len(self.results)} result rows are waiting and "
-                             f"the result queue holds {self.capacity}")
+            raise ProgramError(f"push_lhs: {len(self.results)} result rows are waiting and "
+                               f"the result queue holds {self.capacity}", kind="results_full")
         if len(self.shadow) == self.lanes:
             self.active = np.array(self.shadow, dtype=np.uint16)
             self.shadow = []
@@ -528,8 +589,8 @@ class MXUState:
 
     def pop(self):
         if len(self.results) < SUBLANES:
-            raise ValueError(f"pop: only {len(self.results)} MXU result rows are waiting, "
-                             f"not {SUBLANES}")
+            raise ProgramError(f"pop: only {len(self.results)} MXU result rows are waiting, "
+                               f"not {SUBLANES}", kind="pop_empty")
         return np.array([self.results.popleft() for _ in range(SUBLANES)], dtype=np.uint32)
 
 
@@ -539,15 +600,17 @@ class MXUState:
 class VPUState:
     """Architectural state after :func:`execute`.
 
-    ``error`` is the index of the illegal instruction that stopped the run
-    (nothing from it on executed), or None; ``executed`` counts the
-    instructions that ran.
+    ``error`` is the index of the instruction whose fault stopped the run
+    (nothing from it on executed), or None, and ``error_kind`` that fault
+    (one of :data:`ERRORS`); ``executed`` counts the instructions that ran.
+    ``mxu`` is None for a VPU without an MXU.
     """
     vregs: np.ndarray
     vmem: np.ndarray
-    mxu: MXUState
+    mxu: MXUState | None
     executed: int
     error: int | None = None
+    error_kind: str | None = None
 
 
 def _check_lanes(lanes):
@@ -577,7 +640,8 @@ def _initial_vmem(vmem, lanes):
 def _lines(ins, n_lines):
     lines = ins.base + ins.stride * np.arange(SUBLANES)
     if lines[-1] >= n_lines:
-        raise ValueError(f"{ins.op} touches VMEM line {lines[-1]} of {n_lines}")
+        raise ProgramError(f"{ins.op} touches VMEM line {lines[-1]} of {n_lines}",
+                           kind="vmem_range")
     return lines
 
 
@@ -609,8 +673,9 @@ def _step(ins, vregs, vmem, mxu, lanes, numerics):
         raise AssertionError(f"no semantics for {op}")
 
 
-def execute(program, *, vregs=None, vmem=None, lanes=8, numerics="tpu", mxu=None):
-    """Run ``program`` to its end (or its first illegal word); returns the final :class:`VPUState`.
+def execute(program, *, vregs=None, vmem=None, lanes=8, numerics="tpu", mxu=None,
+            on_error="raise"):
+    """Run ``program`` to its end (or its first fault); returns the final :class:`VPUState`.
 
     Parameters
     ----------
@@ -624,37 +689,53 @@ def execute(program, *, vregs=None, vmem=None, lanes=8, numerics="tpu", mxu=None
     lanes : int
         Lanes per vreg (words per VMEM line). The MXU link needs a multiple of 8.
     numerics : "tpu" or "ieee"
-    mxu : MXUState, optional
-        MXU state to continue from (it is updated in place); default a fresh one
-        when ``lanes`` allows it.
+    mxu : MXUState or False, optional
+        MXU state to continue from (it is updated in place); False for a VPU
+        without an MXU; default a fresh one (unbounded result queue) when
+        ``lanes`` allows it, else none.
+    on_error : "raise" or "stop"
+        What a program error (any of :data:`ERRORS` but "illegal") does:
+        raise, or stop the run there as the RTL does, returning the state
+        before the faulting instruction with ``error`` and ``error_kind``
+        set. An illegal word always stops the run.
 
     Raises
     ------
     ValueError
-        On bad arguments, and on a program error: a VMEM line out of range,
-        weights pushed into a full shadow tile, or a pop with too few results.
-        The message names the instruction.
+        On bad arguments. With ``on_error="raise"``, :class:`ProgramError` (a
+        ValueError) on a program error, its message naming the instruction:
+        a VMEM line out of range, weights pushed into a full shadow tile, an
+        LHS push beyond the MXU's ``capacity``, a pop with too few results,
+        or an MXU instruction without an MXU.
     """
     check_numerics(numerics)
     _check_lanes(lanes)
+    if on_error not in ("raise", "stop"):
+        raise ValueError(f"on_error must be 'raise' or 'stop', not {on_error!r}")
     words = _words(program)
     vregs = _initial_vregs(vregs, lanes)
     vmem = _initial_vmem(vmem, lanes)
-    if mxu is None and lanes % SUBLANES == 0:
-        mxu = MXUState(lanes=lanes, numerics=numerics)
-    elif mxu is not None and (not isinstance(mxu, MXUState) or mxu.lanes != lanes
-                              or mxu.numerics != numerics):
-        raise ValueError(f"mxu must be an MXUState with lanes={lanes} and numerics={numerics!r}")
+    if mxu is False:
+        mxu = None
+    elif mxu is None:
+        mxu = MXUState(lanes=lanes, numerics=numerics) if lanes % SUBLANES == 0 else None
+    elif not isinstance(mxu, MXUState) or mxu.lanes != lanes or mxu.numerics != numerics:
+        raise ValueError(f"mxu must be False, None or an MXUState with lanes={lanes} and "
+                         f"numerics={numerics!r}")
     for index, word in enumerate(words):
         try:
             ins = decode(word)
         except IllegalInstruction:
-            return VPUState(vregs, vmem, mxu, index, index)
-        if ins.spec.unit == "mxu" and mxu is None:
-            raise ValueError(f"instruction {index} ({ins}): the MXU link needs lanes to be "
-                             f"a multiple of {SUBLANES}, not {lanes}")
+            return VPUState(vregs, vmem, mxu, index, index, "illegal")
         try:
+            if ins.spec.unit == "mxu" and mxu is None:
+                why = f"lanes to be a multiple of {SUBLANES}, not {lanes}" if lanes % SUBLANES \
+                    else "an MXU, and this VPU has none"
+                raise ProgramError(f"the MXU link needs {why}", kind="no_mxu")
             _step(ins, vregs, vmem, mxu, lanes, numerics)
-        except ValueError as error:
-            raise ValueError(f"instruction {index} ({ins}): {error}") from None
+        except ProgramError as error:
+            if on_error == "stop":
+                return VPUState(vregs, vmem, mxu, index, index, error.kind)
+            raise ProgramError(f"instruction {index} ({ins}): {error}", kind=error.kind,
+                               index=index) from None
     return VPUState(vregs, vmem, mxu, len(words))

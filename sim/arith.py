@@ -22,15 +22,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hdl.arith import BF16Multiplier, FP32Adder, FP32Divider, FP32Multiplier, FP32Sqrt, \
-    FP32ToBF16, check_numerics
+from hdl.arith import BF16Multiplier, FP32Adder, FP32Divider, FP32Exp, FP32Multiplier, \
+    FP32Rcp, FP32Rsqrt, FP32Sqrt, FP32ToBF16, check_numerics
 
 from .backends import check_backend
 from .backends.whole_run import WholeRun, run_whole
 from .transactors import StreamSink, StreamSource, run_transactors
 
 __all__ = ["fp32_add", "bf16_mul", "fp32_to_bf16", "fp32_mul", "fp32_div", "fp32_sqrt", "UNITS",
-           "ArithUnit", "stream_through", "CHUNK"]
+           "fp32_rcp", "fp32_rsqrt", "fp32_exp", "ArithUnit", "stream_through", "CHUNK"]
 
 #: Operations per whole run: the depth of the harness memories, fixed so that
 #: one build per unit and numerics serves calls of any size.
@@ -62,6 +62,9 @@ UNITS = {unit.name: unit for unit in (
     ArithUnit("fp32_mul", FP32Multiplier, (("a", np.uint32), ("b", np.uint32)), np.uint32),
     ArithUnit("fp32_div", FP32Divider, (("a", np.uint32), ("b", np.uint32)), np.uint32),
     ArithUnit("fp32_sqrt", FP32Sqrt, (("a", np.uint32),), np.uint32),
+    ArithUnit("fp32_rcp", FP32Rcp, (("a", np.uint32),), np.uint32),
+    ArithUnit("fp32_rsqrt", FP32Rsqrt, (("a", np.uint32),), np.uint32),
+    ArithUnit("fp32_exp", FP32Exp, (("a", np.uint32),), np.uint32),
 )}
 
 
@@ -136,3 +139,18 @@ def fp32_div(a, b, *, numerics="tpu", backend="amaranth", waves=None):
 def fp32_sqrt(a, *, numerics="tpu", backend="amaranth", waves=None):
     """Square root of fp32 on the RTL unit; ``uint32`` operand and result."""
     return _run("fp32_sqrt", (a,), numerics, backend, waves)
+
+
+def fp32_rcp(a, *, numerics="tpu", backend="amaranth", waves=None):
+    """Correctly rounded 1 / a on the RTL reciprocal; ``uint32`` operand and result."""
+    return _run("fp32_rcp", (a,), numerics, backend, waves)
+
+
+def fp32_rsqrt(a, *, numerics="tpu", backend="amaranth", waves=None):
+    """Correctly rounded 1 / sqrt(a) on the RTL unit; ``uint32`` operand and result."""
+    return _run("fp32_rsqrt", (a,), numerics, backend, waves)
+
+
+def fp32_exp(a, *, numerics="tpu", backend="amaranth", waves=None):
+    """exp of fp32 on the RTL unit (faithful, see ``hdl.arith.FP32Exp``); ``uint32`` in and out."""
+    return _run("fp32_exp", (a,), numerics, backend, waves)

@@ -11,11 +11,13 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Shape, UnusedElaboratable
 
-from hdl.arith import BF16Multiplier, FP32Adder, FP32Divider, FP32Multiplier, FP32Sqrt, \
-    FP32ToBF16
+from hdl.arith import BF16Multiplier, FP32Adder, FP32Divider, FP32Exp, FP32Multiplier, \
+    FP32Rcp, FP32Rsqrt, FP32Sqrt, FP32ToBF16
 from hdl.ici import Router
 from hdl.memory import DmaSystem
 from hdl.mxu import MXU, ProcessingElement, preset
+from hdl.sparsecore import SparseCoreTile
+from hdl.vpu import VPUSystem
 
 __all__ = ["BLOCKS", "block_params", "parse_params", "build", "block_interface",
            "memory_images", "MemoryImage"]
@@ -28,14 +30,20 @@ BLOCKS = {
     "fp32_mul": FP32Multiplier,
     "fp32_div": FP32Divider,
     "fp32_sqrt": FP32Sqrt,
+    "fp32_rcp": FP32Rcp,
+    "fp32_rsqrt": FP32Rsqrt,
+    "fp32_exp": FP32Exp,
     "pe": ProcessingElement,
     "mxu": MXU,
     "dma": DmaSystem,
     "router": Router,
+    "sparsecore": SparseCoreTile,
+    "vpu": VPUSystem,
 }
 
 # How to read each parameter from the command line.
-_PARAM_TYPES = {"numerics": str, "transpose": bool}
+_PARAM_TYPES = {"numerics": str, "transpose": bool, "combiners": str, "optimizers": str,
+                "mxu": bool}
 
 
 def block_params(block):

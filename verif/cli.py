@@ -8,6 +8,12 @@ unexpected error instead.
 import argparse
 import sys
 
+#: The block catalogue's names (sim.blocks.BLOCKS, which a test holds this to), spelled
+#: out so that building the parser imports no HDL.
+BLOCK_NAMES = ("fp32_add", "bf16_mul", "fp32_to_bf16", "fp32_mul", "fp32_div", "fp32_sqrt",
+               "fp32_rcp", "fp32_rsqrt", "fp32_exp", "pe", "mxu", "dma", "router",
+               "sparsecore", "vpu")
+
 __all__ = ["main"]
 
 
@@ -128,34 +134,44 @@ def _flushed_stderr(*text):
 
 def _cmd_bench(args):
     from .bench import run_bench
-    print(f"bench{' --quick' if args.quick else ''}: measuring (progress on stderr)", flush=True)
-    print(run_bench(quick=args.quick, output=args.output, large_array=args.large_array))
+    flags = f"{' --quick' if args.quick else ''}{f' --only {args.only}' if args.only else ''}"
+    print(f"bench{flags}: measuring (progress on stderr)", flush=True)
+    print(run_bench(quick=args.quick, output=args.output, large_array=args.large_array,
+                    only=args.only))
     print(f"wrote {args.output}", file=sys.stderr)
+
+
+def _cmd_sparsecore(args):
+    from .sparsecore_cli import run_command
+    check = run_command(args, out=_flushed)
+    if not check.passed:
+        raise CommandError(f"mismatch: {check.failures()[0]}; reproduce: {check.reproduce}")
 
 
 def _cmd_regress(args):
     from sim.backends import check_backend
-    from .regress import EXHAUSTIVE, SUITE_NAMES, run_exhaustive, run_regression
+    from .executor import ClusterError, open_executor
+    from .regress import EXHAUSTIVE_SUITES, SUITE_NAMES
     if args.suite not in SUITE_NAMES:
         raise ValueError(f"unknown suite {args.suite!r}; suites: {', '.join(SUITE_NAMES)}")
     check_backend(args.sim)
-    if args.suite == EXHAUSTIVE:
-        if args.sim != "verilator":
-            raise CommandError(f"{EXHAUSTIVE} runs on a compiled Verilator harness; "
-                               f"use --sim verilator", status=2)
-        print(f"regress {EXHAUSTIVE}: every bf16 operand pair, {args.jobs} harness "
-              f"process{'es' * (args.jobs > 1)} (seeds do not apply)", flush=True)
-        result = run_exhaustive(jobs=args.jobs, only=args.only)
-        unit = "modes"
-    else:
-        seeds = 1 if args.seed is not None else args.seeds
-        print(f"regress {args.suite}: {seeds} seed{'s' * (seeds > 1)} on {args.sim}, "
-              f"{args.jobs} worker{'s' * (args.jobs > 1)}", flush=True)
-        result = run_regression(args.suite, seeds=args.seeds, jobs=args.jobs, sim=args.sim,
-                                seed_base=args.seed_base, only_seed=args.seed,
-                                waves=args.waves, timeout=args.timeout, inject=args.inject,
-                                inject_seed=args.inject_seed, only=args.only)
-        unit = "seeds"
+    if args.suite in EXHAUSTIVE_SUITES and args.sim != "verilator":
+        raise CommandError(f"{args.suite} runs on a compiled Verilator harness; "
+                           f"use --sim verilator", status=2)
+    if args.range is not None and args.suite not in EXHAUSTIVE_SUITES:
+        raise CommandError(f"--range narrows an exhaustive suite ({', '.join(EXHAUSTIVE_SUITES)}),"
+                           f" not {args.suite}", status=2)
+    if args.cluster is not None and args.jobs != 1:
+        raise CommandError("give -j (workers on this machine) or --cluster, not both", status=2)
+    if args.inject in ("kill-worker", "kill-worker-once") and args.cluster is None:
+        raise CommandError(f"--inject {args.inject} kills a Dask worker; it needs --cluster",
+                           status=2)
+    try:
+        with open_executor(args.cluster, jobs=args.jobs,
+                           connect_timeout=args.connect_timeout) as executor:
+            result, unit = _regress_on(executor, args)
+    except ClusterError as error:       # raised on entering: nothing has run
+        raise CommandError(str(error)) from None
     passed = len(result.outcomes) - len(result.failed)
     print(f"passed {passed} of {len(result.outcomes)} {unit}")
     if result.coverage is not None:
@@ -170,11 +186,48 @@ def _cmd_regress(args):
         print(f"FAILED {'seed ' * (unit == 'seeds')}{outcome.seed} ({outcome.status}): "
               f"{outcome.message.splitlines()[0] if outcome.message else ''}")
         print(f"  reproduce: {result.repro[outcome.seed]}")
+    if result.interrupted:
+        raise CommandError(f"interrupted: {len(result.outcomes)} of {result.planned} {unit} "
+                           f"finished; the reports above cover those", status=130)
     if result.failed:
         raise CommandError(f"{len(result.failed)} of {len(result.outcomes)} {unit} failed")
     if args.cover_goal is not None and (result.coverage or 0.0) < args.cover_goal:
         raise CommandError(f"functional coverage {result.coverage or 0.0:.2f}% is below the "
                            f"goal of {args.cover_goal:g}%")
+
+
+def _regress_on(executor, args):
+    from .regress import EXHAUSTIVE, EXHAUSTIVE_SUITES, run_exhaustive, run_regression
+    if executor.note:
+        print(executor.note, file=sys.stderr, flush=True)
+    if args.suite in EXHAUSTIVE_SUITES:
+        where = executor.describe() if executor.remote else f"{args.jobs} harness processes"
+        what = "bf16 operand pair" if args.suite == EXHAUSTIVE else \
+            "fp32 input of rcp, rsqrt and exp"
+        scope = "" if args.range is None else f" in [{args.range[0]:#x}, {args.range[1]:#x})"
+        print(f"regress {args.suite}: every {what}{scope}, on {where} (seeds do not apply)",
+              flush=True)
+        return run_exhaustive(args.suite, jobs=args.jobs, only=args.only, executor=executor,
+                              a_range=args.range), "modes"
+    seeds = 1 if args.seed is not None else args.seeds
+    print(f"regress {args.suite}: {seeds} seed{'s' * (seeds > 1)} on {args.sim}, "
+          f"{executor.describe()}", flush=True)
+    return run_regression(args.suite, seeds=args.seeds, sim=args.sim, seed_base=args.seed_base,
+                          only_seed=args.seed, waves=args.waves, timeout=args.timeout,
+                          inject=args.inject, inject_seed=args.inject_seed, only=args.only,
+                          executor=executor), "seeds"
+
+
+def _range(text):
+    """``LO:HI`` (decimal or 0x hex) as a pair of integers with ``0 <= LO < HI``."""
+    lo, sep, hi = text.partition(":")
+    try:
+        value = (int(lo, 0), int(hi, 0))
+    except ValueError:
+        value = None
+    if not sep or value is None or not 0 <= value[0] < value[1]:
+        raise argparse.ArgumentTypeError(f"must be LO:HI with 0 <= LO < HI, not {text!r}")
+    return value
 
 
 def _positive(text):
@@ -184,9 +237,44 @@ def _positive(text):
     return value
 
 
+def _number(text):
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, not {text!r}") from None
+
+
+def _fraction(text):
+    """A probability of an idle or stall cycle, or a density: in [0, 1)."""
+    value = _number(text)
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be at least 0 and below 1, not {text}")
+    return value
+
+
+def _exponent(text):
+    value = _number(text)
+    if not (value >= 0.0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, not {text}")
+    return value
+
+
+def _natural(text):
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, not {value}")
+    return value
+
+
+def _add_gaps(parser, *, stalled):
+    parser.add_argument("--idle", type=_fraction, default=0.0, metavar="P",
+                        help="probability of an idle cycle on each input stream (default 0)")
+    parser.add_argument("--stall", type=_fraction, default=0.0, metavar="P",
+                        help=f"probability of backpressure on {stalled} each cycle (default 0)")
+
+
 def _add_block(parser):
-    parser.add_argument("block", help="fp32_add, bf16_mul, fp32_to_bf16, fp32_mul, fp32_div, "
-                                      "fp32_sqrt, pe, mxu, dma or router")
+    parser.add_argument("block", help=", ".join(BLOCK_NAMES))
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="block parameter, repeatable (e.g. rows=16, numerics=ieee)")
 
@@ -219,10 +307,7 @@ def _parser():
     p.add_argument("--numerics", choices=("tpu", "ieee"), default="tpu")
     p.add_argument("--seed", type=int, default=1,
                    help="seed of the random operands and gaps (default 1)")
-    p.add_argument("--idle", type=float, default=0.0, metavar="P",
-                   help="probability of an idle cycle on each input stream (default 0)")
-    p.add_argument("--stall", type=float, default=0.0, metavar="P",
-                   help="probability of backpressure on the results each cycle (default 0)")
+    _add_gaps(p, stalled="the results")
     p.add_argument("--special-density", type=float, default=0.0, metavar="P",
                    help="fraction of operands replaced by special values (default 0)")
     p.add_argument("--with-acc", action="store_true", help="start from random partial sums")
@@ -233,10 +318,54 @@ def _parser():
     _add_backend(p)
     p.set_defaults(func=_cmd_matmul)
 
+    p = sub.add_parser("sparsecore", help="run an embedding lookup and update on the SparseCore "
+                                          "tile RTL and check them against golden",
+                       description="Run a lookup and an update of one batch on the SparseCore "
+                                   "tile RTL: B bags of L ids drawn from a Zipf law of "
+                                   "exponent A over a random V x D fp32 table. "
+                                   "Prints the bit-exact verdict of every output word, the "
+                                   "cycles, the HBM row reads before and after dedup, the "
+                                   "gather's bandwidth as a fraction of the HBM model's "
+                                   "words per cycle and the scVPU lanes' use; exits non-zero "
+                                   "on any mismatch, printing the seed and the command that "
+                                   "reproduces it.")
+    p.add_argument("--rows", type=_positive, default=64, metavar="V",
+                   help="table rows (default 64)")
+    p.add_argument("--width", type=_positive, default=16, metavar="D",
+                   help="words per row (default 16; the tile pads to a multiple of 8)")
+    p.add_argument("--batch", type=_positive, default=8, metavar="B", help="bags (default 8)")
+    p.add_argument("--bag", type=_positive, default=8, metavar="L", help="ids per bag (default 8)")
+    p.add_argument("--alpha", type=_exponent, default=1.15, metavar="A",
+                   help="Zipf exponent of the ids, truncated to the table (default 1.15; "
+                        "0 is uniform)")
+    p.add_argument("--combiner", choices=("sum", "mean", "sqrtn"), default="sum",
+                   help="lookup combiner (default sum)")
+    p.add_argument("--weighted", action="store_true", help="random per-id lookup weights")
+    p.add_argument("--optimizer", choices=("sgd", "adagrad"), default="sgd",
+                   help="update optimizer (default sgd; adagrad starts from 0.1)")
+    p.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01)")
+    p.add_argument("--numerics", choices=("tpu", "ieee"), default="tpu")
+    p.add_argument("--special-density", type=_fraction, default=0.0, metavar="P",
+                   help="fraction of table, weight and gradient values replaced by special "
+                        "values (default 0)")
+    p.add_argument("--words-per-cycle", type=int, choices=(1, 2, 4, 8), default=8,
+                   help="HBM model bandwidth in words per cycle (default 8)")
+    p.add_argument("--read-latency", type=_positive, default=8, metavar="CYCLES",
+                   help="HBM model read latency in cycles (default 8)")
+    p.add_argument("--jitter", type=_natural, default=0, metavar="CYCLES",
+                   help="HBM model's seeded extra latency, up to this many cycles (default 0)")
+    _add_gaps(p, stalled="the lookup's rows")
+    p.add_argument("--seed", type=int, default=1,
+                   help="seed of the batch, the HBM jitter and the gaps (default 1)")
+    p.add_argument("--json", metavar="FILE.json", help="also write the figures as JSON")
+    p.add_argument("--waves", metavar="FILE.vcd",
+                   help="write waveforms of both runs (FILE.lookup.vcd, FILE.update.vcd)")
+    _add_backend(p)
+    p.set_defaults(func=_cmd_sparsecore)
+
     p = sub.add_parser("export", help="export a block's Verilog (hierarchical, lint-clean)",
-                       description="Export a block's Verilog. Blocks: fp32_add, bf16_mul, "
-                                   "fp32_to_bf16, fp32_mul, fp32_div, fp32_sqrt, pe, mxu, dma, "
-                                   "router. Parameters are the block's "
+                       description=f"Export a block's Verilog. Blocks: {', '.join(BLOCK_NAMES)}. "
+                                   "Parameters are the block's "
                                    "constructor parameters; --param preset=tpu_v4 (or tpu_v6e) "
                                    "sets an MXU's rows and cols.")
     _add_block(p)
@@ -256,13 +385,20 @@ def _parser():
     p.set_defaults(func=_cmd_fpga)
 
     p = sub.add_parser("regress", help="run a seeded, coverage-driven regression",
-                       description="Run SEEDS seeds of a suite on J parallel workers. Writes "
+                       description="Run SEEDS seeds of a suite on J parallel workers, or as "
+                                   "tasks on a Dask cluster (--cluster). Writes "
                                    "JUnit XML, merged functional coverage and (Verilator) code "
                                    "coverage under build/regress/SUITE/, prints every failing "
                                    "seed with the command that reproduces it, and exits "
-                                   "non-zero on any failure or when coverage is below the goal.")
-    p.add_argument("suite", help="arith, mxu, dma or bf16_mul_exhaustive (all 2^32 "
-                                 "multiplier operand pairs on a compiled Verilator harness)")
+                                   "non-zero on any failure or when coverage is below the goal. "
+                                   "An exhaustive suite runs modes instead of seeds (numerics, "
+                                   "or function-numerics such as rsqrt-ieee) and ends with a "
+                                   "table of them.")
+    p.add_argument("suite", help="arith, mxu, dma, sparsecore, vpu (random vector programs "
+                                 "against the golden executor), bf16_mul_exhaustive (all "
+                                 "2^32 multiplier operand pairs on a compiled Verilator "
+                                 "harness) or vpu_transcendental_exhaustive (all 2^32 inputs "
+                                 "of rcp, rsqrt and exp, likewise)")
     p.add_argument("--seeds", type=_positive, default=4, help="number of seeds (default 4)")
     p.add_argument("-j", "--jobs", type=_positive, default=1, help="parallel workers (default 1)")
     p.add_argument("--sim", choices=("amaranth", "verilator", "icarus"), default="verilator",
@@ -273,11 +409,22 @@ def _parser():
                    help="fail if merged functional coverage is below PCT percent")
     p.add_argument("--only", metavar="TEXT",
                    help="run only the suite's runs whose name contains TEXT "
-                        "(e.g. fp32_add, tpu, mxu-ieee)")
+                        "(e.g. fp32_add, tpu, mxu-ieee; an exhaustive suite's modes: tpu, "
+                        "ieee, or rsqrt-ieee and the like)")
+    p.add_argument("--range", type=_range, metavar="LO:HI",
+                   help="exhaustive suites: check only LO <= operand < HI (bf16_mul's a, a "
+                        "transcendental's input bit pattern), a quick run")
     p.add_argument("--waves", action="store_true", help="write a waveform of every run")
     p.add_argument("--timeout", type=float, default=1800.0, metavar="SECONDS",
                    help="time limit of one seed (default 1800)")
-    p.add_argument("--inject", choices=("golden-no-flush", "golden-fault", "crash", "hang"),
+    p.add_argument("--cluster", metavar="WHERE",
+                   help="run on Dask: local:N (a LocalCluster of N worker processes started "
+                        "for the run) or tcp://HOST:PORT (a running scheduler); default: -j "
+                        "workers on this machine")
+    p.add_argument("--connect-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="how long to try to reach a --cluster scheduler (default 10)")
+    p.add_argument("--inject", choices=("golden-no-flush", "golden-fault", "crash", "hang",
+                                        "kill-worker", "kill-worker-once"),
                    help="inject a fault, to test the regression itself")
     p.add_argument("--inject-seed", type=int, metavar="SEED",
                    help="inject only into this seed (default: every seed)")
@@ -291,6 +438,8 @@ def _parser():
     p.add_argument("--large-array", type=int, metavar="N",
                    help="edge of the large MXU built and run on the compiled path (default 32; "
                         "0 skips it; 64 needs about 8 GB and half an hour)")
+    p.add_argument("--only", choices=("sparsecore",),
+                   help="measure only this section and replace it in FILE.md, keeping the rest")
     p.set_defaults(func=_cmd_bench)
     return parser
 

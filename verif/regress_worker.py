@@ -4,13 +4,17 @@ A seed runs each of its suite's simulator runs, writes the functional
 coverage and (Verilator) code coverage of each next to it, and records the
 outcome in ``result.json``. Its own process means a simulator that crashes
 or hangs takes down this seed only. Exit status 0 when every run passed.
+Run as a program, it ends (with its simulators) when the process that
+started it dies, so a killed runner or Dask worker leaves nothing running.
 """
 
 import argparse
 import functools
 import json
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -88,5 +92,24 @@ def main(argv=None):
     return 0 if record["status"] == "pass" else 1
 
 
+def _exit_with_parent(poll=1.0):
+    """End this process soon after the one that started it dies.
+
+    A seed runs in a session of its own, so a killed runner (or Dask
+    worker) takes no signal down to it; without this it would run on.
+    """
+    # The runner names itself: it may have died before this process got here.
+    parent = int(os.environ.get("TPU_RTL_SEED_PARENT", os.getppid()))
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(poll)
+        if os.getpgid(0) == os.getpid():     # our own group: take the simulators along
+            os.killpg(0, signal.SIGKILL)
+        os._exit(70)
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 if __name__ == "__main__":
+    _exit_with_parent()
     sys.exit(main())

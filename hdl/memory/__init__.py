@@ -3,27 +3,35 @@
 Every memory sits behind :class:`~hdl.lib.memory_port.MemoryPortSignature`. The DMA is
 layered, with streams between the layers: :class:`DescriptorCheck` (queue, and validation
 before any write) -> :class:`AddressGenerator` (3-D, element order, in beats of up to a
-line) -> :class:`BurstEngine` (line reads, rotated and merged line writes). :class:`DmaSystem`
-joins one of each.
+line) -> :class:`BurstEngine` (line reads, rotated and merged line writes) and, for remote
+pushes, :class:`Packetizer` (ICI ``write`` packets out). A :class:`Receiver` lands the
+packets that arrive. :class:`DmaSystem` joins one of each.
 """
 
 from .dma import DMA
 from .dma_addrgen import AddressGenerator, beat_layout, inflight_layout
 from .dma_burst import ROUND_TRIP, BurstEngine
 from .dma_check import DescriptorCheck, job_layout
+from .dma_push import Packetizer, max_payload_words, push_beat_layout, push_done_layout
+from .dma_receive import Receiver
 from .dma_system import DmaSystem, core_signature
 from .hbm import HBM
-from .layouts import (ADDRESS_BITS, DIMS, ERROR_ADDRESS_BITS, FLAG_BITS, ID_BITS, REASONS,
-                      SPACES, STRIDE_BITS, descriptor_layout, error_layout, flag_add_layout,
-                      flag_set_layout, flag_wait_layout, reason_code)
+from .layouts import (ADDRESS_BITS, CHIP_BITS, DIMS, ERROR_ADDRESS_BITS, FLAG_BITS, ID_BITS,
+                      REASONS, SPACES, STRIDE_BITS, descriptor_layout, error_layout,
+                      flag_add_layout, flag_set_layout, flag_wait_layout, reason_code,
+                      target_word_layout)
+from .port_merge import WriterMerge
 from .sync_flags import SyncFlags
 from .vmem import VMEM
 
 __all__ = [
     "HBM", "VMEM", "SyncFlags", "DMA", "DmaSystem", "core_signature",
-    "DescriptorCheck", "AddressGenerator", "BurstEngine", "ROUND_TRIP",
+    "DescriptorCheck", "AddressGenerator", "BurstEngine", "ROUND_TRIP", "Packetizer",
+    "Receiver", "WriterMerge", "max_payload_words",
     "descriptor_layout", "error_layout", "flag_add_layout", "flag_set_layout",
-    "flag_wait_layout", "job_layout", "beat_layout", "inflight_layout",
-    "ADDRESS_BITS", "STRIDE_BITS", "FLAG_BITS", "ID_BITS", "ERROR_ADDRESS_BITS", "DIMS",
+    "flag_wait_layout", "job_layout", "beat_layout", "inflight_layout", "push_beat_layout",
+    "push_done_layout", "target_word_layout",
+    "ADDRESS_BITS", "STRIDE_BITS", "FLAG_BITS", "CHIP_BITS", "ID_BITS", "ERROR_ADDRESS_BITS",
+    "DIMS",
     "SPACES", "REASONS", "reason_code",
 ]

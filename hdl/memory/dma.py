@@ -1,14 +1,18 @@
-"""The DMA engine: descriptor queue and check -> 3-D address generator -> burst engine."""
+"""The DMA engine: descriptor queue and check -> 3-D address generator -> burst engine, and
+the push packetizer for remote descriptors."""
 
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..ici.layouts import MAX_FLIT_WORDS, flit_layout
 from ..lib.memory_port import WORD_BITS, MemoryPortSignature, check_int, line_addr_width
 from .dma_addrgen import AddressGenerator
 from .dma_burst import ROUND_TRIP, BurstEngine
 from .dma_check import DescriptorCheck
-from .layouts import ADDRESS_BITS, FLAG_BITS, descriptor_layout, error_layout, flag_add_layout
+from .dma_push import DEFAULT_MAX_PAYLOAD, Packetizer, max_payload_words
+from .layouts import (ADDRESS_BITS, CHIP_BITS, FLAG_BITS, descriptor_layout, error_layout,
+                      flag_add_layout)
 
 __all__ = ["DMA", "ROUND_TRIP"]
 
@@ -38,6 +42,13 @@ class DMA(wiring.Component):
     (``golden.memory``'s ordering rule: see the address generator for the fences that
     keep it).
 
+    **Remote pushes** (``remote`` descriptors) read like any descriptor; their words leave
+    on ``push`` as ICI ``write`` packets (:class:`~hdl.memory.dma_push.Packetizer`:
+    ``golden.ici.push_packets`` with ``max_payload`` words a packet at most), and once the
+    last flit has been taken the descriptor completes, adding its word count to its
+    ``sent_flag`` if it names one. Its destination flag is added at the destination chip
+    (:class:`~hdl.memory.dma_receive.Receiver`).
+
     **Reads in flight (Little's law).** Reads in flight = request rate x latency. Moving
     ``words_per_cycle`` words a cycle in requests of ``words_per_request`` words, each
     read holding its credit for ``read_latency + ROUND_TRIP`` cycles, needs
@@ -60,6 +71,13 @@ class DMA(wiring.Component):
         VMEM lines and words per line (``lanes`` a power of two).
     n_flags : int
         Flags in the bank (default 16); a descriptor naming another is rejected.
+    n_chips : int
+        Chips in the system (default 1); a push to another is rejected.
+    flit_words : int
+        Words per ICI flit on ``push`` (default 1).
+    max_payload : int
+        Data words per ``write`` packet at most (default 64), 1 to
+        :func:`~hdl.memory.dma_push.max_payload_words`.
     outstanding : int
         Descriptors in flight at once (default 4).
     queue_depth : int
@@ -78,13 +96,21 @@ class DMA(wiring.Component):
     flag_add : Out(stream.Signature(flag_add_layout))
         A completed descriptor's word count, offered the cycle after its last write is
         accepted by its memory (so a flag bank that registers it shows it one cycle later).
+    sent_add : Out(stream.Signature(flag_add_layout))
+        A push's word count for its sent flag, offered the cycle after its last flit is
+        taken on ``push``.
+    push : Out(stream.Signature(flit_layout(flit_words)))
+        Packets of pushes (``hdl.ici.Router``'s injection format), registered.
+    chip : In(8)
+        This chip's id: the source of the packets.
     errors : Out(stream.Signature(error_layout))
         Rejections (in descriptor order) and bus errors (one per faulting line read), as
         they occur.
     idle : Out(1)
         Nothing queued, checked, moving or unreported.
     received, completed, rejected, bus_errors : Out(32)
-        Descriptors taken, completed (flag added), rejected, and bus errors reported.
+        Descriptors taken, completed (flag added; for a push, its last flit sent),
+        rejected, and bus errors reported.
 
     Latency: a descriptor taken in cycle ``t`` by an idle DMA has its first memory request
     valid in cycle ``t + 3`` (queue, corner extremes, then verdict, beat and request
@@ -94,7 +120,8 @@ class DMA(wiring.Component):
     """
 
     def __init__(self, *, hbm_size, hbm_line_words=1, vmem_lines, lanes=8, n_flags=16,
-                 outstanding=4, queue_depth=None, read_latency=4, max_reads=None):
+                 n_chips=1, flit_words=1, max_payload=DEFAULT_MAX_PAYLOAD, outstanding=4,
+                 queue_depth=None, read_latency=4, max_reads=None):
         _pow2("hbm_line_words", hbm_line_words)
         _pow2("lanes", lanes)
         check_int("hbm_size", hbm_size, least=hbm_line_words, most=1 << ADDRESS_BITS)
@@ -103,6 +130,9 @@ class DMA(wiring.Component):
                              f"({hbm_line_words})")
         check_int("vmem_lines", vmem_lines, least=1, most=(1 << ADDRESS_BITS) // lanes)
         check_int("n_flags", n_flags, least=1, most=1 << FLAG_BITS)
+        check_int("n_chips", n_chips, least=1, most=1 << CHIP_BITS)
+        check_int("flit_words", flit_words, least=1, most=MAX_FLIT_WORDS)
+        check_int("max_payload", max_payload, least=1, most=max_payload_words(flit_words))
         check_int("outstanding", outstanding, least=1, most=1024)
         if queue_depth is None:
             queue_depth = outstanding
@@ -115,6 +145,7 @@ class DMA(wiring.Component):
         self.vmem_lines, self.lanes = vmem_lines, lanes
         self.vmem_size = vmem_lines * lanes
         self.n_flags, self.outstanding, self.queue_depth = n_flags, outstanding, queue_depth
+        self.n_chips, self.flit_words, self.max_payload = n_chips, flit_words, max_payload
         self.read_latency, self.max_reads = read_latency, max_reads
         self.port_signatures = {
             0: MemoryPortSignature(addr_width=line_addr_width(hbm_size // hbm_line_words),
@@ -128,6 +159,9 @@ class DMA(wiring.Component):
             "hbm": Out(self.port_signatures[0]),
             "vmem": Out(self.port_signatures[1]),
             "flag_add": Out(stream.Signature(flag_add_layout)),
+            "sent_add": Out(stream.Signature(flag_add_layout)),
+            "push": Out(stream.Signature(flit_layout(flit_words))),
+            "chip": In(CHIP_BITS),
             "errors": Out(stream.Signature(error_layout)),
             "idle": Out(1),
             "received": Out(COUNT_BITS), "completed": Out(COUNT_BITS),
@@ -147,7 +181,7 @@ class DMA(wiring.Component):
         m = Module()
         m.submodules.check = check = DescriptorCheck(
             hbm_size=self.hbm_size, vmem_size=self.vmem_size, n_flags=self.n_flags,
-            queue_depth=self.queue_depth)
+            n_chips=self.n_chips, queue_depth=self.queue_depth)
         m.submodules.addrgen = addrgen = AddressGenerator(
             line_words=(self.hbm_line_words, self.lanes), outstanding=self.outstanding)
         m.submodules.burst = burst = BurstEngine(
@@ -162,6 +196,18 @@ class DMA(wiring.Component):
         wiring.connect(m, burst.hbm, wiring.flipped(self.hbm))
         wiring.connect(m, burst.vmem, wiring.flipped(self.vmem))
         wiring.connect(m, burst.flag_add, wiring.flipped(self.flag_add))
+        m.submodules.packetizer = packetizer = Packetizer(
+            max_words=burst.max_words, flit_words=self.flit_words, max_payload=self.max_payload)
+        wiring.connect(m, burst.pushed, packetizer.beats)
+        wiring.connect(m, packetizer.flits, wiring.flipped(self.push))
+        m.d.comb += packetizer.chip.eq(self.chip)
+        # A push completes when its last flit has left; only a named sent flag is added.
+        pushed = packetizer.done
+        m.d.comb += [
+            self.sent_add.valid.eq(pushed.valid & pushed.payload.sent),
+            self.sent_add.payload.eq(pushed.payload.add),
+            pushed.ready.eq(~pushed.payload.sent | self.sent_add.ready),
+        ]
 
         # Two error sources, one stream: the choice is held while an offer waits, so the
         # payload stays put until taken. Rejections go first when both offer at once.
@@ -183,11 +229,15 @@ class DMA(wiring.Component):
                 m.d.sync += counter.eq(counter + 1)
 
         count(self.received, self.descriptors.valid & self.descriptors.ready)
-        count(self.completed, self.flag_add.valid & self.flag_add.ready)
+        local_done = self.flag_add.valid & self.flag_add.ready
+        push_done = pushed.valid & pushed.ready
+        with m.If(local_done | push_done):
+            m.d.sync += self.completed.eq(self.completed + local_done + push_done)
         count(self.rejected, check.errors.valid & check.errors.ready)
         count(self.bus_errors, burst.bus_errors.valid & burst.bus_errors.ready)
         m.d.comb += self.idle.eq(check.idle & ~addrgen.busy & ~addrgen.inflight.valid
                                  & burst.drained
                                  & ~self.hbm.req.valid & ~self.vmem.req.valid
-                                 & ~self.flag_add.valid & ~self.errors.valid)
+                                 & ~self.flag_add.valid & ~self.errors.valid
+                                 & packetizer.idle)
         return m

@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..lib.memory_port import check_int
 from .dma_check import job_layout
-from .layouts import ADDRESS_BITS, DIMS, FLAG_BITS, ID_BITS
+from .layouts import ADDRESS_BITS, CHIP_BITS, DIMS, FLAG_BITS, ID_BITS
 
 __all__ = ["AddressGenerator", "beat_layout", "inflight_layout"]
 
@@ -18,19 +18,23 @@ def beat_layout(max_words):
     (both ascending by one word when ``count > 1``). ``fence``: the read must wait until
     every earlier beat's write has been issued. ``last``: the descriptor's last beat.
     ``flush``: the destination run ends with this beat, so its words must all be written
-    before the next beat's (the burst engine may otherwise hold a partial line)."""
+    before the next beat's (the burst engine may otherwise hold a partial line).
+    ``remote``: the beat belongs to a push, so its words leave for another chip
+    instead of being written here."""
     check_int("max_words", max_words, least=1)
     return data.StructLayout({
         "src_space": 1, "src_addr": unsigned(ADDRESS_BITS),
         "dst_space": 1, "dst_addr": unsigned(ADDRESS_BITS),
         "count": range(1, max_words + 1),
-        "fence": 1, "last": 1, "flush": 1,
+        "fence": 1, "last": 1, "flush": 1, "remote": 1,
     })
 
 
-#: A descriptor in flight: what its completion needs (``flag``, ``words``) and its ``id``.
+#: A descriptor in flight: what its completion needs (``flag``, ``words``), its ``id``,
+#: and for a push (``remote``) its destination chip and sent flag (``sent``, ``sent_flag``).
 inflight_layout = data.StructLayout({
     "flag": unsigned(FLAG_BITS), "words": unsigned(ADDRESS_BITS), "id": unsigned(ID_BITS),
+    "remote": 1, "chip": unsigned(CHIP_BITS), "sent": 1, "sent_flag": unsigned(FLAG_BITS),
 })
 
 
@@ -66,7 +70,8 @@ class AddressGenerator(wiring.Component):
     * the first beat of a descriptor whose source extent intersects, in its space, the
       destination extents of the descriptors whose writes may still be pending. Those are
       tracked as one covering interval per space, emptied whenever the pipeline drains
-      (conservative: a fence is never missed, and rarely taken needlessly).
+      (conservative: a fence is never missed, and rarely taken needlessly). A push writes
+      nothing here, so its destination is not tracked; its reads are fenced like any.
 
     A fenced beat always starts a destination run (the previous beat flushed), so the
     writes it waits for are never held back waiting for it.
@@ -150,6 +155,8 @@ class AddressGenerator(wiring.Component):
         ]
         entry = Signal(inflight_layout)
         m.d.comb += [entry.flag.eq(job.flag), entry.words.eq(job.words), entry.id.eq(job.id),
+                     entry.remote.eq(job.remote), entry.chip.eq(job.chip),
+                     entry.sent.eq(job.sent), entry.sent_flag.eq(job.sent_flag),
                      queue.w_data.eq(entry)]
 
         hazard = self._hazards(m, job, load, drained=self.drained & ~busy)
@@ -168,6 +175,7 @@ class AddressGenerator(wiring.Component):
             beat.fence.eq(desc.overlap | (~busy & hazard)),
             beat.last.eq(final),
             beat.flush.eq(end[0] | desc.overlap | (desc.dst_strides[0] != 1)),
+            beat.remote.eq(desc.remote),
         ]
 
         # The start of the next row or plane, where dimension k steps.
@@ -236,7 +244,7 @@ class AddressGenerator(wiring.Component):
                                     & (held_lo[s] <= job.src_hi) for s in (1, 0)]))
         with m.If(drained):
             m.d.sync += [h.eq(0) for h in held]
-        with m.If(load):
+        with m.If(load & ~job.remote):
             for s in range(2):
                 with m.If(job.dst_space == s):
                     keep = held[s] & ~drained

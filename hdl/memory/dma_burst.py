@@ -7,9 +7,10 @@ from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import WORD_BITS, MemoryPortSignature, check_int
+from ..lib.memory_port import WORD_BITS, check_int
 from .dma_addrgen import beat_layout, inflight_layout
-from .dma_lanes import lane_mask, rotate_words_left
+from .dma_lanes import check_space_ports, lane_mask, rotate_words_left
+from .dma_push import push_beat_layout
 from .layouts import ADDRESS_BITS, error_layout, flag_add_layout, reason_code
 
 __all__ = ["BurstEngine", "ROUND_TRIP"]
@@ -27,7 +28,7 @@ def _pending_layout(max_words):
     return data.StructLayout({
         "src_space": 1, "src_addr": unsigned(ADDRESS_BITS),
         "dst_space": 1, "dst_addr": unsigned(ADDRESS_BITS),
-        "count": range(1, max_words + 1), "last": 1, "flush": 1,
+        "count": range(1, max_words + 1), "last": 1, "flush": 1, "remote": 1,
     })
 
 
@@ -72,6 +73,12 @@ class BurstEngine(wiring.Component):
     the merge register is empty (see :class:`~hdl.memory.dma_addrgen.AddressGenerator`).
     A write has priority over a read for its port.
 
+    **Pushes.** A beat of a remote descriptor (``remote``) is not written: when its line
+    returns, its words, rotated to lane 0, leave on ``pushed`` with its destination and the
+    descriptor's ``inflight`` entry, through a one-beat output register; its last beat
+    takes the entry. It waits for the merge register to be flushed like any beat, so local
+    writes before it are issued first.
+
     **Completion.** A descriptor's last write takes its ``inflight`` entry (flag, words)
     along in the request register; when its memory accepts it, the entry queues for
     ``flag_add`` (per port, up to :data:`COMPLETIONS`; the ports take turns), so a flag add
@@ -81,7 +88,8 @@ class BurstEngine(wiring.Component):
     **Bus errors.** A line answered with ``error`` writes none of its beat's words, and
     ``bus_errors`` reports the descriptor id and the address of the beat's first source
     word: one record per faulting read. The beat otherwise completes, so nothing waits
-    for it.
+    for it; a push's faulting beat leaves with its words zeroed (the HBM answers a fault
+    with zero data), so the flag at its destination still counts them.
 
     Parameters
     ----------
@@ -98,6 +106,8 @@ class BurstEngine(wiring.Component):
     inflight : In(stream.Signature(inflight_layout))
     hbm, vmem : Out(MemoryPortSignature)
     flag_add : Out(stream.Signature(flag_add_layout))
+    pushed : Out(stream.Signature(push_beat_layout(max words per line)))
+        Beats of pushes, registered (``valid`` does not depend on ``ready``).
     bus_errors : Out(stream.Signature(error_layout))
     drained : Out(1)
         No beat's write is pending and no partial line is held.
@@ -109,13 +119,7 @@ class BurstEngine(wiring.Component):
     """
 
     def __init__(self, *, ports, read_latency, max_reads=None):
-        if set(ports) != {0, 1}:
-            raise ValueError("ports must map space codes 0 (hbm) and 1 (vmem) to signatures")
-        for space, sig in ports.items():
-            if not isinstance(sig, MemoryPortSignature):
-                raise TypeError(f"port {space} must be a MemoryPortSignature, not {sig!r}")
-            if sig.words & (sig.words - 1) or sig.mask_granularity != WORD_BITS:
-                raise ValueError(f"port {space} needs a power-of-two line and a mask per word")
+        check_space_ports(ports)
         check_int("read_latency", read_latency, least=1)
         if max_reads is None:
             max_reads = read_latency + ROUND_TRIP
@@ -131,6 +135,7 @@ class BurstEngine(wiring.Component):
             "hbm": Out(ports[0]),
             "vmem": Out(ports[1]),
             "flag_add": Out(stream.Signature(flag_add_layout)),
+            "pushed": Out(stream.Signature(push_beat_layout(self.max_words))),
             "bus_errors": Out(stream.Signature(error_layout)),
             "drained": Out(1),
         })
@@ -189,8 +194,9 @@ class BurstEngine(wiring.Component):
         dst_lane = Signal(max(1, _log2(wmax)))
         end = Signal(range(2 * wmax + 1))         # the lane after the beat's last word
         shift = Signal(range(2 * wmax))
+        # A push's words go out from lane 0.
         m.d.comb += [src_lane.eq(lane(head.src_addr, head.src_space)),
-                     dst_lane.eq(lane(head.dst_addr, head.dst_space)),
+                     dst_lane.eq(Mux(head.remote, 0, lane(head.dst_addr, head.dst_space))),
                      end.eq(dst_lane + head.count),
                      shift.eq(dst_lane - src_lane)]       # modulo the window
         window = Signal(WORD_BITS * 2 * wmax)
@@ -232,16 +238,19 @@ class BurstEngine(wiring.Component):
         # A last write may be issued while its port has room for one more completion.
         room = [sp.landed.level + sp.last < COMPLETIONS for sp in spaces.values()]
         can_finish = by_space(Mux(merge.flush, merge.space, head.dst_space), room)
-        final_here = head.last & ~spill
+        final_here = head.last & ~spill          # (a push's beat never spills)
+        pushed = self.pushed
         consume, flush, write, finish = Signal(), Signal(), Signal(), Signal()
         m.d.comb += [
             consume.eq(~merge.flush & pending.r_rdy
                        & by_space(head.src_space, [sp.responses.r_rdy for sp in spaces.values()])
-                       & by_space(head.dst_space, [sp.free for sp in spaces.values()])
-                       & (~error | ~bus.valid) & (~final_here | can_finish)),
+                       & Mux(head.remote, ~pushed.valid | pushed.ready,
+                             by_space(head.dst_space, [sp.free for sp in spaces.values()])
+                             & (~final_here | can_finish))
+                       & (~error | ~bus.valid)),
             flush.eq(merge.flush & by_space(merge.space, [sp.free for sp in spaces.values()])
                      & (~merge.last | can_finish)),
-            write.eq(consume & (reaches | head.flush)),
+            write.eq(consume & ~head.remote & (reaches | head.flush)),
             finish.eq((consume & final_here) | (flush & merge.last)),
             pending.r_en.eq(consume),
             self.inflight.ready.eq(finish),
@@ -255,7 +264,17 @@ class BurstEngine(wiring.Component):
 
         with m.If(flush):
             m.d.sync += [merge.valid.eq(0), merge.mask.eq(0), merge.flush.eq(0)]
-        with m.If(consume):
+        with m.If(pushed.valid & pushed.ready):
+            m.d.sync += pushed.valid.eq(0)
+        with m.If(consume & head.remote):
+            m.d.sync += [pushed.valid.eq(1), pushed.payload.data.as_value().eq(
+                             _words(window, 0, wmax)),
+                         pushed.payload.count.eq(head.count),
+                         pushed.payload.dst_space.eq(head.dst_space),
+                         pushed.payload.dst_addr.eq(head.dst_addr),
+                         pushed.payload.last.eq(head.last),
+                         pushed.payload.info.eq(self.inflight.payload)]
+        with m.If(consume & ~head.remote):
             with m.If(spill):
                 m.d.sync += [merge.valid.eq(1), merge.space.eq(head.dst_space),
                              merge.line.eq(dst_line + 1), merge.data.eq(hi_data),
@@ -291,7 +310,8 @@ class BurstEngine(wiring.Component):
         m.d.comb += [entry.src_space.eq(beat.src_space), entry.src_addr.eq(beat.src_addr),
                      entry.dst_space.eq(beat.dst_space), entry.dst_addr.eq(beat.dst_addr),
                      entry.count.eq(beat.count), entry.last.eq(beat.last),
-                     entry.flush.eq(beat.flush), pending.w_data.eq(entry)]
+                     entry.flush.eq(beat.flush), entry.remote.eq(beat.remote),
+                     pending.w_data.eq(entry)]
 
         # ---- the request registers, and completion when a last write is accepted.
         for s, sp in spaces.items():

@@ -6,15 +6,16 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.memory_port import check_int
-from .layouts import (ADDRESS_BITS, DIMS, ERROR_ADDRESS_BITS, FLAG_BITS, ID_BITS, STRIDE_BITS,
-                      descriptor_layout, error_layout, reason_code)
+from .layouts import (ADDRESS_BITS, CHIP_BITS, DIMS, ERROR_ADDRESS_BITS, FLAG_BITS, ID_BITS,
+                      STRIDE_BITS, descriptor_layout, error_layout, reason_code)
 
 __all__ = ["DescriptorCheck", "job_layout"]
 
 #: An accepted descriptor, as the address generator takes it: the descriptor with its
 #: ``id``, its word count, ``last`` (each count minus 1), the extents (lowest and highest
-#: address) of its source and destination, and ``overlap``: source and destination share
-#: a space and their extents intersect.
+#: address) of its source and destination, ``overlap``: a local descriptor whose source and
+#: destination share a space and whose extents intersect, and the remote fields of the
+#: descriptor (``remote``, ``chip``, ``sent``, ``sent_flag``; ``sent`` is 0 when not remote).
 job_layout = data.StructLayout({
     "src_space": 1, "src_base": unsigned(ADDRESS_BITS),
     "dst_space": 1, "dst_base": unsigned(ADDRESS_BITS),
@@ -25,6 +26,7 @@ job_layout = data.StructLayout({
     "src_lo": unsigned(ADDRESS_BITS), "src_hi": unsigned(ADDRESS_BITS),
     "dst_lo": unsigned(ADDRESS_BITS), "dst_hi": unsigned(ADDRESS_BITS),
     "overlap": 1,
+    "remote": 1, "chip": unsigned(CHIP_BITS), "sent": 1, "sent_flag": unsigned(FLAG_BITS),
 })
 
 _WIDE = signed(ERROR_ADDRESS_BITS)
@@ -66,12 +68,15 @@ class DescriptorCheck(wiring.Component):
     """Queues descriptors, numbers them, and accepts or rejects each one before it moves.
 
     The checks, first failure wins (``golden.memory`` module docstring): a zero count
-    (records the source base), a flag at or above ``n_flags`` (records the flag id), then
-    the ranges. An affine address over a box takes its extremes at corners, so accepting
-    is an O(1) corner check. A rejected range needs the first offending element in element
-    order (its source checked before its destination); a scan finds it by descending: the
-    first plane (i2) whose corner extremes leave a space, then the first such row (i1) in
-    it, then the first such element (i0). Every plane and row before it is wholly in range,
+    (records the source base), a push to a chip at or above ``n_chips`` (records the chip
+    id), a flag at or above ``n_flags`` (records the flag id), a push's ``sent_flag`` at
+    or above ``n_flags`` (records it), then the ranges. A push's destination is checked
+    against the local space of its name (chips are alike). An affine address over a box
+    takes its extremes at corners, so accepting is an O(1) corner check. A rejected range
+    needs the first offending element in element order (its source checked before its
+    destination); a scan finds it by descending: the first plane (i2) whose corner
+    extremes leave a space, then the first such row (i1) in it, then the first such
+    element (i0). Every plane and row before it is wholly in range,
     so the element found is the first. Within a level the boxes in range form an interval
     of indices (addresses are affine in the index), so once box 0 is in range a binary
     search over the index bits, one probe a cycle, finds the first box out of range.
@@ -89,6 +94,8 @@ class DescriptorCheck(wiring.Component):
         Words in each space, 1 to ``2**24``.
     n_flags : int
         Flags in the bank, 1 to 128.
+    n_chips : int
+        Chips a push may name, 1 to 256 (default 1).
     queue_depth : int
         Descriptors the input queue holds (default 4).
 
@@ -104,21 +111,23 @@ class DescriptorCheck(wiring.Component):
         No descriptor is queued or being judged.
 
     Latency: a descriptor taken in cycle ``t`` into an empty check is offered on ``jobs``,
-    or on ``errors`` for a count or flag rejection, in cycle ``t + 2``; a range rejection
-    adds one cycle plus the scan, at most ``4 + sum(ceil(log2(c_k)))`` cycles for counts
-    ``c_k``: a check of each level's box 0, up to ``ceil(log2(c_k))`` probes in each level,
-    and a check of the element found. With fewer than ``2**24`` words that is at most 30,
-    so a range rejection is offered by cycle ``t + 33``. Throughput: one descriptor a
-    cycle while verdicts are taken. ``jobs`` and ``errors`` hold until taken, and a
-    waiting verdict holds the queue.
+    or on ``errors`` for a count, chip, flag or sent flag rejection, in cycle ``t + 2``; a
+    range rejection adds one cycle plus the scan, at most ``4 + sum(ceil(log2(c_k)))``
+    cycles for counts ``c_k``: a check of each level's box 0, up to ``ceil(log2(c_k))``
+    probes in each level, and a check of the element found. With fewer than ``2**24``
+    words that is at most 30, so a range rejection is offered by cycle ``t + 33``.
+    Throughput: one descriptor a cycle while verdicts are taken. ``jobs`` and ``errors``
+    hold until taken, and a waiting verdict holds the queue.
     """
 
-    def __init__(self, *, hbm_size, vmem_size, n_flags, queue_depth=4):
+    def __init__(self, *, hbm_size, vmem_size, n_flags, n_chips=1, queue_depth=4):
         check_int("hbm_size", hbm_size, least=1, most=1 << ADDRESS_BITS)
         check_int("vmem_size", vmem_size, least=1, most=1 << ADDRESS_BITS)
         check_int("n_flags", n_flags, least=1, most=1 << FLAG_BITS)
+        check_int("n_chips", n_chips, least=1, most=1 << CHIP_BITS)
         check_int("queue_depth", queue_depth, least=1, most=1 << 16)
         self.hbm_size, self.vmem_size, self.n_flags = hbm_size, vmem_size, n_flags
+        self.n_chips = n_chips
         self.queue_depth = queue_depth
         super().__init__({
             "descriptors": In(stream.Signature(descriptor_layout)),
@@ -170,14 +179,21 @@ class DescriptorCheck(wiring.Component):
         # ---- stage 3: the verdict, offered combinationally.
         d = judged.q.d
         zero = ~(d.counts[0].any() & d.counts[1].any() & d.counts[2].any())
-        # (With every id a flag, the comparison would be constant: Verilator flags that.)
-        bad_flag = d.flag >= self.n_flags if self.n_flags < 1 << FLAG_BITS else 0
+        # (With every id valid, a comparison would be constant: Verilator flags that.)
+        def at_or_above(value, limit, bits):
+            return value >= limit if limit < 1 << bits else Const(0)
+
+        bad_chip = d.remote & at_or_above(d.chip, self.n_chips, CHIP_BITS)
+        bad_flag = at_or_above(d.flag, self.n_flags, FLAG_BITS)
+        bad_sent = d.remote & d.sent & at_or_above(d.sent_flag, self.n_flags, FLAG_BITS)
+        quick_bad = Signal()                 # rejected without a scan
+        m.d.comb += quick_bad.eq(zero | bad_chip | bad_flag | bad_sent)
         in_range = ((judged.src_lo >= 0) & (judged.src_hi < self._size(d.src_space))
                     & (judged.dst_lo >= 0) & (judged.dst_hi < self._size(d.dst_space)))
         accept = Signal()
         out_of_range = Signal()
-        m.d.comb += [accept.eq(held & ~zero & ~bad_flag & in_range),
-                     out_of_range.eq(held & ~zero & ~bad_flag & ~in_range)]
+        m.d.comb += [accept.eq(held & ~quick_bad & in_range),
+                     out_of_range.eq(held & ~quick_bad & ~in_range)]
 
         job = self.jobs.payload
         m.d.comb += [
@@ -189,19 +205,24 @@ class DescriptorCheck(wiring.Component):
             job.words.eq(judged.words), job.id.eq(judged.id),
             job.src_lo.eq(judged.src_lo), job.src_hi.eq(judged.src_hi),
             job.dst_lo.eq(judged.dst_lo), job.dst_hi.eq(judged.dst_hi),
-            job.overlap.eq((d.src_space == d.dst_space) & (judged.src_lo <= judged.dst_hi)
-                           & (judged.dst_lo <= judged.src_hi)),
+            # A push writes nothing here: its extents never overlap.
+            job.overlap.eq(~d.remote & (d.src_space == d.dst_space)
+                           & (judged.src_lo <= judged.dst_hi) & (judged.dst_lo <= judged.src_hi)),
+            job.remote.eq(d.remote), job.chip.eq(d.chip), job.sent.eq(d.remote & d.sent),
+            job.sent_flag.eq(d.sent_flag),
         ]
 
-        quick = Signal(error_layout)         # a count or flag rejection, known at once
-        m.d.comb += [quick.id.eq(judged.id),
-                     quick.reason.eq(Mux(zero, reason_code("count"), reason_code("flag"))),
-                     quick.address.eq(Mux(zero, d.src_base, d.flag))]
+        quick = Signal(error_layout)         # a rejection known at once, first failure wins
+        reason, address = reason_code("sent_flag"), d.sent_flag
+        for bad, name, value in ((bad_flag, "flag", d.flag), (bad_chip, "chip", d.chip),
+                                 (zero, "count", d.src_base)):
+            reason, address = Mux(bad, reason_code(name), reason), Mux(bad, value, address)
+        m.d.comb += [quick.id.eq(judged.id), quick.reason.eq(reason), quick.address.eq(address)]
         found = Signal()                     # the scan has found a range rejection's address
         scanned = Signal(error_layout)
         self._scan(m, judged, out_of_range & ~found, found, scanned)
         m.d.comb += [
-            self.errors.valid.eq(held & (zero | bad_flag | found)),
+            self.errors.valid.eq(held & (quick_bad | found)),
             self.errors.payload.eq(Mux(found, scanned, quick)),
             leaves.eq((self.jobs.valid & self.jobs.ready)
                       | (self.errors.valid & self.errors.ready)),

@@ -2,16 +2,22 @@
 # (The parts are made here and used by this component's elaborate: if the system itself is
 # never elaborated, the warning about it, from its creator's file, is the one that counts;
 # and a part made before a later part's bad parameter raised need not warn too.)
-"""One chip's memory system: DMA, HBM model, VMEM and sync flags, as one component."""
+"""One chip's memory system: DMA, receive engine, HBM model, VMEM and sync flags, as one
+component."""
 
 from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..ici.layouts import flit_layout
 from ..lib.memory_port import MemoryPortSignature, check_int, line_addr_width
 from .dma import COUNT_BITS, DMA
+from .dma_push import DEFAULT_MAX_PAYLOAD
+from .dma_receive import Receiver
 from .hbm import HBM
-from .layouts import descriptor_layout, error_layout, flag_set_layout, flag_wait_layout
+from .layouts import (CHIP_BITS, descriptor_layout, error_layout, flag_set_layout,
+                      flag_wait_layout)
+from .port_merge import WriterMerge
 from .sync_flags import SyncFlags
 from .vmem import VMEM
 
@@ -34,13 +40,25 @@ def core_signature(*, vmem_lines, lanes):
 
 
 class DmaSystem(wiring.Component):
-    """A :class:`~hdl.memory.dma.DMA` joined to an :class:`~hdl.memory.hbm.HBM`, a
-    :class:`~hdl.memory.vmem.VMEM` and :class:`~hdl.memory.sync_flags.SyncFlags`.
+    """A :class:`~hdl.memory.dma.DMA` and a :class:`~hdl.memory.dma_receive.Receiver` joined
+    to an :class:`~hdl.memory.hbm.HBM`, a :class:`~hdl.memory.vmem.VMEM` and
+    :class:`~hdl.memory.sync_flags.SyncFlags`.
 
     A batch runs as: load ``hbm_words`` and ``vmem_words``, play descriptors into
-    ``descriptors``, take ``errors``, wait until ``received == completed + rejected`` and
-    ``idle``, then read back the memories and ``flags``. That equals
-    ``golden.memory.run`` on the same images and batch (without injected faults).
+    ``descriptors``, take ``errors``, wait until ``finished``, then read back the memories
+    and ``flags``. That equals ``golden.memory.run`` on the same images and batch (without
+    injected faults).
+
+    **Remote pushes.** A push's packets leave on ``push``; packets arriving on ``receive``
+    are landed here by the receive engine, whose writes take turns with the DMA's on each
+    memory port (:class:`~hdl.memory.port_merge.WriterMerge`). Chips joined so (``push`` of
+    one to ``receive`` of the chip each packet names, in order) end as
+    ``golden.memory.run`` on each chip followed by ``golden.memory.land`` of the pushes
+    for it, in order, provided no landed word is read or written by another descriptor
+    of the batches (the receiving chip's included) or landed by a push from another
+    chip: the order between those is not defined. ``finished`` says that this chip has
+    sent everything and landed everything it has received; the packets still on their
+    way are the network's to count.
 
     Parameters
     ----------
@@ -51,13 +69,20 @@ class DmaSystem(wiring.Component):
         ``words_per_cycle * (read_latency + jitter)``.
     vmem_lines, lanes : int
         VMEM geometry (default 64 lines of 8 lanes).
-    n_flags, outstanding, queue_depth, max_reads
+    n_flags, n_chips, flit_words, max_payload, outstanding, queue_depth, max_reads
         The DMA's (:class:`~hdl.memory.dma.DMA`); the DMA covers ``read_latency + jitter``.
+        ``n_chips`` and ``flit_words`` are the receive engine's too.
 
     Ports
     -----
     descriptors : In(stream.Signature(descriptor_layout))
     errors : Out(stream.Signature(error_layout))
+    push : Out(stream.Signature(flit_layout(flit_words)))
+        Packets of pushes, to the router's injection port.
+    receive : In(stream.Signature(flit_layout(flit_words)))
+        Packets for this chip, from the router's ejection port.
+    chip : In(8)
+        This chip's id: the source of its packets, and the destination it accepts.
     core : In(core_signature(...))
         The core's VMEM port and flag operations (not a stream port, so a whole-run
         harness leaves it idle).
@@ -65,13 +90,16 @@ class DmaSystem(wiring.Component):
         Seed of the HBM jitter, loaded until the first descriptor is taken.
     idle, received, completed, rejected, bus_errors : Out
         The DMA's status (:class:`~hdl.memory.dma.DMA`).
+    landed, malformed : Out(32)
+        Packets landed, and malformed packets dropped, by the receive engine.
     busy : Out(1)
-        A memory request or response, or a flag add, moved this cycle: the DMA is making
-        progress even while no descriptor or error record moves (a whole run's watchdog
-        watches it).
+        A memory request or response, or a flag add, moved this cycle: the DMA or the
+        receive engine is making progress even while no stream of this component moves
+        (a whole run's watchdog watches it).
     finished : Out(1)
-        Every descriptor taken so far is completed or rejected, and nothing is in
-        flight, its error records included: a batch is over once all are sent.
+        Every descriptor taken so far is completed or rejected, nothing is in flight, its
+        error records and packets included, and the receive engine holds no packet: a
+        batch is over once all are sent, and all this chip is sent has arrived.
     first_taken, first_request, first_read, last_read, first_write, last_write, last_flag \
     : Out(32)
         Cycle stamps, from a counter that starts at 0 after reset, for measuring a run:
@@ -94,7 +122,8 @@ class DmaSystem(wiring.Component):
 
     def __init__(self, *, hbm_size=1024, vmem_lines=64, lanes=8, words_per_cycle=1,
                  read_latency=4, max_outstanding=None, jitter=0, error_ranges=(), n_flags=16,
-                 outstanding=4, queue_depth=None, max_reads=None):
+                 n_chips=1, flit_words=1, max_payload=DEFAULT_MAX_PAYLOAD, outstanding=4,
+                 queue_depth=None, max_reads=None):
         check_int("read_latency", read_latency, least=1)
         check_int("jitter", jitter, least=0)
         check_int("words_per_cycle", words_per_cycle, least=1)
@@ -105,10 +134,17 @@ class DmaSystem(wiring.Component):
                        jitter=jitter, error_ranges=error_ranges)
         self.vmem = VMEM(lines=vmem_lines, lanes=lanes)
         self.dma = DMA(hbm_size=hbm_size, hbm_line_words=words_per_cycle, vmem_lines=vmem_lines,
-                       lanes=lanes, n_flags=n_flags, outstanding=outstanding,
+                       lanes=lanes, n_flags=n_flags, n_chips=n_chips, flit_words=flit_words,
+                       max_payload=max_payload, outstanding=outstanding,
                        queue_depth=queue_depth, read_latency=read_latency + jitter,
                        max_reads=max_reads)
-        self.sync_flags = SyncFlags(n_flags=n_flags)
+        self.receiver = Receiver(ports=self.dma.port_signatures,
+                                 sizes=(hbm_size, self.dma.vmem_size), n_flags=n_flags,
+                                 n_chips=n_chips, flit_words=flit_words)
+        self.merges = {space: WriterMerge(signature=sig)
+                       for space, sig in self.dma.port_signatures.items()}
+        # Adders: the DMA's completions, its pushes' sent flags, the receive engine's.
+        self.sync_flags = SyncFlags(n_flags=n_flags, add_ports=3)
         self.hbm_words = self.hbm.words
         self.vmem_words = self.vmem.words
         # What a whole run may load and read back (sim.blocks.memory_images).
@@ -118,11 +154,15 @@ class DmaSystem(wiring.Component):
         super().__init__({
             "descriptors": In(stream.Signature(descriptor_layout)),
             "errors": Out(stream.Signature(error_layout)),
+            "push": Out(stream.Signature(flit_layout(flit_words))),
+            "receive": In(stream.Signature(flit_layout(flit_words))),
+            "chip": In(CHIP_BITS),
             "core": In(core_signature(vmem_lines=vmem_lines, lanes=lanes)),
             "seed": In(32),
             "idle": Out(1), "finished": Out(1), "busy": Out(1),
             "received": Out(COUNT_BITS), "completed": Out(COUNT_BITS),
             "rejected": Out(COUNT_BITS), "bus_errors": Out(COUNT_BITS),
+            "landed": Out(COUNT_BITS), "malformed": Out(COUNT_BITS),
             "write_fault": Out(1),
             "flags": Out(data.ArrayLayout(32, n_flags)),
             **{name: Out(STAMP_BITS) for name in STAMPS},
@@ -134,12 +174,24 @@ class DmaSystem(wiring.Component):
         m.submodules.hbm = hbm = self.hbm
         m.submodules.vmem = vmem = self.vmem
         m.submodules.flags = flags = self.sync_flags
+        m.submodules.receiver = receiver = self.receiver
+        m.submodules.hbm_merge = hbm_merge = self.merges[0]
+        m.submodules.vmem_merge = vmem_merge = self.merges[1]
 
         wiring.connect(m, wiring.flipped(self.descriptors), dma.descriptors)
         wiring.connect(m, dma.errors, wiring.flipped(self.errors))
-        wiring.connect(m, dma.hbm, hbm.port)
-        wiring.connect(m, dma.vmem, vmem.dma)
+        wiring.connect(m, dma.push, wiring.flipped(self.push))
+        wiring.connect(m, wiring.flipped(self.receive), receiver.flits)
+        m.d.comb += [dma.chip.eq(self.chip), receiver.chip.eq(self.chip)]
+        wiring.connect(m, dma.hbm, hbm_merge.main)
+        wiring.connect(m, receiver.hbm, hbm_merge.writer)
+        wiring.connect(m, hbm_merge.memory, hbm.port)
+        wiring.connect(m, dma.vmem, vmem_merge.main)
+        wiring.connect(m, receiver.vmem, vmem_merge.writer)
+        wiring.connect(m, vmem_merge.memory, vmem.dma)
         wiring.connect(m, dma.flag_add, flags.add)
+        wiring.connect(m, dma.sent_add, flags.add1)
+        wiring.connect(m, receiver.flag_add, flags.add2)
         wiring.connect(m, wiring.flipped(self.core.vmem), vmem.core)
         wiring.connect(m, wiring.flipped(self.core.flag_set), flags.set)
         wiring.connect(m, wiring.flipped(self.core.flag_wait), flags.wait)
@@ -153,9 +205,12 @@ class DmaSystem(wiring.Component):
             hbm.seed.eq(self.seed), hbm.start.eq(running),
             self.core.waiting.eq(flags.waiting),
             self.idle.eq(dma.idle),
-            self.finished.eq(dma.idle & (dma.received == dma.completed + dma.rejected)),
+            self.finished.eq(dma.idle & (dma.received == dma.completed + dma.rejected)
+                             & receiver.idle),
             self.busy.eq(Cat(*[handshake.valid & handshake.ready for handshake in (
-                dma.hbm.req, dma.hbm.resp, dma.vmem.req, dma.vmem.resp, dma.flag_add)]).any()),
+                hbm.port.req, hbm.port.resp, vmem.dma.req, vmem.dma.resp, dma.flag_add,
+                dma.sent_add, receiver.flag_add)]).any()),
+            self.landed.eq(receiver.packets), self.malformed.eq(receiver.malformed),
             self.received.eq(dma.received), self.completed.eq(dma.completed),
             self.rejected.eq(dma.rejected), self.bus_errors.eq(dma.bus_errors),
             self.write_fault.eq(hbm.write_fault),

@@ -17,11 +17,16 @@ class SyncFlags(wiring.Component):
     ----------
     n_flags : int
         Flags in the bank, 1 to ``2**FLAG_BITS`` (default 16).
+    add_ports : int
+        Add ports, 1 to 8 (default 1): ``add``, ``add1``, ``add2``, ...
 
     Ports
     -----
     add : In(stream.Signature(flag_add_layout))
         From the DMA on completion: ``flags[flag] += amount`` (wrapping). Always ready.
+    add1, add2, ... : In(stream.Signature(flag_add_layout))
+        More adders (a DMA's sent flags, a receive engine), like ``add``: adds to one flag
+        in one cycle all apply.
     set : In(stream.Signature(flag_set_layout))
         From the core: ``flags[flag] = value`` (a clear is a set of 0). Always ready. An add
         to the same flag in the same cycle is applied on top: ``value + amount``.
@@ -40,11 +45,13 @@ class SyncFlags(wiring.Component):
     wait on one never completes.
     """
 
-    def __init__(self, *, n_flags=16):
+    def __init__(self, *, n_flags=16, add_ports=1):
         check_int("n_flags", n_flags, least=1, most=1 << FLAG_BITS)
+        check_int("add_ports", add_ports, least=1, most=8)
         self.n_flags = n_flags
+        self.add_names = ["add"] + [f"add{j}" for j in range(1, add_ports)]
         super().__init__({
-            "add": In(stream.Signature(flag_add_layout)),
+            **{name: In(stream.Signature(flag_add_layout)) for name in self.add_names},
             "set": In(stream.Signature(flag_set_layout)),
             "wait": In(stream.Signature(flag_wait_layout)),
             "waiting": Out(1),
@@ -55,13 +62,16 @@ class SyncFlags(wiring.Component):
         # Expressions only, no conditional comb assignment: see hdl.memory.dma_lanes.
         m = Module()
         flags = [Signal(32, name=f"flag{i}") for i in range(self.n_flags)]
-        m.d.comb += [self.add.ready.eq(1), self.set.ready.eq(1)]
+        adds = [getattr(self, name) for name in self.add_names]
+        m.d.comb += [add.ready.eq(1) for add in adds]
+        m.d.comb += self.set.ready.eq(1)
         met = []
         for i, flag in enumerate(flags):
             setting = self.set.valid & _is(self.set.payload.flag, i)
-            adding = self.add.valid & _is(self.add.payload.flag, i)
-            start = Mux(setting, self.set.payload.value, flag)
-            m.d.sync += flag.eq(start + Mux(adding, self.add.payload.amount, 0))
+            value = Mux(setting, self.set.payload.value, flag)
+            for add in adds:
+                value = value + Mux(add.valid & _is(add.payload.flag, i), add.payload.amount, 0)
+            m.d.sync += flag.eq(value[:32])
             m.d.comb += self.values[i].eq(flag)
             met.append(_is(self.wait.payload.flag, i) & (flag >= self.wait.payload.value))
 

@@ -30,6 +30,8 @@ from sim.transactors import StreamSink, StreamSource, run_transactors
 from verif.scoreboard import Scoreboard
 from verif.suites.arith import corpus
 
+from .stream_timing import check_latency_and_rate
+
 QNAN = 0x7FC00000
 N_RANDOM = 1500
 
@@ -165,46 +167,6 @@ def mul_ties(rng, n):
     return a, b
 
 
-def div_near_midpoints(rng, n):
-    """Quotients a hair's breadth from a rounding midpoint: the hardest to round.
-
-    For an odd divisor significand B and k of 24 or 25, a dividend
-    significand A with A * 2^k = Q * B + s, s = +-1, makes A / B equal
-    Q / 2^k + s / (B * 2^k): the midpoint Q / 2^k (Q odd, 25 bits) plus or
-    minus far less than an ulp, so the remainder is +-1 and only the sticky
-    bit tells which way to round. A = s / 2^k modulo B, plus a multiple of B.
-    """
-    a_sig, b_sig = [], []
-    while len(a_sig) < n:
-        b = int(rng.integers(1 << 22, 1 << 23)) * 2 + 1
-        k, s = int(rng.integers(24, 26)), int(rng.choice([-1, 1]))
-        for a in range(s * pow(2, -k, b) % b, 1 << 24, b):
-            q, rest = divmod((a << k) - s, b)
-            if a >= 1 << 23 and 1 << 24 <= q < 1 << 25 and not rest:
-                a_sig.append(a)
-                b_sig.append(b)
-                break
-    b_exp = rng.integers(1, 255, n)
-    a_exp = np.clip(b_exp + rng.integers(-20, 20, n), 1, 254)
-    return (_fields(rng.integers(0, 2, n), a_exp, np.array(a_sig)),
-            _fields(rng.integers(0, 2, n), b_exp, np.array(b_sig)))
-
-
-def div_exact(rng, n):
-    """Quotients that are exact: a = q x b with q and b of at most 12 significant bits."""
-    q = (rng.integers(1, 1 << 12, n) * np.exp2(rng.integers(-20, 20, n))).astype(np.float32)
-    b = (rng.integers(1, 1 << 12, n) * np.exp2(rng.integers(-40, 40, n))).astype(np.float32)
-    a = q * b                                    # exact: at most 24 significant bits
-    return a.view(np.uint32), b.view(np.uint32)
-
-
-def sqrt_squares(rng, n):
-    """Perfect squares (k^2 for k of at most 12 bits, times even powers of 2) and their neighbours."""
-    k = rng.integers(1, 1 << 12, n).astype(np.float64)
-    squares = (k * k * np.exp2(2 * rng.integers(-70, 50, n))).astype(np.float32).view(np.uint32)
-    return np.concatenate([squares, squares - 1, squares + 1])
-
-
 def _sqrt_mod_power_of_two(c, bits):
     """A square root of ``c`` (odd, 1 modulo 8) modulo 2^bits, by Hensel lifting."""
     assert c % 8 == 1, c
@@ -251,9 +213,9 @@ def binary_vectors(op, rng, n_random):
     parts = [_pairs(cases + swapped + _special_pairs())]
     crossed = corpus.operands(FP32)
     parts.append((crossed, rng.permutation(crossed)))
-    parts.append(mul_ties(rng, 200) if op == "mul" else div_near_midpoints(rng, 300))
+    parts.append(mul_ties(rng, 200) if op == "mul" else corpus.div_near_midpoints(rng, 300))
     if op == "div":
-        parts.append(div_exact(rng, 200))
+        parts.append(corpus.div_exact(rng, 200))
     parts.append((corpus.random_values(rng, FP32, n_random),
                   corpus.random_values(rng, FP32, n_random)))
     return tuple(np.concatenate([p[i] for p in parts]).astype(np.uint32) for i in (0, 1))
@@ -261,7 +223,7 @@ def binary_vectors(op, rng, n_random):
 
 def unary_vectors(rng, n_random):
     return (np.concatenate([np.array(SQRT_CASES + NANS, np.uint32), corpus.operands(FP32),
-                            sqrt_squares(rng, 200), sqrt_near_midpoints(rng, 200),
+                            corpus.sqrt_squares(rng, 200), sqrt_near_midpoints(rng, 200),
                             corpus.random_values(rng, FP32, n_random)]).astype(np.uint32),)
 
 
@@ -321,14 +283,14 @@ def test_generated_cases_are_what_they_claim(rng):
         assert _exact_product_tail(a, b) == (1, False), f"{a:#x} x {b:#x} is not a tie"
     assert _exact_product_tail(0x3FC00000, 0x3F800001) == (1, False)
     assert _exact_product_tail(0x3FC00000, 0x3F800003) == (1, False)
-    for a, b in zip(*div_near_midpoints(rng, 100)):
+    for a, b in zip(*corpus.div_near_midpoints(rng, 100)):
         (sa, _), (sb, _) = _significand(a), _significand(b)
         near = []
         for k in (24, 25):
             q, rest = divmod(sa << k, sb)
             near.append((q % 2 and rest == 1) or (q % 2 == 0 and rest == sb - 1))
         assert any(near), f"{a:#x} / {b:#x} is not next to a midpoint"
-    for a, b in zip(*div_exact(rng, 100)):
+    for a, b in zip(*corpus.div_exact(rng, 100)):
         quotient = Fraction(_value(a)) / Fraction(_value(b))
         odd_part = quotient.numerator // (quotient.numerator & -quotient.numerator)
         assert odd_part < 1 << 24 and quotient.denominator.bit_count() == 1, f"{a:#x} / {b:#x}"
@@ -339,7 +301,7 @@ def test_generated_cases_are_what_they_claim(rng):
         below = root % 2 == 0 and (root + 1) ** 2 - scaled < 1 << 10
         above = root % 2 == 1 and scaled - root ** 2 < 1 << 10
         assert below or above, f"sqrt({t:#x}) is not next to a midpoint"
-    squares = sqrt_squares(rng, 50)[:50]
+    squares = corpus.sqrt_squares(rng, 50)[:50]
     assert all(_bits(sf.f32_mul(r := sf.f32_sqrt(_f32(s)), r)) == s for s in squares)
 
 
@@ -348,24 +310,8 @@ def test_latency_and_back_to_back_rate(op, rng):
     """One result exactly ``latency`` cycles after its operands; then one per cycle."""
     dut = UNITS[op](numerics="ieee")
     operands = tuple(x[:64] for x in vectors(op, rng, 64))
-    beats = _beats(operands)
-
-    async def program(bench):
-        spans = []
-        for batch in (beats[:1], beats[1:]):
-            source, sink = StreamSource("operands", batch), StreamSink("result", len(batch))
-            await run_transactors(bench, [source, sink])
-            spans.append((source.first_cycle, source.last_cycle,
-                          sink.first_cycle, sink.last_cycle, sink.beats))
-        return spans
-
-    (single, stream) = simulate(dut, program)
-    assert single[2] - single[0] == dut.latency
-    first_in, last_in, first_out, last_out, results = stream
-    assert last_in - first_in == len(beats) - 2, "operands were not accepted back to back"
-    assert first_out - first_in == dut.latency
-    assert last_out - first_out == len(beats) - 2, "results did not leave back to back"
-    check(op, "ieee", operands, np.array(single[4] + results, np.uint32))
+    results = check_latency_and_rate(dut, _beats(operands))
+    check(op, "ieee", operands, np.array(results, np.uint32))
 
 
 @pytest.mark.parametrize("op", UNITS)

@@ -50,21 +50,25 @@ async def put(ctx, stream, payload):
 
 
 def descriptor_beat(d):
-    """The ``descriptor_layout`` constant of a golden ``Descriptor`` (local spaces)."""
+    """The ``descriptor_layout`` constant of a golden ``Descriptor`` (local or remote)."""
     return descriptor_layout.const({
         "src_space": SPACES.index(d.src[0]), "src_base": d.src[1],
-        "dst_space": SPACES.index(d.dst[0]), "dst_base": d.dst[1],
+        "dst_space": SPACES.index(d.dst[-2]), "dst_base": d.dst[-1],
         "counts": list(d.counts), "src_strides": list(d.src_strides),
         "dst_strides": list(d.dst_strides), "flag": d.flag,
+        "remote": d.remote, "chip": d.chip or 0, "sent": d.sent_flag is not None,
+        "sent_flag": d.sent_flag or 0,
     })
 
 
 def run_batch(system, hbm, vmem, descriptors, *, rng=None, gap=0.0, stall=0.0, seed=0,
-              limit=200_000):
+              limit=200_000, top=None):
     """Run a batch on a ``DmaSystem``; returns a dict of the final images, flags, error
     records ``(index, reason, address)`` in arrival order, the cycles taken, and
     ``requests``: the cycles (counted as ``cycles`` is) in which the DMA's reads and
-    writes were accepted, per memory, as ``{("hbm", "read"): [...], ...}``."""
+    writes were accepted, per memory, as ``{("hbm", "read"): [...], ...}``. ``top``, if
+    given, is simulated instead: a design holding ``system`` (its ports not driven by
+    ``top`` are the testbench's)."""
     assert isinstance(system, DmaSystem)
     rng = rng or np.random.default_rng(0)
     beats = [descriptor_beat(d) for d in descriptors]
@@ -94,7 +98,7 @@ def run_batch(system, hbm, vmem, descriptors, *, rng=None, gap=0.0, stall=0.0, s
             _, _, valid, payload, received, done, rejected, idle, *reqs = \
                 await ctx.tick().sample(
                     system.errors.valid, system.errors.payload, system.received,
-                    system.completed, system.rejected, system.idle,
+                    system.completed, system.rejected, system.finished,
                     *[r.valid & r.ready for r in ports.values()],
                     *[r.payload.write for r in ports.values()])
             for name, taken, write in zip(ports, reqs[:2], reqs[2:]):
@@ -113,6 +117,6 @@ def run_batch(system, hbm, vmem, descriptors, *, rng=None, gap=0.0, stall=0.0, s
         out["flags"] = np.array([ctx.get(system.flags[i]) for i in range(system.n_flags)],
                                 np.uint32)
 
-    simulate(system, feeder, recorder)
+    simulate(top or system, feeder, recorder)
     return out
 

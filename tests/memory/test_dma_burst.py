@@ -12,7 +12,8 @@ from amaranth.sim import Simulator
 
 from golden import memory as golden
 from golden.memory import Descriptor as D
-from hdl.memory import AddressGenerator, DmaSystem
+from hdl.lib.memory_port import MemoryPortSignature
+from hdl.memory import AddressGenerator, BurstEngine, DmaSystem, Receiver
 from hdl.memory.dma_lanes import lane_mask, rotate_words_left
 from sim import dma as sim_dma
 from sim.export import export
@@ -265,3 +266,17 @@ def test_export_is_lint_clean():
 def test_bad_address_generator_parameters(kwargs, error, match):
     with pytest.raises(error, match=match):
         AddressGenerator(**kwargs)
+
+
+@pytest.mark.parametrize("ports, error, message", [
+    ({0: MemoryPortSignature(addr_width=4, words=2)}, ValueError, "space codes 0 .hbm. and 1"),
+    ({0: MemoryPortSignature(addr_width=4, words=2), 1: "vmem"}, TypeError,
+     "port 1 must be a MemoryPortSignature"),
+    ({0: MemoryPortSignature(addr_width=4, words=3), 1: MemoryPortSignature(addr_width=4)},
+     ValueError, "port 0 needs a power-of-two line"),
+])
+def test_burst_engine_and_receiver_check_their_ports(ports, error, message):
+    for make in (lambda: BurstEngine(ports=ports, read_latency=4),
+                 lambda: Receiver(ports=ports, sizes=(64, 64), n_flags=4)):
+        with pytest.raises(error, match=message):
+            make()

@@ -1,5 +1,7 @@
 """golden.memory against references written here: a plain triple loop for the addresses,
-a dict-of-words DMA that moves one word at a time, and a cycle-stepped HBM."""
+a dict-of-words DMA that moves one word at a time (with a set of faulting words, and the
+DMA's reads stepped row by row as its address generator steps them), and a cycle-stepped
+HBM."""
 
 import hypothesis
 import numpy as np
@@ -34,12 +36,44 @@ def make(spec):
     return Descriptor(*spec[:6], sent_flag=spec[6])
 
 
-def ref_run(hbm, vmem, specs, *, n_flags, n_chips, flags=None):
-    """One word at a time over a dict {(space, address): word}: membership is range."""
+def ref_reads(src_space, src_base, dst_space, dst_base, counts, ss, ds, *, remote, lines):
+    """Source address of each read the DMA makes, stepping rows as its address generator
+    does: a row contiguous on both sides moves min(cap, room left in the source line,
+    elements left) elements a step, unless the destination is less than a step ahead of the
+    source in an overlapping local descriptor; any other element is a step of its own."""
+    pad = 3 - len(counts)
+    c, s, d = (list(v) + [x] * pad for v, x in ((counts, 1), (ss, 0), (ds, 0)))
+    elems = ref_elements(src_base, dst_base, counts, ss, ds)
+    srcs, dsts = [a for a, _ in elems], [b for _, b in elems]
+    overlap = (not remote and src_space == dst_space
+               and min(srcs) <= max(dsts) and min(dsts) <= max(srcs))
+    line = lines[src_space]
+    cap = line if src_space == dst_space else min(lines.values())
+    reads = []
+    for i2 in range(c[2]):
+        for i1 in range(c[1]):
+            a = src_base + i1 * s[1] + i2 * s[2]
+            b = dst_base + i1 * d[1] + i2 * d[2]
+            ahead = (b - a) % (1 << 24)
+            if s[0] == 1 and d[0] == 1 and not (overlap and 0 < ahead < cap):
+                at = 0
+                while at < c[0]:
+                    reads.append(a + at)
+                    at += min(cap, line - (a + at) % line, c[0] - at)
+            else:
+                reads += [a + i0 * s[0] for i0 in range(c[0])]
+    return reads
+
+
+def ref_run(hbm, vmem, specs, *, n_flags, n_chips, flags=None, faulty=frozenset(),
+            words_per_cycle=1, lanes=8):
+    """One word at a time over a dict {(space, address): word}: membership is range.
+    ``faulty`` is the set of faulting HBM word addresses."""
     mem = {(name, a): w for name, image in (("hbm", hbm), ("vmem", vmem))
            for a, w in enumerate(image.tolist())}
     flags = [0] * n_flags if flags is None else flags.tolist()
-    errors, pushes = [], []
+    errors, pushes, bus = [], [], []
+    lines = {"hbm": words_per_cycle, "vmem": lanes}
     for k, (src, dst, counts, ss, ds, flag, sent_flag) in enumerate(specs):
         src_space, src_base = src
         if dst[0] == "remote":
@@ -67,23 +101,32 @@ def ref_run(hbm, vmem, specs, *, n_flags, n_chips, flags=None):
         if err:
             errors.append((k, *err))
             continue
+        def fault(space, address):
+            return space == "hbm" and address in faulty
+
         if chip is None:
             for a, b in elems:
-                mem[dst_space, b] = mem[src_space, a]
+                if not fault(src_space, a) and not fault(dst_space, b):
+                    mem[dst_space, b] = mem[src_space, a]
             flags[flag] = (flags[flag] + len(elems)) % 2**32
         else:
-            pushes.append((k, [b for _, b in elems], [mem[src_space, a] for a, _ in elems]))
+            pushes.append((k, [b for _, b in elems],
+                           [0 if fault(src_space, a) else mem[src_space, a] for a, _ in elems]))
             if sent_flag is not None:
                 flags[sent_flag] = (flags[sent_flag] + len(elems)) % 2**32
+        bus += [(k, "bus", a) for a in ref_reads(src_space, src_base, dst_space, dst_base,
+                                                 counts, ss, ds, remote=chip is not None,
+                                                 lines=lines)
+                if fault(src_space, a)]
     images = [[mem[name, a] for a in range(len(image))]
               for name, image in (("hbm", hbm), ("vmem", vmem))]
-    return images[0], images[1], flags, errors, pushes
+    return images[0], images[1], flags, errors, pushes, bus
 
 
 def assert_matches_reference(hbm, vmem, specs, *, n_flags, n_chips, lanes, flags=None):
     got = memory.run(hbm, vmem, [make(s) for s in specs], n_flags=n_flags, lanes=lanes,
                      n_chips=n_chips, flags=flags)
-    ref_hbm, ref_vmem, ref_flags, ref_errors, ref_pushes = ref_run(
+    ref_hbm, ref_vmem, ref_flags, ref_errors, ref_pushes, ref_bus = ref_run(
         hbm, vmem, specs, n_flags=n_flags, n_chips=n_chips, flags=flags)
     assert got.hbm.dtype == np.uint32 and got.vmem.dtype == np.uint32
     assert got.flags.dtype == np.uint32
@@ -94,6 +137,7 @@ def assert_matches_reference(hbm, vmem, specs, *, n_flags, n_chips, lanes, flags
     assert got.errors == [e[0] for e in ref_errors]
     assert [(p.index, memory.addresses(p.descriptor)[1].tolist(), p.data.tolist())
             for p in got.pushes] == ref_pushes
+    assert got.bus_errors == ref_bus == []
     return got
 
 
@@ -467,6 +511,176 @@ def test_property_batches_mix_accepted_and_rejected(seed):
     property_test(seed, batch_strategy(), check, examples=400)
     assert seen >= set(memory.REASONS) | {"accepted", "push", "local", "negative stride",
                                           "overlap"}
+
+
+# ---------------------------------------------------------------- bus errors: hand-worked
+
+H = np.arange(100, 164, dtype=np.uint32)          # hbm[a] == 100 + a: a word names its source
+V = np.arange(500, 532, dtype=np.uint32)
+
+
+def _faults(descriptors, error_ranges, *, words_per_cycle, lanes, hbm=H, vmem=V):
+    return memory.run(hbm, vmem, [make(s) for s in descriptors], n_flags=8, lanes=lanes,
+                      error_ranges=error_ranges, words_per_cycle=words_per_cycle)
+
+
+def test_faulting_reads_write_nothing_and_are_reported_per_line_read():
+    # 2-word HBM lines, 4-word VMEM lines; words 16..19 fault. Descriptor 0 reads 12..21 a
+    # line at a time (cap 2): the reads at 16 and 18 fault, so vmem 4..7 keep their words.
+    # Descriptor 1 writes hbm 18, 19: dropped. Descriptor 2 still runs; every flag counts.
+    r = _faults([(("hbm", 12), ("vmem", 0), (10,), (1,), (1,), 1, None),
+                 (("vmem", 0), ("hbm", 18), (2,), (1,), (1,), 2, None),
+                 (("hbm", 0), ("vmem", 20), (4,), (1,), (1,), 3, None)],
+                [(16, 20)], words_per_cycle=2, lanes=4)
+    assert r.bus_errors == [(0, "bus", 16), (0, "bus", 18)]
+    assert r.errors == [] and r.error_records == []
+    assert r.vmem.tolist() == ([112, 113, 114, 115, 504, 505, 506, 507, 120, 121]
+                               + list(range(510, 520)) + [100, 101, 102, 103]
+                               + list(range(524, 532)))
+    assert r.hbm.tolist() == H.tolist()
+    assert r.flags[1:4].tolist() == [10, 2, 4]
+
+
+def test_reads_narrower_than_a_line_report_each_read():
+    # 4-word HBM lines into 2-word VMEM lines: reads of at most 2 words, each within one
+    # HBM line. From 13: 13-14, 15 (end of line), 16-17, 18-19, 20. Lines 12..19 fault.
+    r = _faults([(("hbm", 13), ("vmem", 1), (8,), (1,), (1,), 0, None)], [(12, 20)],
+                words_per_cycle=4, lanes=2)
+    assert [e.address for e in r.bus_errors] == [13, 15, 16, 18]
+    assert r.vmem.tolist() == V[:8].tolist() + [120] + V[9:].tolist()
+
+
+def test_rows_restart_reads_and_strided_elements_read_alone():
+    # Two rows of 3 (row starts 13 and 21) with 4-word lines, into HBM (cap 4): 13-15,
+    # then 21-23; a strided row reads each element alone.
+    r = _faults([(("hbm", 13), ("hbm", 40), (3, 2), (1, 8), (1, 3), 0, None),
+                 (("hbm", 12), ("vmem", 0), (3,), (2,), (1,), 0, None)],
+                [(12, 24)], words_per_cycle=4, lanes=4)
+    assert r.bus_errors == [(0, "bus", 13), (0, "bus", 21), (1, "bus", 12), (1, "bus", 14),
+                            (1, "bus", 16)]
+    assert r.hbm.tolist() == H.tolist() and r.vmem.tolist() == V.tolist()
+
+
+def test_overlap_a_step_ahead_reads_one_word_at_a_time():
+    # hbm 8..11 -> 9..12, destination 1 word ahead (< the 4-word line): one word a read.
+    r = _faults([(("hbm", 8), ("hbm", 9), (4,), (1,), (1,), 0, None)], [(8, 12)],
+                words_per_cycle=4, lanes=8)
+    assert [e.address for e in r.bus_errors] == [8, 9, 10, 11]
+    # Every read faults, and 9..11 are faulting destinations anyway: nothing changes.
+    assert r.hbm.tolist() == H.tolist()
+    # A whole line ahead is no hazard within a read: lines move whole again.
+    r = _faults([(("hbm", 8), ("hbm", 12), (8,), (1,), (1,), 0, None)], [(8, 16)],
+                words_per_cycle=4, lanes=8)
+    assert [e.address for e in r.bus_errors] == [8, 12]
+    # A destination behind the source is no hazard either.
+    r = _faults([(("hbm", 9), ("hbm", 8), (4,), (1,), (1,), 0, None)], [(8, 12)],
+                words_per_cycle=4, lanes=8)
+    assert [e.address for e in r.bus_errors] == [9]
+
+
+def test_a_dropped_write_is_read_back_as_the_old_word():
+    # One-word lines. e0 copies h0 to h1; e1 would copy it on to h2, a faulting word (the
+    # write is dropped); e2 reads h2: a fault, h3 untouched; e3 copies h3 to h4.
+    hbm = np.array([7, 8, 9, 10, 11, 12, 13, 14], np.uint32)
+    r = _faults([(("hbm", 0), ("hbm", 1), (4,), (1,), (1,), 0, None)], [(2, 3)],
+                words_per_cycle=1, lanes=8, hbm=hbm)
+    assert r.hbm.tolist() == [7, 7, 9, 10, 10, 12, 13, 14]
+    assert r.bus_errors == [(0, "bus", 2)] and r.flags[0] == 4
+
+
+def test_a_push_sends_zeros_for_faulting_words_and_landing_there_is_dropped():
+    r = _faults([(("hbm", 14), ("remote", 0, "hbm", 6), (4,), (1,), (1,), 1, 2)], [(4, 8),
+                                                                                 (16, 18)],
+                words_per_cycle=2, lanes=8)
+    assert r.bus_errors == [(0, "bus", 16)] and r.pushes[0].data.tolist() == [114, 115, 0, 0]
+    assert r.hbm.tolist() == H.tolist() and r.flags[2] == 4      # sent, nothing landed yet
+    hbm, _, flags = memory.land(r.hbm, r.vmem, r.flags, r.pushes, error_ranges=[(4, 8)])
+    # 6, 7 fault: dropped; 8, 9 take the two zeros.
+    assert hbm.tolist() == H[:8].tolist() + [0, 0] + H[10:].tolist()
+    assert flags[1] == 4
+
+
+def test_no_error_ranges_no_bus_errors():
+    r = _faults([(("hbm", 0), ("vmem", 0), (16,), (1,), (1,), 0, None)], (),
+                words_per_cycle=4, lanes=8)
+    assert r.bus_errors == [] and r.vmem[:16].tolist() == H[:16].tolist()
+    # A VMEM source never faults, whatever the HBM ranges.
+    r = _faults([(("vmem", 0), ("vmem", 16), (16,), (1,), (1,), 0, None)], [(0, 64)],
+                words_per_cycle=4, lanes=8)
+    assert r.bus_errors == [] and r.vmem[16:].tolist() == V[:16].tolist()
+
+
+@pytest.mark.parametrize("ranges, match", [
+    ([(2, 6)], r"error range \(2, 6\) does not start and end on an HBM line boundary"),
+    ([(8, 8)], r"error range \(8, 8\) is empty"),
+    ([(4, 68)], r"error range \(4, 68\) hi is 68, outside \[0, 65\)"),
+    ([(-4, 4)], r"lo is -4"),
+    ([(1.0, 4)], "lo must be an integer, not float"),
+    ([4, 8], r"an error range must be a pair \(lo, hi\), not 4"),
+    ({(4, 8)}, "error_ranges must be a list or tuple"),
+])
+def test_bad_error_ranges_are_value_errors(ranges, match):
+    with pytest.raises(ValueError, match=match):
+        memory.run(H, V, [], error_ranges=ranges, words_per_cycle=4)
+    with pytest.raises(ValueError, match="words_per_cycle is 0"):
+        memory.check_error_ranges([], hbm_words=64, words_per_cycle=0)
+
+
+# ---------------------------------------------------------------- bus errors: random
+
+def fault_spec(rng, sizes):
+    """``random_spec``, mostly from HBM, with contiguous rows and overlaps now and then."""
+    src, dst, counts, ss, ds, flag, sent = random_spec(rng, sizes)
+    if rng.random() < 0.7:
+        src = ("hbm", int(rng.integers(0, sizes["hbm"] + 2)))
+    if rng.random() < 0.6:
+        counts = (int(rng.integers(1, 13)),) + counts[1:]
+        ss, ds = (1,) + ss[1:], (1,) + ds[1:]
+    if dst[0] == src[0] and rng.random() < 0.5:
+        dst = (dst[0], max(0, src[1] + int(rng.integers(-5, 6))))
+    return src, dst, counts, ss, ds, flag, sent
+
+
+def test_bus_errors_match_reference_random(rng):
+    seen = set()
+    for _ in range(150):
+        line, lanes = int(rng.choice([1, 2, 4, 8])), int(rng.choice([1, 2, 4, 8]))
+        sizes = {"hbm": line * int(rng.integers(1, 40 // line + 2)),
+                 "vmem": lanes * int(rng.integers(1, 10))}
+        hbm, vmem = images(int(rng.integers(2**32)), sizes["hbm"], sizes["vmem"])
+        bounds = np.unique(rng.integers(0, sizes["hbm"] // line + 1, 4)) * line
+        ranges = [(int(lo), int(hi)) for lo, hi in zip(bounds[::2], bounds[1::2])]
+        faulty = frozenset(a for lo, hi in ranges for a in range(lo, hi))
+        specs = [fault_spec(rng, sizes) for _ in range(int(rng.integers(1, 10)))]
+        got = memory.run(hbm, vmem, [make(s) for s in specs], n_flags=4, lanes=lanes,
+                         n_chips=2, error_ranges=ranges, words_per_cycle=line)
+        ref = ref_run(hbm, vmem, specs, n_flags=4, n_chips=2, faulty=faulty,
+                      words_per_cycle=line, lanes=lanes)
+        assert got.hbm.tolist() == ref[0] and got.vmem.tolist() == ref[1]
+        assert got.flags.tolist() == ref[2]
+        assert [tuple(e) for e in got.error_records] == ref[3]
+        assert [(p.index, memory.addresses(p.descriptor)[1].tolist(), p.data.tolist())
+                for p in got.pushes] == ref[4]
+        assert [tuple(e) for e in got.bus_errors] == ref[5]
+        landed = memory.land(got.hbm, got.vmem, np.zeros(4, np.uint32), got.pushes,
+                             error_ranges=ranges)
+        ref_hbm = list(ref[0])
+        for k, dst, data in ref[4]:
+            if make(specs[k]).dst[2] == "hbm":
+                for b, w in zip(dst, data):
+                    if b not in faulty:
+                        ref_hbm[b] = w
+        assert landed[0].tolist() == ref_hbm
+        for k in {e.index for e in got.bus_errors}:
+            d = make(specs[k])
+            seen.add("push" if d.remote else "local")
+            runs = len([e for e in got.bus_errors if e.index == k])
+            bad = sum(a in faulty for a in memory.addresses(d)[0].tolist())
+            seen.add("whole lines" if runs < bad else "word reads")
+        if any(make(s).dst[0] == "hbm" and set(memory.addresses(make(s))[1].tolist()) & faulty
+               for k, s in enumerate(specs) if k not in got.errors):
+            seen.add("dropped write")
+    assert seen == {"push", "local", "whole lines", "word reads", "dropped write"}
 
 
 # ---------------------------------------------------------------- HBM timing

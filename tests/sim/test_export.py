@@ -63,12 +63,14 @@ def test_presets_and_params():
         {"transpose": False, "add_stages": 3}
     assert set(block_params("mxu")) >= {"rows", "cols", "numerics", "mul_stages", "add_stages"}
     assert set(BLOCKS) == {"fp32_add", "bf16_mul", "fp32_to_bf16", "fp32_mul", "fp32_div",
-                           "fp32_sqrt", "pe", "mxu", "dma", "router"}
+                           "fp32_sqrt", "fp32_rcp", "fp32_rsqrt", "fp32_exp", "pe", "mxu", "dma",
+                           "router", "sparsecore", "vpu"}
 
 
 @pytest.mark.parametrize("args, message", [
     (["alu"], "unknown block 'alu'; blocks: fp32_add, bf16_mul, fp32_to_bf16, fp32_mul, "
-              "fp32_div, fp32_sqrt, pe, mxu, dma, router"),
+              "fp32_div, fp32_sqrt, fp32_rcp, fp32_rsqrt, fp32_exp, pe, mxu, dma, router, "
+              "sparsecore, vpu"),
     (["mxu", "--param", "size=3"], "unknown parameter 'size'; parameters: rows, cols"),
     (["mxu", "--param", "rows"], "parameters are name=value, not 'rows'"),
     (["mxu", "--param", "rows=many"], "parameter rows must be an integer, not 'many'"),

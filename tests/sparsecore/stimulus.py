@@ -1,44 +1,16 @@
 """Random and adversarial SparseCore batches for the golden-model tests.
 
-Every function takes a ``numpy.random.Generator`` derived from the test's seed.
+Every function takes a ``numpy.random.Generator`` derived from the test's seed. The
+fp32 values, tables and ids are the regression suite's (:mod:`verif.suites.sparsecore`).
 """
 
 import dataclasses
 
 import numpy as np
 
-#: fp32 patterns every arithmetic path must survive: signed zeros, infinities,
-#: NaNs (quiet, signalling, negative, with payloads), subnormals (smallest,
-#: largest, both signs), the smallest normal, the largest finite values (whose
-#: sums overflow), and exact powers of two (whose sums round to even).
-SPECIAL_FP32 = np.array([
-    0x00000000, 0x80000000, 0x7F800000, 0xFF800000,
-    0x7FC00000, 0xFFC00001, 0x7F800001, 0x7FA00000,
-    0x00000001, 0x80000001, 0x007FFFFF, 0x807FFFFF, 0x00400000,
-    0x00800000, 0x80800000, 0x7F7FFFFF, 0xFF7FFFFF,
-    0x3F800000, 0xBF800000, 0x33800000, 0x33000000, 0x4B800000,
-], dtype=np.uint32)
+from verif.suites.sparsecore.stimulus import SPECIAL_FP32, fp32_values, ids, table
 
-
-def fp32_values(rng, shape, *, special_density=0.15, spread=6):
-    """Normal values within ``spread`` octaves of 1, a ``special_density`` fraction of them
-    replaced by :data:`SPECIAL_FP32` patterns and as many by uniformly random bits."""
-    base = (rng.standard_normal(shape) * np.exp2(rng.integers(-spread, spread + 1, shape)))
-    bits = base.astype(np.float32).view(np.uint32)
-    pick = rng.random(shape)
-    bits = np.where(pick < special_density, rng.choice(SPECIAL_FP32, shape), bits)
-    uniform = rng.integers(0, 1 << 32, shape, dtype=np.uint64).astype(np.uint32)
-    bits = np.where((pick >= special_density) & (pick < 2 * special_density), uniform, bits)
-    return bits.astype(np.uint32)
-
-
-def table(rng, rows, width, *, special_density=0.15):
-    """A table where some rows are the negation of others, so bags cancel exactly."""
-    t = fp32_values(rng, (rows, width), special_density=special_density)
-    mirror = rng.random(rows) < 0.3
-    src = rng.integers(0, rows, rows)
-    t[mirror] = t[src[mirror]] ^ np.uint32(0x80000000)
-    return t
+__all__ = ["SPECIAL_FP32", "fp32_values", "table", "ids", "bag_lengths", "Batch", "batch"]
 
 
 def bag_lengths(rng, n_bags, *, longest=12):
@@ -48,13 +20,6 @@ def bag_lengths(rng, n_bags, *, longest=12):
     lengths[shape < 0.15] = 0
     lengths[(shape >= 0.15) & (shape < 0.3)] = 1
     return lengths
-
-
-def ids(rng, n, rows, *, zipf=None):
-    """``n`` ids in ``[0, rows)``: uniform, or Zipf with exponent ``zipf`` (folded into range)."""
-    if zipf is None:
-        return rng.integers(0, rows, n).astype(np.int32)
-    return ((rng.zipf(zipf, n) - 1) % rows).astype(np.int32)
 
 
 @dataclasses.dataclass

@@ -8,11 +8,14 @@ checks its shape and that every measurement is a positive number.
 import re
 
 import verif.bench
-from verif.bench import Plan, run_bench
+from verif.bench import Plan, SparseBench, run_bench
 
 TINY = Plan(repeats=1, arith_ops=64, mxu_shape=(8, 4, 4), export_sizes=(4,),
             util_cases=(((8, 8, 8), 4, 4),), mxu_sizes=(2,),
-            units=("fp32_add", "bf16_mul", "fp32_to_bf16"))
+            units=("fp32_add", "bf16_mul", "fp32_to_bf16"),
+            sparsecore=SparseBench(backend="amaranth", row_widths=(8,), read_latencies=(4,),
+                                   gather_ids=16, alphas=(1.5,), zipf_rows=16, zipf_width=8,
+                                   zipf_bags=2, bag=4, optimizer="sgd"))
 
 
 def _numbers(row):
@@ -25,7 +28,8 @@ def test_tiny_bench_writes_every_section(tmp_path, monkeypatch):
     output = tmp_path / "benchmarks.md"
     text = run_bench(quick=True, output=output)
     assert output.read_text() == text
-    for heading in ("## Simulation speed", "## Verilog export", "## MXU utilization"):
+    for heading in ("## Simulation speed", "## Verilog export", "## MXU utilization",
+                    "## SparseCore"):
         assert heading in text
 
     speed = {row.split("|")[1].strip(): row for row in text.splitlines()
@@ -45,3 +49,13 @@ def test_tiny_bench_writes_every_section(tmp_path, monkeypatch):
     util_row = next(row for row in text.splitlines() if row.startswith("| 8x8x8 | 4x4 |"))
     cycles, utilization = (float(cell) for cell in util_row.split("|")[3:5])
     assert cycles >= 32 and utilization == round(512 / (16 * cycles), 3)
+
+
+def test_a_full_run_keeps_the_sections_it_does_not_measure():
+    old = ("# Benchmarks\n\n## Simulation speed\n\nold speed\n\n## Regression throughput\n\n"
+           "| workers | seeds/min |\n|---:|---:|\n| 2 | 1.9 |\n")
+    new = "# Benchmarks\n\n## Simulation speed\n\nnew speed\n"
+    kept = verif.bench._keep_other_sections(old, new)
+    assert "new speed" in kept and "old speed" not in kept
+    assert kept.endswith("## Regression throughput\n\n| workers | seeds/min |\n|---:|---:|\n"
+                         "| 2 | 1.9 |\n")

@@ -19,8 +19,18 @@ def _cli(*args):
 def test_help_lists_every_command():
     proc = _cli("--help")
     assert proc.returncode == 0
-    for command in ("demo", "matmul", "export", "fpga", "regress", "bench"):
+    for command in ("demo", "matmul", "sparsecore", "export", "fpga", "regress", "bench"):
         assert command in proc.stdout
+
+
+def test_block_and_suite_help_lists_the_catalogues():
+    from sim.blocks import BLOCKS
+    from verif.regress import SUITE_NAMES
+    assert cli.BLOCK_NAMES == tuple(BLOCKS)
+    assert ", ".join(BLOCKS) in " ".join(_cli("export", "--help").stdout.split())
+    regress_help = " ".join(_cli("regress", "--help").stdout.split())
+    for suite in SUITE_NAMES:
+        assert suite in regress_help
 
 
 def test_matmul_prints_a_verdict(capsys):

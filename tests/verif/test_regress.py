@@ -1,5 +1,6 @@
 """``tpu-rtl regress``: exit codes, merged coverage, failures caught and reproduced."""
 
+import json
 import os
 import shlex
 import subprocess
@@ -134,7 +135,8 @@ def test_unknown_suite_is_a_one_line_error(tmp_path):
     proc = _regress("alu", cwd=tmp_path)
     assert proc.returncode == 1
     assert proc.stderr.strip() == ("tpu-rtl regress: error: unknown suite 'alu'; suites: "
-                                   "arith, mxu, dma, bf16_mul_exhaustive")
+                                   "arith, mxu, dma, sparsecore, vpu, bf16_mul_exhaustive, "
+                                   "vpu_transcendental_exhaustive")
 
 
 def test_dma_regression_runs_whole_and_catches_a_broken_golden(tmp_path):
@@ -146,8 +148,9 @@ def test_dma_regression_runs_whole_and_catches_a_broken_golden(tmp_path):
     assert "reproduce: tpu-rtl regress dma --sim amaranth --seed 2 --inject golden-fault " \
            "--inject-seed 2" in proc.stdout
     out = tmp_path / "build" / "regress" / "dma"
-    record = (out / "seeds" / "1" / "result.json").read_text()
-    assert '"mismatches": 0' in record and '"descriptors": 39' in record
+    case = json.loads((out / "seeds" / "1" / "result.json").read_text())["cases"][0]
+    assert case["mismatches"] == 0 and case["descriptors"] == 39
+    assert case["pushes"] > 0 and case["bus_errors"] > 0     # looped back, faults injected
     percent, text = functional_summary(out / "coverage.xml")
     # Two seeds of 39 small descriptors cover most bins, but not the large size classes,
     # which only Verilator's batches of 800 carry.

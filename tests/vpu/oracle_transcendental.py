@@ -1,22 +1,34 @@
-"""Independent oracles for fp32 rcp, rsqrt and exp, one element at a time.
+"""Independent oracles for fp32 rcp, rsqrt and exp.
 
-Two of them, sharing nothing with ``golden.transcendental`` (no numpy
-arithmetic, no golden helpers) and little with each other:
+They share nothing with ``golden.transcendental`` (no golden helpers) and
+little with each other. One element at a time, on plain integers:
 
-* :func:`mpfr`: gmpy2 (MPFR) in an emulated binary32 context
+* :data:`MPFR`: gmpy2 (MPFR) in an emulated binary32 context
   (``gmpy2.ieee(32)``: 24-bit precision, binary32 exponent range,
   subnormalized), every operation correctly rounded, for all three functions.
-* :func:`exact`: Python integers for ``rcp`` (a long division) and ``rsqrt``
+* :data:`EXACT`: Python integers for ``rcp`` (a long division) and ``rsqrt``
   (``math.isqrt``), then a rounding written out on integers.
+* :data:`ALGORITHM`: ``exp`` as the hardware computes it (the algorithm
+  documented in ``golden.transcendental``), restated on unbounded Python
+  integers with its tables made by MPFR, so it checks the golden's vectorized
+  ``uint64`` arithmetic and its ``decimal`` tables, not the algorithm's accuracy.
+
+And one vectorized, for sweeps over many inputs:
+
+* :func:`exp_correctly_rounded`: numpy's float64 ``exp`` rounded to binary32,
+  with every case near a rounding midpoint settled by Python's ``decimal``.
 
 The "tpu" rules (flush subnormal operands and results to a zero of the same
-sign, canonical NaN) are restated here on plain integers.
+sign, canonical NaN) are restated here.
 """
 
+import decimal
 import math
 import struct
+from fractions import Fraction
 
 import gmpy2
+import numpy as np
 
 QNAN, INF, SIGN = 0x7FC00000, 0x7F800000, 0x80000000
 _IEEE32 = gmpy2.ieee(32)
@@ -129,7 +141,107 @@ def _exact_rsqrt(bits):
 EXACT = {"rcp": _wrap(_exact_rcp), "rsqrt": _wrap(_exact_rsqrt)}
 
 
+
+# --- exp as the hardware computes it ---------------------------------------------------------
+
+def _hardware_constants():
+    """The datapath's constants and tables, each the exact value rounded to nearest (MPFR)."""
+    with gmpy2.context(precision=200):
+        def nearest(value, frac_bits):
+            return int(gmpy2.rint(value * gmpy2.mpfr(2) ** frac_bits))
+        ln2 = gmpy2.log(2)
+        return {
+            "log2e": nearest(1 / ln2, 39),
+            "ln2": nearest(ln2, 32),
+            "hi": tuple(nearest(gmpy2.exp2(gmpy2.mpfr(i) / 256), 31) for i in range(256)),
+            "lo": tuple(nearest(gmpy2.exp2(gmpy2.mpfr(j) / 65536) - 1, 32) for j in range(256)),
+        }
+
+
+HARDWARE_EXP_CONSTANTS = _hardware_constants()
+
+
+def _algorithm_exp(bits):
+    c = HARDWARE_EXP_CONSTANTS
+    sign, mag = bits >> 31, bits & 0x7FFFFFFF
+    if mag > INF:
+        return QNAN
+    if mag >> 23 > 133:                      # |x| >= 128
+        return 0 if sign else INF
+    m, e = _split(mag)                       # zero: m = 0
+    t = (m * c["log2e"]) >> (7 - e)          # |x| * log2(e) * 2**32 = m * L * 2**(e - 7), truncated
+    if sign:
+        t = -t
+    n, f = t >> 32, t & 0xFFFFFFFF
+    hi, lo = c["hi"][f >> 24], c["lo"][(f >> 16) & 0xFF]
+    y = ((f & 0xFFFF) * c["ln2"]) >> 16
+    p = hi + ((hi * lo + (1 << 31)) >> 32)
+    s = p + ((p * y + (1 << 47)) >> 48)
+    return _round(s, n - 31, False)
+
+
+ALGORITHM = {"exp": _wrap(_algorithm_exp)}
+
+
+# --- correctly rounded exp, vectorized -------------------------------------------------------
+
+# Decimal digits for the hard cases: binary32 exp's worst cases need about
+# 2*24 + 30 bits; 60 digits are ~199 bits.
+_EXP_DIGITS = 60
+_EXP_MARGIN = 2.0 ** -20     # in binary32 ULPs around each midpoint
+
+
+def _exp_hard(x, lo, scale):
+    """Round ``exp(x)`` between ``lo * 2**-scale`` and the next value, exactly."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = _EXP_DIGITS
+        ctx.Emin, ctx.Emax = -999999, 999999
+        t = decimal.Decimal(float(x)).exp()
+    bound = Fraction(10) ** (t.adjusted() - _EXP_DIGITS + 2)
+    mid = Fraction(2 * lo + 1) * Fraction(2) ** (-scale - 1)
+    gap = Fraction(t) - mid
+    if abs(gap) <= bound:
+        raise RuntimeError(f"exp({float(x)!r}) is too close to a rounding midpoint to decide "
+                           f"with {_EXP_DIGITS} digits")
+    return np.ldexp(float(lo + (gap > 0)), -scale)
+
+
+def _flush_array(bits):
+    return np.where(bits & np.uint32(0x7F800000) == 0, bits & np.uint32(SIGN), bits)
+
+
+def exp_correctly_rounded(bits, numerics):
+    """Correctly rounded ``exp`` of a uint32 array of fp32 patterns; returns uint32.
+
+    numpy's float64 ``exp`` rounded to binary32, except where it lies within
+    ``2**-20`` ULP (binary32) of a rounding midpoint: there Python's
+    ``decimal`` (60 digits, itself correctly rounded) decides. That is
+    correct as long as numpy's ``exp`` is within 512 ULP (binary64) of the
+    truth (it is within a few). A decimal result too close to the midpoint
+    to decide raises ``RuntimeError`` rather than guess.
+    """
+    bits = np.asarray(bits, np.uint32).reshape(-1)
+    if numerics == "tpu":
+        bits = _flush_array(bits)
+    with np.errstate(all="ignore"):       # a signalling NaN warns on the cast
+        x = bits.view(np.float32).astype(np.float64)
+        v = np.exp(x)
+        out = v.astype(np.float32).view(np.uint32).copy()
+        # u is v counted in binary32 ULPs of its binade (or of the subnormal
+        # range), so the midpoints are at u = k + 1/2.
+        e2 = np.frexp(v)[1]
+        scale = np.where(e2 - 1 >= -126, 24 - e2, 149)
+        u = np.ldexp(v, scale)
+        lo = np.floor(u)
+        near = np.abs(u - lo - 0.5) < _EXP_MARGIN
+        hard = np.flatnonzero(near & np.isfinite(v) & (v > 0) & (e2 <= 128))
+    for i in hard:
+        out[i] = np.float32(_exp_hard(x[i], int(lo[i]), int(scale[i]))).view(np.uint32)
+    out[np.isnan(x)] = QNAN
+    return _flush_array(out) if numerics == "tpu" else out
+
 def apply(oracle, function, inputs, numerics):
-    """Run ``oracle`` (:data:`MPFR` or :data:`EXACT`) over integer patterns; returns a list."""
+    """Run ``oracle`` (:data:`MPFR`, :data:`EXACT` or :data:`ALGORITHM`) over integer patterns;
+    returns a list."""
     fn = oracle[function]
     return [fn(b, numerics) for b in inputs]

@@ -12,53 +12,12 @@ from verif.scoreboard import Scoreboard
 from verif.suites.arith import corpus
 
 from . import oracle_vpu as oracle
-
-FLOAT_BINARY = ("add", "sub", "mul", "max", "min", "eq", "lt", "le")
-INT_BINARY = ("iadd", "isub", "and", "or", "xor", "shl", "shr", "sra")
-UNARY = ("f32_to_bf16", "bf16_to_f32", "f32_to_i32", "i32_to_f32", "rcp", "rsqrt", "exp")
-INT_EDGES = np.array([0, 1, 2, 31, 32, 33, 63, 0x7FFFFFFF, 0x80000000, 0x80000001,
-                      0xFFFFFFFF, 0xFFFFFFE0, 0x12345678], np.uint32)
+from .operands import FLOAT_BINARY, INT_BINARY, UNARY, float_pairs, int_pairs, unary_inputs
 
 
 @pytest.fixture(autouse=True)
 def _round_to_nearest_even():
     sf.set_rounding_mode(sf.RoundingMode.NEAR_EVEN)
-
-
-def _float_pairs(rng, n_random):
-    a, b = corpus.class_cross(rng, FP32)                 # every (class, sign) x (class, sign)
-    ops = corpus.operands(FP32)
-    equal = rng.choice(ops, 200)                          # compares need equal operands too
-    ra, rb = corpus.random_values(rng, FP32, n_random), corpus.random_values(rng, FP32, n_random)
-    zeros = np.array([0, 0x80000000, 0, 0x80000000, 1, 0x80000001], np.uint32)
-    return (np.concatenate([a, ops, rng.permutation(ops), equal, zeros, ra]),
-            np.concatenate([b, rng.permutation(ops), ops, equal, zeros[::-1], rb]))
-
-
-def _int_pairs(rng, n_random):
-    grid_a, grid_b = np.meshgrid(INT_EDGES, INT_EDGES)
-    ra = rng.integers(0, 1 << 32, n_random, dtype=np.uint64).astype(np.uint32)
-    rb = rng.integers(0, 1 << 32, n_random, dtype=np.uint64).astype(np.uint32)
-    small = rng.integers(0, 64, n_random, dtype=np.uint64).astype(np.uint32)
-    return (np.concatenate([grid_a.ravel(), ra, ra]),
-            np.concatenate([grid_b.ravel(), rb, small]))
-
-
-def _unary_inputs(op, rng, n_random):
-    if op == "bf16_to_f32":
-        return np.arange(1 << 16, dtype=np.uint32)      # every bf16 pattern
-    if op == "i32_to_f32":
-        return np.concatenate([INT_EDGES, np.array([16777217, 16777219, 0xFEFFFFFF], np.uint32),
-                               rng.integers(0, 1 << 32, n_random, dtype=np.uint64)
-                               .astype(np.uint32)])
-    extra = []
-    if op == "f32_to_i32":   # halves (ties), and the edges of the int32 range
-        halves = (np.arange(-40, 41) + 0.5).astype(np.float32).view(np.uint32)
-        edges = np.float32([2.0 ** 31, -2.0 ** 31, 2147483520.0, -2147483520.0, 2.0 ** 32,
-                            0.49999997, 1.5, 2.5, -0.5, -1.5]).view(np.uint32)
-        extra = [halves, edges]
-    return np.concatenate([corpus.operands(FP32), *extra,
-                           corpus.random_values(rng, FP32, n_random)])
 
 
 def _check(name, operands, got, expected):
@@ -70,7 +29,7 @@ def _check(name, operands, got, expected):
 @pytest.mark.parametrize("numerics", NUMERICS)
 @pytest.mark.parametrize("op", FLOAT_BINARY + INT_BINARY)
 def test_binary_ops_match_softfloat(op, numerics, rng):
-    a, b = (_float_pairs if op in FLOAT_BINARY else _int_pairs)(rng, 3000)
+    a, b = (float_pairs if op in FLOAT_BINARY else int_pairs)(rng, 3000)
     got = vpu.elementwise(op, a, b, numerics=numerics)
     assert got.dtype == np.uint32
     _check(f"{op}/{numerics}", {"a": a, "b": b}, got, oracle.elementwise(op, numerics, a, b))
@@ -79,7 +38,7 @@ def test_binary_ops_match_softfloat(op, numerics, rng):
 @pytest.mark.parametrize("numerics", NUMERICS)
 @pytest.mark.parametrize("op", UNARY)
 def test_unary_ops_match_softfloat(op, numerics, rng):
-    a = _unary_inputs(op, rng, 3000)
+    a = unary_inputs(op, rng, 3000)
     got = vpu.elementwise(op, a, numerics=numerics)
     assert got.dtype == (np.uint16 if op == "f32_to_bf16" else np.uint32)
     _check(f"{op}/{numerics}", {"a": a}, got, oracle.elementwise(op, numerics, a))
@@ -180,7 +139,7 @@ def test_elementwise_accepts_values_and_rejects_bad_input():
 @pytest.mark.parametrize("numerics", NUMERICS)
 @pytest.mark.parametrize("op", vpu.REDUCE_OPS)
 def test_reduce_matches_sequential_fold(op, numerics, rng):
-    a, b = _float_pairs(rng, 2000)
+    a, b = float_pairs(rng, 2000)
     rows = np.concatenate([a, b])[: (a.size * 2 // 8) * 8].reshape(-1, 8)
     got = vpu.reduce(op, rows, numerics=numerics)
     _check(f"reduce {op}/{numerics}", {"row": np.arange(rows.shape[0])}, got,
@@ -202,7 +161,7 @@ def test_reduce_order_is_part_of_the_contract():
 
 def test_operand_classes_are_all_exercised(rng):
     """The float corpus covers every (class, sign) pair, so the tests above see them."""
-    a, b = _float_pairs(rng, 10)
+    a, b = float_pairs(rng, 10)
     seen = {(int(ca), int(sa), int(cb), int(sb)) for ca, sa, cb, sb in
             zip(classify(a, FP32), a >> 31, classify(b, FP32), b >> 31)}
     assert len(seen) == (len(OperandClass.NAMES) * 2) ** 2

@@ -1,0 +1,247 @@
+"""fp32 exp: a table-driven fixed-point datapath, faithful (error below 0.519 ULP).
+
+The algorithm and its error analysis are documented once, in
+``golden.transcendental`` (whose ``exp`` is this datapath's bit-exact model).
+In short: ``t = x log2(e)`` in fixed point with 32 fraction bits,
+``t = n + f``, ``2**f`` from two 256-entry tables and one linear term, then
+one rounding of ``2**f * 2**n`` to binary32.
+"""
+
+import decimal
+import functools
+
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from .float_ops import FP32, balanced_cuts, check_numerics, exceeds_finite, round_result, unpack
+from ..lib.stager import Stager, check_stages
+from ..lib.stream_pipeline import StreamPipeline
+
+__all__ = ["FP32ExpCore", "FP32Exp", "exp_tables"]
+
+
+# hdl may not import golden, so the table generator of
+# golden.transcendental.exp_tables is restated here; a test holds the two equal.
+def _nearest(value, frac_bits):
+    scaled = value * (1 << frac_bits)
+    nearest = int(scaled.to_integral_value(decimal.ROUND_HALF_EVEN))
+    if abs(abs(scaled - nearest) - decimal.Decimal("0.5")) < decimal.Decimal(10) ** -40:
+        raise RuntimeError(f"{value} is too close to a rounding tie at {frac_bits} bits")
+    return nearest
+
+
+def exp_tables():
+    """The datapath's constants and ROM contents, each exact value rounded to nearest.
+
+    ``log2e`` = log2(e) * 2**39 (40 bits), ``ln2`` = ln(2) * 2**32 (32 bits),
+    ``hi[i]`` = 2**(i/256) * 2**31 (32 bits), ``lo[j]`` = (2**(j/65536) - 1)
+    * 2**32 (24 bits), from Python's ``decimal`` at 60 digits.
+    """
+    return dict(_exp_tables())     # a copy: the cached one stays as generated
+
+
+@functools.cache
+def _exp_tables():
+    with decimal.localcontext() as ctx:
+        ctx.prec = 60
+        two = decimal.Decimal(2)
+        ln2 = two.ln()
+        return {
+            "log2e": _nearest(1 / ln2, 39),
+            "ln2": _nearest(ln2, 32),
+            "hi": tuple(_nearest(two ** (decimal.Decimal(i) / 256), 31) for i in range(256)),
+            "lo": tuple(_nearest(two ** (decimal.Decimal(j) / 65536) - 1, 32)
+                        for j in range(256)),
+        }
+
+
+#: Largest biased exponent the datapath takes: from 134 on, |x| >= 128 and the
+#: result is inf (x > 0) or +0 (x < 0) outright.
+LAST_EXPONENT = 133
+
+# Cut points: 0 after unpack, 1 after the log2(e) product, 2 after alignment,
+# 3 after the table reads and the linear term, 4 and 5 after the two
+# table-product steps, 6 after rounding, 7 output. Estimated logic depths in
+# units of an 8-bit add; "ieee" rounding has a subnormal shifter.
+_DELAYS = {
+    "tpu": (1, 4, 3, 3, 4, 4, 2, 1),
+    "ieee": (1, 4, 3, 3, 4, 4, 3, 1),
+}
+MAX_STAGES = len(_DELAYS["tpu"])
+
+
+class FP32ExpCore(wiring.Component):
+    """fp32 -> fp32 exp datapath with a shared clock enable.
+
+    For ``x = (-1)**s * m * 2**(e - 150)`` (``m`` the 24-bit significand,
+    ``e >= 1``; a subnormal needs no normalizing):
+
+    1. ``|t| * 2**32 = floor(m * L * 2**(e - 157))``, ``L = log2(e) * 2**39``
+       (a 24 x 40 product, aligned by a right shift of 24 to 63);
+       ``t = n + f`` in two's complement, ``f`` of 32 bits.
+    2. ``S = P + round(P * Y / 2**48)`` with ``P = H[f1] + round(H[f1] *
+       G[f2] / 2**32)`` and ``Y = floor(f3 * ln2 / 2**16)`` (``f`` split
+       8 + 8 + 16 bits; two 256-entry ROMs of 32 and 24 bits, see
+       :func:`exp_tables`): ``2**f`` with 31 fraction bits, in [2**31, 2**32).
+    3. ``S * 2**(n - 31)`` rounded to nearest even, subnormals at 2**-149
+       ("ieee") or flushed to +0 ("tpu"), overflow to inf.
+
+    Error below 0.519 ULP of the exact exp (the analysis is in
+    ``golden.transcendental``); never more than 1 ULP from the correctly
+    rounded result.
+
+    Special cases: NaN gives 0x7FC00000; a biased exponent of 134 or more
+    (``|x| >= 128``, infinities included) gives +inf for ``x > 0`` and +0 for
+    ``x < 0``; ``exp(+-0) = 1``, as is exp of a "tpu" subnormal.
+
+    ``stages`` registers are placed at the cut points so that the slowest
+    stage is as short as possible (:func:`~.float_ops.balanced_cuts`): the
+    default, 6, gives each multiplier a stage of its own.
+
+    Parameters
+    ----------
+    numerics : "tpu" or "ieee"
+    stages : int
+        Pipeline registers, 1 to 8: the latency in cycles.
+
+    Ports
+    -----
+    a : In(32)
+        Operand bit pattern.
+    en : In(1)
+        Clock enable of every pipeline register.
+    result : Out(32)
+        ``exp(a)``, ``stages`` enabled cycles after the operand.
+
+    Throughput one exp per enabled cycle.
+    """
+
+    def __init__(self, *, numerics="tpu", stages=6):
+        self.numerics = check_numerics(numerics)
+        self.latency = check_stages(stages, MAX_STAGES)
+        super().__init__({"a": In(32), "en": In(1), "result": Out(32)})
+
+    def elaborate(self, platform):
+        m = Module()
+        tables = exp_tables()
+        stage = Stager(m, enable=self.en,
+                       preference=balanced_cuts(_DELAYS[self.numerics], self.latency),
+                       stages=self.latency, prefix="exp")
+
+        # 0: classify. In "tpu" numerics unpack reads a subnormal as zero,
+        # whose exp is 1 like any tiny input's.
+        a = unpack(m, self.a, FP32, self.numerics, name="a")
+        outright = Signal()
+        align = Signal(range(LAST_EXPONENT))
+        m.d.comb += [
+            outright.eq(a.exp > LAST_EXPONENT),
+            align.eq(LAST_EXPONENT - a.exp),        # meaningless when outright
+        ]
+        flags = dict(sign=a.sign, nan=a.is_nan, outright=outright)
+        (sig, align, *values) = stage(0, sig=a.sig, align=align, **flags)
+        flags = dict(zip(flags, values))
+
+        # 1: |x| log2(e). Alignment drops at least the product's low 24 bits.
+        product = Signal(64)
+        m.d.comb += product.eq(sig * tables["log2e"])
+        (product_hi, align, *values) = stage(1, product_hi=product[24:], align=align, **flags)
+        flags = dict(zip(flags, values))
+
+        # 2: t = n + f, 8 integer and 32 fraction bits, two's complement.
+        # The result's biased exponent n + 127 (signed, 10 bits) may lie far
+        # outside the format: rounding deals with it.
+        magnitude = Signal(40)
+        t = Signal(signed(41))
+        exponent = Signal(signed(10))
+        m.d.comb += [
+            magnitude.eq(product_hi >> align),
+            t.eq(Mux(flags["sign"], -magnitude, magnitude)),
+            exponent.eq(t[32:].as_signed() + FP32.bias),
+        ]
+        (fraction, exponent, *values) = stage(2, fraction=t[:32], exponent=exponent, **flags)
+        flags = dict(zip(flags, values))
+
+        # 3: the table factors of 2**f and the linear term ln(2) f3 of the last.
+        m.submodules.hi_rom = hi_rom = Memory(shape=32, depth=256, init=tables["hi"])
+        m.submodules.lo_rom = lo_rom = Memory(shape=24, depth=256, init=tables["lo"])
+        hi_read, lo_read = hi_rom.read_port(domain="comb"), lo_rom.read_port(domain="comb")
+        linear = Signal(48)
+        m.d.comb += [
+            hi_read.addr.eq(fraction[24:]),
+            lo_read.addr.eq(fraction[16:24]),
+            linear.eq(fraction[:16] * tables["ln2"]),
+        ]
+        (hi, lo, linear, exponent, *values) = stage(
+            3, hi=hi_read.data, lo=lo_read.data, linear=linear[16:], exponent=exponent, **flags)
+        flags = dict(zip(flags, values))
+
+        # 4, 5: P = H (1 + G), S = P (1 + Y), each product rounded to 31
+        # fraction bits. S < 2**32 (a test checks the largest case), so the
+        # sums fit.
+        partial = Signal(32)
+        m.d.comb += partial.eq(hi + ((hi * lo + (1 << 31)) >> 32))
+        (partial, linear, exponent, *values) = stage(
+            4, partial=partial, linear=linear, exponent=exponent, **flags)
+        flags = dict(zip(flags, values))
+        power = Signal(32)
+        m.d.comb += power.eq(partial + ((partial * linear + (1 << 47)) >> 48))
+        (power, exponent, *values) = stage(5, power=power, exponent=exponent, **flags)
+        flags = dict(zip(flags, values))
+
+        # 6: round S * 2**(n - 31): the leading one is S's bit 31.
+        rounded, flush = round_result(m, power[8:], power[7], power[:7].any(), exponent, FP32,
+                                      self.numerics, name="rounded")
+        (rounded, flush, overflow, *values) = stage(
+            6, rounded=rounded, flush=flush, overflow=exceeds_finite(exponent, FP32), **flags)
+        flags = dict(zip(flags, values))
+
+        # 7: special cases override. exp is never negative.
+        result = Signal(32)
+        with m.If(flags["nan"]):
+            m.d.comb += result.eq(FP32.qnan)
+        with m.Elif(flags["outright"]):
+            m.d.comb += result.eq(Mux(flags["sign"], 0, FP32.inf(0)))
+        with m.Elif(overflow):
+            m.d.comb += result.eq(FP32.inf(0))
+        with m.Elif(flush):
+            m.d.comb += result.eq(0)
+        with m.Else():
+            m.d.comb += result.eq(Cat(rounded, 0))
+        (result,) = stage(7, result=result)
+        m.d.comb += self.result.eq(result)
+        return m
+
+
+class FP32Exp(StreamPipeline):
+    """Streamed fp32 exp, one per cycle, within 0.52 ULP (faithful).
+
+    Bit-exact with ``golden.transcendental.exp``; see :class:`FP32ExpCore`
+    for the algorithm.
+
+    Parameters
+    ----------
+    numerics : "tpu" (default) or "ieee"
+        "tpu" reads a subnormal operand as zero (exp = 1) and flushes a
+        subnormal result to +0; "ieee" keeps subnormal results, rounded to
+        nearest even at 2**-149. NaN gives 0x7FC00000, exp(+inf) = +inf,
+        exp(-inf) = +0, overflow gives +inf.
+    stages : int
+        Pipeline depth, 1 to 8 (default 6, one multiplier per stage).
+
+    Ports
+    -----
+    operands : In(stream.Signature(StructLayout({"a": 32})))
+    result : Out(stream.Signature(32))
+
+    Latency ``stages`` cycles from ``operands`` accepted to ``result`` valid;
+    throughput one per cycle (fully pipelined). Backpressure on ``result``
+    stalls the whole pipeline and ``operands.ready`` with it; nothing is lost.
+    """
+
+    def __init__(self, *, numerics="tpu", stages=6):
+        # Check before building the core, so a rejected call leaves no orphan behind.
+        check_numerics(numerics)
+        check_stages(stages, MAX_STAGES)
+        super().__init__(FP32ExpCore(numerics=numerics, stages=stages))

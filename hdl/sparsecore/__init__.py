@@ -1,0 +1,28 @@
+"""SparseCore tile (SPEC section 4.6): deduplicated gather into Spmem, an 8-wide scVPU that
+combines bags and applies optimizer updates in golden.sparsecore's order, and a flush that
+writes each unique row back once.
+
+The units, in data order: :class:`BagWalker` (CSR bags) -> :class:`Dedup` (unique ids,
+occurrence chains, errors) -> :class:`FetchUnit` (HBM -> Spmem) -> :class:`LookupSequencer`
+or :class:`UpdateSequencer` -> :class:`CombineRing` (multiply and fold) ->
+:class:`FinishPipeline` (divide, optimizer) -> output stream or :class:`FlushUnit`
+(Spmem -> HBM). :class:`SparseCoreTile` joins them around an HBM model.
+"""
+
+from .bag_walker import BagWalker
+from .chunk_buffer import ChunkBuffer
+from .combine_ring import CombineRing
+from .dedup import Dedup
+from .fetch import FetchUnit
+from .finish_pipeline import FinishPipeline
+from .flush import FlushUnit
+from .layouts import COMBINERS, LANES, ONE, OPS, OPTIMIZERS, SIGN, Geometry, chunk_layout, \
+    id_layout
+from .lookup_sequencer import LookupSequencer
+from .tile import STAMPS, SparseCoreTile
+from .update_sequencer import UpdateSequencer
+
+__all__ = ["SparseCoreTile", "STAMPS", "BagWalker", "Dedup", "FetchUnit", "ChunkBuffer",
+           "LookupSequencer", "UpdateSequencer", "CombineRing", "FinishPipeline", "FlushUnit",
+           "Geometry", "LANES", "ONE", "SIGN", "OPS", "COMBINERS", "OPTIMIZERS", "chunk_layout",
+           "id_layout"]

@@ -1,0 +1,100 @@
+"""The VPU's VMEM port: ``vld`` and ``vst`` of whole vregs, one sublane (VMEM line) a cycle."""
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..lib.memory_port import MemoryPortSignature, check_int, line_addr_width
+from .layouts import REG_BITS, SUBLANES, gather_rows, select_row, vreg_bits, writeback_signature
+
+__all__ = ["LoadStoreUnit"]
+
+
+class LoadStoreUnit(wiring.Component):
+    """Moves a vreg between the register file and VMEM lines ``base + s * stride``.
+
+    Sublane ``s`` is line ``base + s * stride``. A store writes the lines in
+    sublane order, so with stride 0 sublane 7 stays in the line.
+
+    Parameters
+    ----------
+    lanes : int
+        Words per VMEM line.
+    vmem_lines : int
+        Lines of the VMEM behind ``vmem``. The issuer checks that every line
+        of an instruction is below it; this unit does not.
+
+    Ports
+    -----
+    issue : In(stream.Signature(StructLayout({"store": 1, "dest": 5, "base": 16,
+            "stride": 5, "src": 256 * lanes})))
+        A load into ``dest``, or a store of ``src`` (read at issue).
+    vmem : Out(MemoryPortSignature(addr_width=line_addr_width(vmem_lines), words=lanes))
+        Eight requests per instruction, one per cycle the memory takes.
+    writeback : Out(writeback_signature(lanes))
+        A loaded vreg, valid in the cycle its last line arrives; always taken.
+
+    Throughput and stalls: one instruction at a time (``issue.ready`` while
+    idle), so a store followed by a load of the same lines reads what was
+    stored. With a single-cycle VMEM a store takes 8 cycles and a load
+    ``8 + 1``, from the cycle after issue; ``vmem.req`` backpressure and a
+    slow ``vmem.resp`` stretch them, and nothing is lost.
+    """
+
+    def __init__(self, *, lanes, vmem_lines):
+        self.lanes = check_int("lanes", lanes, least=1)
+        self.vmem_lines = check_int("vmem_lines", vmem_lines, least=1)
+        layout = data.StructLayout({"store": 1, "dest": REG_BITS, "base": 16, "stride": 5,
+                                    "src": vreg_bits(lanes)})
+        super().__init__({
+            "issue": In(stream.Signature(layout)),
+            "vmem": Out(MemoryPortSignature(addr_width=line_addr_width(vmem_lines),
+                                            words=lanes)),
+            "writeback": Out(writeback_signature(lanes)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes = self.lanes
+        src = Signal(vreg_bits(lanes), reset_less=True)
+        store = Signal(reset_less=True)
+        dest = Signal(REG_BITS, reset_less=True)
+        stride = Signal(5, reset_less=True)
+        addr = Signal(16 + 8, reset_less=True)           # base + s * stride, s <= 7
+        to_send = Signal(range(SUBLANES + 1))
+        sent = Signal(range(SUBLANES))
+        to_receive = Signal(range(SUBLANES + 1))
+        received = Signal(range(SUBLANES))
+
+        issue = self.issue.payload
+        m.d.comb += self.issue.ready.eq(~to_send.any() & ~to_receive.any())
+        with m.If(self.issue.valid & self.issue.ready):
+            m.d.sync += [src.eq(issue.src), store.eq(issue.store), dest.eq(issue.dest),
+                         stride.eq(issue.stride), addr.eq(issue.base), to_send.eq(SUBLANES),
+                         sent.eq(0), to_receive.eq(Mux(issue.store, 0, SUBLANES)),
+                         received.eq(0)]
+
+        req = self.vmem.req
+        m.d.comb += [
+            req.valid.eq(to_send != 0),
+            req.payload.addr.eq(addr),
+            req.payload.write.eq(store),
+            req.payload.data.eq(select_row(src, sent, lanes)),
+            req.payload.mask.eq(-1),
+        ]
+        with m.If(req.valid & req.ready):
+            m.d.sync += [to_send.eq(to_send - 1), sent.eq(sent + 1), addr.eq(addr + stride)]
+
+        resp = self.vmem.resp
+        m.d.comb += resp.ready.eq(1)
+        with m.If(resp.valid):
+            m.d.sync += [to_receive.eq(to_receive - 1), received.eq(received + 1)]
+        loaded = gather_rows(m, arriving=resp.valid, index=received, value=resp.payload.data,
+                             lanes=lanes, name="loaded")
+        m.d.comb += [
+            self.writeback.valid.eq(resp.valid & (received == SUBLANES - 1)),
+            self.writeback.payload.dest.eq(dest),
+            self.writeback.payload.data.eq(loaded),
+        ]
+        return m
+

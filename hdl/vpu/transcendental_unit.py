@@ -1,0 +1,124 @@
+# amaranth: UnusedElaboratable=no
+# (__init__ makes a core of each function only to read its latency.)
+"""The VPU's transcendental unit: ``rcp``, ``rsqrt`` and ``exp``, one sublane a cycle."""
+
+from amaranth.hdl import Cat, Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..arith.float_ops import check_numerics
+from ..arith.fp32_exp import FP32ExpCore
+from ..arith.fp32_reciprocal import FP32RcpCore
+from ..arith.fp32_rsqrt import FP32RsqrtCore
+from ..lib.memory_port import check_int
+from .isa import check_ops
+from .layouts import REG_BITS, SUBLANES, gather_rows, select_row, vreg_bits, writeback_signature
+
+__all__ = ["TranscendentalUnit", "FUNCTIONS"]
+
+#: The ``fn`` codes of an issue, in order, and the core that computes each.
+FUNCTIONS = {"rcp": FP32RcpCore, "rsqrt": FP32RsqrtCore, "exp": FP32ExpCore}
+
+
+class TranscendentalUnit(wiring.Component):
+    """``lanes`` reciprocal, rsqrt and exp cores, fed one sublane of a vreg per cycle.
+
+    The cores are the correctly rounded :class:`~hdl.arith.fp32_reciprocal.FP32RcpCore`
+    and :class:`~hdl.arith.fp32_rsqrt.FP32RsqrtCore` and the
+    :class:`~hdl.arith.fp32_exp.FP32ExpCore` of ``golden.transcendental``. The
+    shallower cores' results are delayed to the deepest core's latency ``D``,
+    so sublanes of successive instructions leave in the order they entered.
+
+    Parameters
+    ----------
+    lanes : int
+    numerics : "tpu" or "ieee"
+    functions : collection of str, optional
+        The functions to build (default all of :data:`FUNCTIONS`).
+
+    Ports
+    -----
+    issue : In(stream.Signature(StructLayout({"fn": 2, "dest": 5, "src": 256 * lanes})))
+        ``fn`` indexes :data:`FUNCTIONS`; the source vreg is read at issue.
+    writeback : Out(writeback_signature(lanes))
+        The result vreg, always taken.
+
+    Latency: issued in cycle ``t``, sublane ``s`` enters the cores in cycle
+    ``t+1+s``, and the write-back is valid in cycle ``t+8+D``; ``latency``
+    is ``8 + D``. Throughput: one
+    instruction per 8 cycles, back to back: ``issue.ready`` is high when idle
+    and while the last sublane of the previous instruction enters.
+    """
+
+    def __init__(self, *, lanes, numerics="tpu", functions=None):
+        self.lanes = check_int("lanes", lanes, least=1)
+        self.numerics = check_numerics(numerics)
+        self.functions = check_ops(functions, tuple(FUNCTIONS), what="functions")
+        #: Each function's core latency.
+        self.depths = {name: FUNCTIONS[name](numerics=numerics).latency
+                       for name in self.functions}
+        self.latency = SUBLANES + max(self.depths.values())
+        layout = data.StructLayout({"fn": 2, "dest": REG_BITS, "src": vreg_bits(lanes)})
+        super().__init__({"issue": In(stream.Signature(layout)),
+                          "writeback": Out(writeback_signature(lanes))})
+
+    def make_core(self, name):
+        """One lane's core for function ``name``. Export overrides this to emit it once."""
+        return FUNCTIONS[name](numerics=self.numerics)
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes, width = self.lanes, 32 * self.lanes
+        src = Signal(vreg_bits(lanes), reset_less=True)
+        fn = Signal(2, reset_less=True)
+        dest = Signal(REG_BITS, reset_less=True)
+        left = Signal(range(SUBLANES + 1))           # sublanes still to feed
+        index = Signal(range(SUBLANES))
+
+        m.d.comb += self.issue.ready.eq(left <= 1)
+        with m.If(self.issue.valid & self.issue.ready):
+            m.d.sync += [src.eq(self.issue.payload.src), fn.eq(self.issue.payload.fn),
+                         dest.eq(self.issue.payload.dest), left.eq(SUBLANES), index.eq(0)]
+        with m.Elif(left != 0):
+            m.d.sync += [left.eq(left - 1), index.eq(index + 1)]
+        feeding = left != 0
+        sublane = select_row(src, index, lanes)
+
+        # Every core runs on every sublane fed; the tag says whose result to keep.
+        cores = {name: [self.make_core(name) for _ in range(lanes)] for name in self.functions}
+        depth = self.latency - SUBLANES
+        aligned = {}
+        for name, lane_cores in cores.items():
+            for j, core in enumerate(lane_cores):
+                m.submodules[f"{name}{j}"] = core
+                m.d.comb += [core.en.eq(1), core.a.eq(sublane[32 * j:32 * j + 32])]
+            value = Cat(core.result for core in lane_cores)
+            for k in range(depth - self.depths[name]):
+                delayed = Signal(width, name=f"{name}_delay{k}", reset_less=True)
+                m.d.sync += delayed.eq(value)
+                value = delayed
+            aligned[tuple(FUNCTIONS).index(name)] = value
+
+        tag = data.StructLayout({"valid": 1, "fn": 2, "index": 3, "dest": REG_BITS})
+        tags = [Signal(tag, name=f"tag{k}") for k in range(depth + 1)]
+        m.d.comb += [tags[0].valid.eq(feeding), tags[0].fn.eq(fn), tags[0].index.eq(index),
+                     tags[0].dest.eq(dest)]
+        for before, after in zip(tags, tags[1:]):
+            m.d.sync += after.eq(before)
+        out = tags[-1]
+        result = Signal(width)
+        with m.Switch(out.fn):
+            for code, value in aligned.items():
+                with m.Case(code):
+                    m.d.comb += result.eq(value)
+            with m.Default():
+                m.d.comb += result.eq(0)
+
+        finished = gather_rows(m, arriving=out.valid, index=out.index, value=result,
+                               lanes=lanes, name="finished")
+        m.d.comb += [
+            self.writeback.valid.eq(out.valid & (out.index == SUBLANES - 1)),
+            self.writeback.payload.dest.eq(out.dest),
+            self.writeback.payload.data.eq(finished),
+        ]
+        return m

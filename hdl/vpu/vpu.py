@@ -1,0 +1,344 @@
+# amaranth: UnusedElaboratable=no
+# (The register file Memory is made in __init__, so runs can load and read it, and used by
+# elaborate: if this component is never elaborated, its own warning is the one that counts.)
+"""The VPU: a dual-issue, in-order vector unit with a scoreboard (SPEC section 4.2)."""
+
+from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..arith.float_ops import check_numerics
+from ..lib.memory_port import MemoryPortSignature, check_int, line_addr_width
+from ..mxu.matrix_unit import lhs_layout, weights_layout
+from .isa import check_ops, decode
+from .layouts import PROGRAM_LAYOUT, SUBLANES, VREGS, vreg_bits
+from .load_store_unit import LoadStoreUnit
+from .mxu_link import MXUPopper, MXUPusher
+from .reduce_unit import ReduceUnit
+from .transcendental_unit import FUNCTIONS, TranscendentalUnit
+from .vector_alu import ALU_OPS, VectorALU
+
+__all__ = ["VPU", "ERRORS", "OPTIONAL_OPS"]
+
+#: ``error`` codes: index -> name (0 is no error). Names match ``golden.vpu``'s error kinds.
+ERRORS = ("none", "illegal", "vmem_range", "weights_full", "results_full", "pop_empty",
+          "no_mxu", "unsupported")
+_CODE = {name: code for code, name in enumerate(ERRORS)}
+
+#: The instructions a VPU may be built without (its ``ops`` parameter).
+OPTIONAL_OPS = (*ALU_OPS, *FUNCTIONS, "rsum", "rmax", "rmin")
+_REDUCTIONS = {"rsum": "sum", "rmax": "max", "rmin": "min"}
+
+
+def _one_hot(reg):
+    return (Const(1, VREGS) << reg)[:VREGS]
+
+
+class VPU(wiring.Component):
+    """``lanes`` lanes of 8 sublanes, 32 vregs, two ALU slots and the units of SPEC section 4.2.
+
+    Instructions (``golden.vpu``'s encoding) arrive two to a beat and issue in
+    program order, up to two a cycle. An instruction issues when the
+    registers it reads and writes have no write pending (the scoreboard: a
+    busy bit per vreg, set at issue and cleared by the write-back) and its
+    unit can take it; it reads its source vregs in the issue cycle. The second
+    word of a beat issues in the same cycle as the first when it also can,
+    neither reads nor writes the first one's destination, and the two do not
+    need the same unit (two ALU operations go to the two ALU slots). So the
+    architectural state always equals sequential execution
+    (``golden.vpu.execute``).
+
+    Units and latencies, as the cycles from an instruction's issue to the
+    earliest issue of an instruction that reads its result:
+
+    * two :class:`~hdl.vpu.vector_alu.VectorALU` slots: every ``alu``
+      instruction on a whole vreg, latency 2, one per slot per cycle;
+    * :class:`~hdl.vpu.transcendental_unit.TranscendentalUnit`: ``rcp``,
+      ``rsqrt``, ``exp``, one sublane a cycle, latency ``9 + D`` (``D`` the
+      deepest core), one instruction per 8 cycles;
+    * :class:`~hdl.vpu.reduce_unit.ReduceUnit`: ``rsum``, ``rmax``, ``rmin``,
+      latency 9, one per 8 cycles;
+    * :class:`~hdl.vpu.load_store_unit.LoadStoreUnit`: ``vld`` (latency 10
+      with a single-cycle VMEM) and ``vst``, one at a time;
+    * :class:`~hdl.vpu.mxu_link.MXUPusher` (``push_weights``, ``push_lhs``: 8
+      beats each, one at a time) and :class:`~hdl.vpu.mxu_link.MXUPopper`
+      (``pop``: waits for 8 MXU result rows).
+
+    Program errors stop the VPU before the faulting instruction, with
+    ``error`` naming it (:data:`ERRORS`) and ``error_index`` its position;
+    instructions before it complete, and later beats are taken and dropped.
+    The errors are an illegal word, a VMEM line out of range, weights pushed
+    into a whole shadow tile, LHS rows that would queue more than
+    ``mxu_results`` result rows, a pop with fewer than 8 rows queued, and an
+    MXU instruction without an MXU: each would otherwise hang or corrupt.
+
+    Parameters
+    ----------
+    lanes : int
+        Words per sublane (default 8).
+    numerics : "tpu" or "ieee"
+    vmem_lines : int
+        Lines of the VMEM behind ``vmem`` (default 256), for the range check.
+    mxu : bool
+        Whether an MXU of ``lanes x lanes`` is attached (needs ``lanes`` a
+        multiple of 8).
+    mxu_results : int
+        Result rows the MXU can hold without a pop (default 16, at least 8).
+    ops : collection of str, optional
+        The ALU, transcendental and reduction instructions to build (default
+        all). Units no instruction needs are left out and ALU slots build only
+        their instructions, so a VPU for a known program is a smaller design
+        that compiles faster. An instruction
+        not built stops the VPU with the ``unsupported`` error. ``nop``,
+        ``vld``, ``vst`` and the MXU link are always built.
+
+    Ports
+    -----
+    program : In(stream.Signature(PROGRAM_LAYOUT))
+        Instruction words, ``count`` (1 or 2) per beat. A beat is taken when its
+        last word issues.
+    vmem : Out(MemoryPortSignature(addr_width=line_addr_width(vmem_lines), words=lanes))
+    mxu_weights, mxu_lhs : Out(stream.Signature(...)), mxu_result : In(stream.Signature(...))
+        Only with ``mxu``: the MXU's ``weights``, ``lhs`` and ``result`` streams.
+    idle : Out(1)
+        No instruction taken so far is still executing.
+    error, error_index : Out(3), Out(32)
+        The stop reason and the index of the instruction that caused it.
+    executed, dual : Out(32)
+        Instructions issued, and cycles in which two issued.
+
+    Attributes
+    ----------
+    regfile : Memory
+        The vregs, a submodule named ``regfile``: entry ``r`` is ``v<r>``, sublane
+        ``s``, lane ``j`` in bits ``32 * (s * lanes + j)`` up.
+    """
+
+    def __init__(self, *, lanes=8, numerics="tpu", vmem_lines=256, mxu=False, mxu_results=16,
+                 ops=None):
+        self.lanes = check_int("lanes", lanes, least=1)
+        self.numerics = check_numerics(numerics)
+        self.vmem_lines = check_int("vmem_lines", vmem_lines, least=SUBLANES, most=1 << 16)
+        if not isinstance(mxu, bool):
+            raise TypeError(f"mxu must be a bool, not {mxu!r}")
+        if mxu and lanes % SUBLANES:
+            raise ValueError(f"an MXU needs lanes to be a multiple of {SUBLANES}, not {lanes}")
+        self.mxu = mxu
+        self.mxu_results = check_int("mxu_results", mxu_results, least=SUBLANES)
+        self.ops = check_ops(ops, OPTIONAL_OPS, what="ops")
+        #: What ``ops`` asks of each unit (an empty list: the unit is left out).
+        self.alu_ops = [op for op in self.ops if op in ALU_OPS]
+        self.functions = [op for op in self.ops if op in FUNCTIONS]
+        self.reductions = [_REDUCTIONS[op] for op in self.ops if op in _REDUCTIONS]
+        self.regfile = Memory(shape=vreg_bits(lanes), depth=VREGS, init=[])
+        members = {
+            "program": In(stream.Signature(PROGRAM_LAYOUT)),
+            "vmem": Out(MemoryPortSignature(addr_width=line_addr_width(vmem_lines),
+                                            words=lanes)),
+            "idle": Out(1), "error": Out(range(len(ERRORS))), "error_index": Out(32),
+            "executed": Out(32), "dual": Out(32),
+        }
+        if mxu:
+            members |= {
+                "mxu_weights": Out(stream.Signature(weights_layout(lanes, True))),
+                "mxu_lhs": Out(stream.Signature(lhs_layout(lanes))),
+                "mxu_result": In(stream.Signature(data.ArrayLayout(32, lanes))),
+            }
+        super().__init__(members)
+
+    def make_alu(self, ops):
+        """An ALU slot. Export overrides this (and the next) to emit repeated cores once."""
+        return VectorALU(words=SUBLANES * self.lanes, numerics=self.numerics, ops=ops)
+
+    def make_transcendental(self, functions):
+        return TranscendentalUnit(lanes=self.lanes, numerics=self.numerics, functions=functions)
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes = self.lanes
+        m.submodules.regfile = regfile = self.regfile
+        alu_ops, functions, reductions = self.alu_ops, self.functions, self.reductions
+        alus = [self.make_alu(alu_ops) for _ in range(2)] if alu_ops else []
+        for k, alu in enumerate(alus):
+            m.submodules[f"alu{k}"] = alu
+        if functions:
+            m.submodules.trans = trans = self.make_transcendental(functions)
+        if reductions:
+            m.submodules.reduce = reduce = ReduceUnit(lanes=lanes, numerics=self.numerics,
+                                                      ops=reductions)
+        m.submodules.lsu = lsu = LoadStoreUnit(lanes=lanes, vmem_lines=self.vmem_lines)
+        wiring.connect(m, lsu.vmem, wiring.flipped(self.vmem))
+        m.submodules.pusher = pusher = MXUPusher(lanes=lanes)
+        m.submodules.popper = popper = MXUPopper(lanes=lanes)
+        if self.mxu:
+            wiring.connect(m, pusher.weights, wiring.flipped(self.mxu_weights))
+            wiring.connect(m, pusher.lhs, wiring.flipped(self.mxu_lhs))
+            wiring.connect(m, wiring.flipped(self.mxu_result), popper.result)
+
+        # ---- the two candidates: the words of the beat not yet issued
+        beat = self.program.payload
+        second_only = Signal()            # the beat's first word has issued
+        stopped = Signal()
+        words = (Mux(second_only, beat.words[1], beat.words[0]), beat.words[1])
+        present = (self.program.valid & ~stopped,
+                   self.program.valid & ~stopped & ~second_only & (beat.count == 2))
+        dec = [decode(m, word, name=f"i{k}") for k, word in enumerate(words)]
+        reads = []
+        for k, d in enumerate(dec):
+            ports = [regfile.read_port(domain="comb") for _ in range(3)]
+            for port, addr in zip(ports, (d.src_a, d.src_b, d.src_c)):
+                m.d.comb += port.addr.eq(addr)
+            reads.append([port.data for port in ports])
+
+        # ---- the scoreboard
+        busy = Signal(VREGS)
+
+        def is_busy(reg):
+            return (busy >> reg)[0]
+
+        def waits(d):
+            return ((d.reads_a & is_busy(d.src_a)) | (d.reads_b & is_busy(d.src_b)) |
+                    (d.reads_c & is_busy(d.src_c)) | (d.writes & is_busy(d.dest)))
+
+        def needs(d):
+            return {"trans": d.unit["trans"], "reduce": d.unit["reduce"],
+                    "vmem": d.unit["load"] | d.unit["store"], "mxu": d.unit["mxu"],
+                    "pop": d.unit["pop"]}
+
+        # A unit that was not built is never free (its instructions fault first).
+        ready = {"trans": trans.issue.ready if functions else 0,
+                 "reduce": reduce.issue.ready if reductions else 0,
+                 "vmem": lsu.issue.ready, "mxu": pusher.issue.ready, "pop": popper.issue.ready}
+
+        def unit_free(d):
+            free = 1
+            for unit, need in needs(d).items():
+                free = free & (~need | ready[unit])
+            return free
+
+        # ---- program errors, checked on the oldest word before it issues
+        shadow = Signal(range(lanes + 1))           # weight rows in the MXU's shadow tile
+        queued = Signal(range(self.mxu_results + 1))  # result rows the MXU owes pops
+
+        def fault(d):
+            last_line = d.base + (SUBLANES - 1) * d.stride
+            code = Signal(range(len(ERRORS)))
+            m.d.comb += code.eq(0)
+            missing = 0
+            for name in OPTIONAL_OPS:
+                if name not in self.ops:
+                    missing = missing | d.is_op[name]
+            with m.If(~d.legal):
+                m.d.comb += code.eq(_CODE["illegal"])
+            with m.Elif(missing):
+                m.d.comb += code.eq(_CODE["unsupported"])
+            with m.Elif((d.unit["load"] | d.unit["store"]) & (last_line >= self.vmem_lines)):
+                m.d.comb += code.eq(_CODE["vmem_range"])
+            with m.Elif((d.unit["mxu"] | d.unit["pop"]) & int(not self.mxu)):
+                m.d.comb += code.eq(_CODE["no_mxu"])
+            with m.Elif(d.is_op["push_weights"] & (shadow + SUBLANES > lanes)):
+                m.d.comb += code.eq(_CODE["weights_full"])
+            with m.Elif(d.is_op["push_lhs"] & (queued + SUBLANES > self.mxu_results)):
+                m.d.comb += code.eq(_CODE["results_full"])
+            with m.Elif(d.is_op["pop"] & (queued < SUBLANES)):
+                m.d.comb += code.eq(_CODE["pop_empty"])
+            return code
+
+        faults = [fault(d) for d in dec]
+        go = [Signal(name="go0"), Signal(name="go1")]
+        m.d.comb += go[0].eq(present[0] & ~faults[0].any() & ~waits(dec[0]) & unit_free(dec[0]))
+        d0, d1 = dec
+        after_first = (
+            (d1.reads_a & d0.writes & (d1.src_a == d0.dest)) |
+            (d1.reads_b & d0.writes & (d1.src_b == d0.dest)) |
+            (d1.reads_c & d0.writes & (d1.src_c == d0.dest)) |
+            (d1.writes & d0.writes & (d1.dest == d0.dest)))
+        same_unit = 0
+        for (unit, need0), need1 in zip(needs(d0).items(), needs(d1).values()):
+            same_unit = same_unit | (need0 & need1)
+        # A fault of the second word waits for it to be the oldest: it stops the VPU then.
+        m.d.comb += go[1].eq(go[0] & present[1] & ~faults[1].any() & ~waits(d1) &
+                             unit_free(d1) & ~after_first & ~same_unit)
+
+        with m.If(stopped):
+            m.d.comb += self.program.ready.eq(1)          # drop the rest of the program
+        with m.Elif(go[0] & (go[1] | ~present[1])):
+            m.d.comb += self.program.ready.eq(1)
+            m.d.sync += second_only.eq(0)
+        with m.Elif(go[0]):
+            m.d.sync += second_only.eq(1)
+        with m.If(present[0] & (faults[0] != 0)):
+            m.d.sync += [stopped.eq(1), self.error.eq(faults[0]),
+                         self.error_index.eq(self.executed)]
+        m.d.sync += [self.executed.eq(self.executed + go[0] + go[1]),
+                     self.dual.eq(self.dual + go[1])]
+
+        # ---- MXU bookkeeping, in program order at issue
+        swap = Signal()
+        m.d.comb += swap.eq(shadow == lanes)
+        shadow_next, queued_next = shadow, queued
+        for k, d in enumerate(dec):
+            shadow_next = Mux(go[k] & d.is_op["push_weights"], shadow_next + SUBLANES,
+                              Mux(go[k] & d.is_op["push_lhs"] & swap, 0, shadow_next))
+            queued_next = Mux(go[k] & d.is_op["push_lhs"], queued_next + SUBLANES,
+                              Mux(go[k] & d.is_op["pop"], queued_next - SUBLANES, queued_next))
+        m.d.sync += [shadow.eq(shadow_next), queued.eq(queued_next)]
+
+        # ---- dispatch: each unit takes the candidate that issues to it
+        def dispatch(unit_issue, unit, fields):
+            picks = [go[k] & dec[k].unit[unit] for k in range(2)]
+            m.d.comb += unit_issue.valid.eq(picks[0] | picks[1])
+            for name, values in fields.items():
+                m.d.comb += getattr(unit_issue.payload, name).eq(
+                    Mux(picks[0], values[0], values[1]))
+
+        src_a = [r[0] for r in reads]
+        writebacks = [lsu.writeback, popper.writeback]
+        if functions:
+            dispatch(trans.issue, "trans", {
+                "fn": [Mux(d.is_op["rcp"], 0, Mux(d.is_op["rsqrt"], 1, 2)) for d in dec],
+                "dest": [d.dest for d in dec], "src": src_a})
+            writebacks.append(trans.writeback)
+        if reductions:
+            dispatch(reduce.issue, "reduce", {
+                "op": [Mux(d.is_op["rsum"], 0, Mux(d.is_op["rmax"], 1, 2)) for d in dec],
+                "dest": [d.dest for d in dec], "src": src_a})
+            writebacks.append(reduce.writeback)
+        vmem_pick = [go[k] & (dec[k].unit["load"] | dec[k].unit["store"]) for k in range(2)]
+        m.d.comb += lsu.issue.valid.eq(vmem_pick[0] | vmem_pick[1])
+        for name, values in {"store": [d.unit["store"] for d in dec], "dest": [d.dest for d in dec],
+                             "base": [d.base for d in dec], "stride": [d.stride for d in dec],
+                             "src": src_a}.items():
+            m.d.comb += getattr(lsu.issue.payload, name).eq(Mux(vmem_pick[0], *values))
+        dispatch(pusher.issue, "mxu", {
+            "lhs": [d.is_op["push_lhs"] for d in dec], "swap": [swap, swap], "src": src_a})
+        dispatch(popper.issue, "pop", {"dest": [d.dest for d in dec]})
+
+        # ---- the ALU slots: word k of a beat goes to slot k
+        for k, alu in enumerate(alus):
+            m.d.comb += [alu.op.eq(words[k][26:]), alu.a.eq(reads[k][0]), alu.b.eq(reads[k][1]),
+                         alu.c.eq(reads[k][2])]
+            valid = Signal(name=f"alu{k}_valid")
+            dest = Signal(5, name=f"alu{k}_dest", reset_less=True)
+            m.d.sync += [valid.eq(go[k] & dec[k].unit["alu"]), dest.eq(dec[k].dest)]
+            writebacks.append((valid, dest, alu.result))
+
+        # ---- write-backs into the register file, clearing busy bits
+        cleared = 0
+        for writeback in writebacks:
+            if isinstance(writeback, tuple):
+                valid, dest, value = writeback
+            else:
+                valid, dest, value = (writeback.valid, writeback.payload.dest,
+                                      writeback.payload.data)
+            port = regfile.write_port()
+            m.d.comb += [port.en.eq(valid), port.addr.eq(dest), port.data.eq(value)]
+            cleared = cleared | Mux(valid, _one_hot(dest), 0)
+        claimed = 0
+        for k, d in enumerate(dec):
+            claimed = claimed | Mux(go[k] & d.writes, _one_hot(d.dest), 0)
+        m.d.sync += busy.eq((busy & ~cleared) | claimed)
+
+        m.d.comb += self.idle.eq(~busy.any() & lsu.issue.ready & pusher.issue.ready)
+        return m

@@ -1,0 +1,1 @@
+"""Suite ``sparsecore``: random embedding batches on the SparseCore tile against golden."""

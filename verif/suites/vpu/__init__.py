@@ -1,0 +1,1 @@
+"""Suite ``vpu``: constrained-random VPU programs against the golden executor."""
