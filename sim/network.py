@@ -44,6 +44,7 @@ one).
 import gc
 import inspect
 import math
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -581,6 +582,41 @@ def _export(params):
     return text, top.signature
 
 
+_COMB_TRIGGER = re.compile(
+    r"^([ \t]*)reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+ ) = 0;$", re.M)
+_BARE_COMB = re.compile(r"^([ \t]*)always @\*\n\s*([^\n]*;)$", re.M)
+
+
+def _kick_comb_processes(text):
+    """Make Icarus evaluate every ``always @*`` block once at time 0.
+
+    Yosys triggers such blocks with a dummy register per module, declared ``= 0``: in
+    Verilog-2005 an X-to-0 event. Under ``-g2012`` a declaration's initializer is no
+    event, and a one-statement block does not even read the dummy, so a block whose
+    inputs never change (an OCS's ``config.ready``, decoded from a state register that
+    keeps its initial value) stays X and wedges the run. Here every block reads its
+    module's dummy, which changes at ``#0``, once every block waits: an event in either
+    language.
+    """
+    modules = re.split(r"(?m)^(?=module )", text)
+    for k, module in enumerate(modules):
+        if "always @*" not in module:
+            continue
+        trigger = _COMB_TRIGGER.search(module)
+        if trigger is None:     # one-statement blocks only: a dummy of our own
+            name, indent = "\\tpu_rtl$kick ", "  "
+            declaration = f"{indent}reg {name} = 0;"
+            at = module.index(f"{indent}always @*")
+            module = f"{module[:at]}{declaration}\n{module[at:]}"
+        else:
+            declaration, indent, name = trigger[0], trigger[1], trigger[2]
+        module = _BARE_COMB.sub(
+            lambda m: f"{m[1]}always @* begin if ({name}) begin end {m[2]} end", module)
+        modules[k] = module.replace(declaration,
+                                    f"{declaration}\n{indent}initial #0 {name}= 1;", 1)
+    return "".join(modules)
+
+
 def _compiled_build(whole, *, simulator, waves):
     import shutil
     import subprocess
@@ -596,7 +632,8 @@ def _compiled_build(whole, *, simulator, waves):
     # What shapes the build: the hdl sources (in the digest) and the code here that turns
     # them into Verilog and a simulator, not this module's other text.
     makers = "".join(inspect.getsource(f) for f in (_NetworkOfInstances, _signature_params,
-                                                     _export, _compiled_build))
+                                                     _export, _kick_comb_processes,
+                                                     _compiled_build))
     key = [compiled._source_digest(), makers, BLOCK, sorted(whole.params.items()),
            whole.until, whole.busy, sorted(whole.depths.items()), flags,
            compiled._tool_version(simulator), amaranth_version()]
@@ -607,7 +644,7 @@ def _compiled_build(whole, *, simulator, waves):
         text += "\n" + amaranth_verilog.convert(harness, name=compiled.HARNESS_MODULE,
                                                 emit_src=False, strip_internal_attrs=True)
         if not verilating:
-            text = compiled._initialize_read_registers(text)
+            text = _kick_comb_processes(compiled._initialize_read_registers(text))
         (folder / "design.v").write_text(text)
         (folder / "config.vlt").write_text(compiled._no_inline([NODE_MODULE]))
         (folder / "tb.v").write_text(testbench_verilog(harness, module=compiled.HARNESS_MODULE))

@@ -2,14 +2,15 @@
 # (The bad-parameter tests construct components whose __init__ raises.)
 """Whole networks (``hdl.system.NetworkSystem`` through ``sim.network``): small regular,
 ring, failed-chip and twisted topologies deliver every packet exactly once, intact (the
-sinks' checks and the counts of every node); Amaranth and Verilator agree on every
-statistic, cycle for cycle; isolated packets take exactly the latency their hop count
-gives; the test knobs' corrupted and malformed packets are counted where they should be;
-a network that cannot make progress is reported by the watchdog, naming what waits; bad
-parameters get a one-line error.
+sinks' checks and the counts of every node); Amaranth, Verilator and Icarus agree on every
+statistic, cycle for cycle; one build serves a shape's regular, twisted and failed-chip
+topologies; isolated packets take exactly the latency their hop count gives; the test
+knobs' corrupted and malformed packets are counted where they should be; a network that
+cannot make progress is reported by the watchdog, naming what waits; bad parameters get a
+one-line error.
 
-The Verilator build of the twisted 2x4 is in the default suite; the other shapes' builds
-are marked slow."""
+The default suite builds one shape (2x4) on Verilator and Icarus; the other shapes' builds
+and the longer runs are marked slow (``pytest -m slow``)."""
 
 import math
 
@@ -58,7 +59,8 @@ def hop_range(topology):
     return min(lengths), max(lengths)
 
 
-@pytest.mark.parametrize("shape", ["2x2", "4-ring", "3x3-failed"])   # 2x4: below
+@pytest.mark.parametrize("shape", ["2x2", "4-ring",
+                                   pytest.param("3x3-failed", marks=pytest.mark.slow)])
 def test_small_networks_deliver_everything(shape, seed):
     topology = SHAPES[shape]()
     stats = short_run(topology, backend="amaranth", seed=seed)
@@ -69,16 +71,20 @@ def test_small_networks_deliver_everything(shape, seed):
 
 
 def compare_backends(topology, seed, **kwargs):
+    """The same run on every backend: every node's statistics, the histogram, the run's
+    figures and the harness's cycle counts identical to Amaranth's."""
     a = short_run(topology, backend="amaranth", seed=seed, **kwargs)
-    v = short_run(topology, backend="verilator", seed=seed, **kwargs)
-    check_delivery(v, topology)
-    assert a.cycles == v.cycles and a.drain_cycles == v.drain_cycles
-    for name in a.per_node:
-        np.testing.assert_array_equal(a.per_node[name], v.per_node[name], err_msg=name)
-    np.testing.assert_array_equal(a.histogram, v.histogram)
-    for x, y in zip(a.run, v.run):
-        np.testing.assert_array_equal(x, y)
-    return v
+    check_delivery(a, topology)
+    for backend in ("verilator", "icarus"):
+        b = short_run(topology, backend=backend, seed=seed, **kwargs)
+        assert (a.cycles, a.drain_cycles) == (b.cycles, b.drain_cycles), backend
+        for name in a.per_node:
+            np.testing.assert_array_equal(a.per_node[name], b.per_node[name],
+                                          err_msg=f"{backend}: {name}")
+        np.testing.assert_array_equal(a.histogram, b.histogram, err_msg=backend)
+        for x, y in zip(a.run, b.run):
+            np.testing.assert_array_equal(x, y, err_msg=backend)
+    return a
 
 
 def test_backends_agree_on_a_twisted_torus(seed):
@@ -94,16 +100,25 @@ def test_backends_agree(shape, seed):
     compare_backends(SHAPES[shape](), seed, traffic="all_to_all", message_packets=3)
 
 
-def test_twisted_and_regular_share_a_build_and_differ(seed):
-    """One 2x4 build serves the regular and the twisted torus; the wrap links differ, and
-    so do the hop counts of the same traffic."""
-    runs = {twist: short_run(topo.torus("2x4", twist=twist), backend="verilator", seed=seed,
-                             traffic="all_to_all", rate=0.5)
-            for twist in (False, True)}
-    for twist, stats in runs.items():
-        check_delivery(stats, topo.torus("2x4", twist=twist))
-    # The twist shortens the long axis' paths: fewer hops on average.
-    assert runs[True].run.hops_mean < runs[False].run.hops_mean
+def test_one_build_serves_every_topology_of_a_shape(monkeypatch, seed):
+    """The regular, twisted and failed-chip 2x4 tori run on one Verilator build (only the
+    streamed-in OCS maps and tables differ); each delivers everything, and the twist
+    shortens the long axis' paths: fewer hops on average for the same traffic."""
+    folders = []
+    build = network._compiled_build
+
+    def spy(*args, **kwargs):
+        folders.append(build(*args, **kwargs))
+        return folders[-1]
+    monkeypatch.setattr(network, "_compiled_build", spy)
+    shapes = {"regular": topo.torus("2x4"), "twisted": topo.torus("2x4", twist=True),
+              "failed": topo.torus("2x4", failed=[5])}
+    runs = {name: short_run(t, backend="verilator", seed=seed, traffic="all_to_all", rate=0.5)
+            for name, t in shapes.items()}
+    assert len(folders) == 3 and len(set(folders)) == 1
+    for name, stats in runs.items():
+        check_delivery(stats, shapes[name])
+    assert runs["twisted"].run.hops_mean < runs["regular"].run.hops_mean
 
 
 @pytest.mark.parametrize("link_latency", [2, pytest.param(3, marks=pytest.mark.slow)])
@@ -164,7 +179,8 @@ def test_watchdog_names_what_waits(monkeypatch, seed):
 
 def test_sweep_gives_a_curve(seed):
     curve = network.sweep(SHAPES["2x4-twisted"](), rates=[0.1, 0.3, 0.5], cycles=300,
-                          warmup=100, seed=seed, stop_at_saturation=False)
+                          warmup=100, seed=seed, stop_at_saturation=False,
+                          backend="verilator")
     assert len(curve) == 3
     offered = [p.offered for p in curve]
     assert offered == sorted(offered) and all(math.isfinite(p.latency_mean) for p in curve)

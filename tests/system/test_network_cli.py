@@ -61,3 +61,37 @@ def test_bad_rates():
     args = parse("--rates", "0.1,lots")
     with pytest.raises(ValueError, match="--rates must be numbers separated by commas"):
         args.func(args)
+
+
+def test_goal_commands_parse_to_the_measured_settings():
+    """The command docs/network.md quotes for a figure sets what ``measure_goals`` ran."""
+    line = network_cli.command("4x4x8", [2], cycles=6000, warmup=2000, seed=1, twist=True,
+                               traffic="all_to_all", packet_flits=4, message_packets=16,
+                               local_ports=2)
+    args = parse(*line.split()[2:])
+    assert (args.topology, args.twist, args.traffic, args.packet_flits, args.message_packets,
+            args.local_ports, args.vcs) == ("4x4x8", True, "all_to_all", 4, 16, 2, 2)
+    assert (args.rates, args.cycles, args.warmup, args.seed, args.backend, args.all_points) \
+        == ("2", 6000, 2000, 1, "verilator", True)
+    args = parse(*network_cli.command("4x4", [0.1, 0.85], cycles=4000, warmup=1000, seed=7,
+                                      vcs=4).split()[2:])
+    assert (args.vcs, args.rates, args.twist, args.traffic) == (4, "0.1,0.85", False, "uniform")
+
+
+def test_goal_verdicts():
+    """Each goal is met or missed by its distance to the target, from the numbers given."""
+    def config(zero, sat):
+        return {"zero": {"latency_mean": zero}, "sat": {"accepted": sat}}
+    rows = [("4x4, 2 VCs", config(13.5, 0.69), "4x4", {}),
+            ("4x4, 4 VCs", config(13.5, 0.90), "4x4", {"vcs": 4})]
+    twists = [("4x4x8", {False: {"accepted": 0.5}, True: {"accepted": 0.6}})]
+    lines = network_cli._goal_summary(rows, twists, lambda x, digits=3: f"{x:.{digits}f}")
+    verdicts = [line.rsplit("|", 2)[1].strip() for line in lines if line.startswith("| ")][1:]
+    assert verdicts == ["met", "**missed** by 0.010", "met",
+                        "**missed** by 0.27x (below the band's 1.47x)"]
+
+
+def test_wired_into_tpu_rtl():
+    from verif.cli import _parser
+    args = _parser().parse_args(["network", "--topology", "4x4x8", "--twist"])
+    assert args.func is network_cli.cmd_network and args.twist and args.topology == "4x4x8"
