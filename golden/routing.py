@@ -7,18 +7,28 @@ Routing tables (``RoutingTables``)
     chip d: 0 .. 2D-1 a torus port, ``eject`` = 2D (the router's local port) when c == d,
     ``UNREACHABLE`` = -1 when c or d is failed or they are disconnected.
     ``dateline[c, p]`` (bool [n_chips, 2D]) marks dateline links, ``escape[c, d]`` (bool
-    [n_chips, n_chips]) marks escape hops and ``escape_vc`` is their VC (-1: none). VC
+    [n_chips, n_chips]) marks escape hops and ``escape_vc`` is their VC (-1: none).
+    ``vc_base[d]`` (int [n_chips]) is the first VC of destination d's class (below). VC
     rule at chip c, for destination d, output port p, arrival port ``in_port`` (-1 when
-    injected) and VC ``in_vc``::
+    injected) and VC ``in_vc``, with ``b = vc_base[d]``::
 
         escape[c, d]                                                  -> escape_vc
-        dateline[c, p]                                                -> 1
-        in_vc == 1 and escape_vc != 1 and in_port == p ^ 1            -> 1
-        otherwise                                                     -> 0
+        dateline[c, p]                                                -> b + 1
+        in_vc == b + 1 and escape_vc != 1 and in_port == p ^ 1        -> b + 1
+        otherwise                                                     -> b
 
-    So a packet starts each ring in VC 0, takes its dateline link in VC 1 and stays in VC
-    1 while it goes straight on; turning to another axis, or leaving an escape hop,
-    starts VC 0 again.
+    So a packet starts each ring in VC b, takes its dateline link in VC b + 1 and stays
+    in VC b + 1 while it goes straight on; turning to another axis, or leaving an escape
+    hop, starts VC b again.
+
+VC classes
+    With 4 or more VCs and no failed chip, the destinations split into two classes by the
+    parity of their coordinate sum: class 1 (``vc_base`` 2 on a torus, 1 on a mesh) uses
+    its own copy of the ring VCs. Every route stays in its destination's class, so the
+    channel dependency graph is two disjoint copies of the one-class graph, each acyclic;
+    and as the class depends on the destination alone, the packets of one pair still
+    follow one path of channels (delivered in order). Otherwise ``vc_base`` is all zero
+    (one class).
 
 Routing rule, and why it is deadlock-free
     Dimension order (x, then y, then z) along a shortest vector: among all vectors from c
@@ -79,7 +89,8 @@ class RoutingTables:
     """Per-router tables; the encoding is in the module docstring.
 
     ``scheme`` is "dor" (dimension order), or with failed chips "dor+escape", "mesh+escape"
-    or "updown" (module docstring). ``vcs``: the VCs they were built for.
+    or "updown" (module docstring). ``vcs``: the VCs they were built for. ``vc_base``:
+    the first VC of each destination's class (None: all 0).
     """
     port: np.ndarray
     dateline: np.ndarray
@@ -87,9 +98,17 @@ class RoutingTables:
     escape_vc: int
     vcs: int
     scheme: str
+    vc_base: np.ndarray | None = None
 
     def __post_init__(self):
         n = self.port.shape[0]
+        base = np.zeros(n, np.int64) if self.vc_base is None else np.asarray(self.vc_base)
+        if base.shape != (n,) or not np.issubdtype(base.dtype, np.integer) or \
+                (base < 0).any():
+            raise ValueError(f"vc_base must be {n} non-negative ints, not {self.vc_base!r}")
+        base = base.astype(np.int64)
+        base.flags.writeable = False
+        object.__setattr__(self, "vc_base", base)
         if self.port.shape != (n, n) or self.escape.shape != (n, n) or \
                 self.dateline.ndim != 2 or self.dateline.shape[0] != n:
             raise ValueError(f"table shapes do not fit together: port {self.port.shape}, "
@@ -242,8 +261,12 @@ def build_tables(topology, *, vcs=2):
         if vcs < ring_vcs:
             raise ValueError(f"dimension-order routing on the rings of {topology.shape} "
                              f"needs 2 VCs (a dateline per ring), not vcs={vcs}")
+        # Two classes (module docstring) by coordinate parity, which splits every ring's
+        # destinations, and every shape's, about evenly.
+        classes = vcs >= 4 and vcs >= 2 * ring_vcs
+        base = (topology.coords.sum(1) % 2) * ring_vcs if classes else None
         tables = RoutingTables(dor_port.astype(np.int32), dateline, np.zeros((n, n), bool),
-                               -1, vcs, "dor")
+                               -1, vcs, "dor", base)
     else:
         alive = topology.alive
         if vcs > 1:
@@ -281,12 +304,15 @@ def next_vc(tables, chip, dst, in_port, in_vc, out_port):
 
     Returns
     -------
-    The escape VC on escape hops; else VC 1 on a dateline link or while going straight on
-    (``in_port == out_port ^ 1``) in VC 1 after one (unless VC 1 is the escape VC); else 0.
+    The escape VC on escape hops; else, with ``b = tables.vc_base[dst]`` (0 unless VC
+    classes are in use), VC b + 1 on a dateline link or while going straight on
+    (``in_port == out_port ^ 1``) in VC b + 1 after one (unless VC 1 is the escape VC);
+    else b.
     """
-    straight = (np.asarray(in_vc) == 1) & (tables.escape_vc != 1) & \
+    base = tables.vc_base[dst]
+    straight = (np.asarray(in_vc) == base + 1) & (tables.escape_vc != 1) & \
         (np.asarray(in_port) == np.asarray(out_port) ^ 1)
-    ring_vc = np.where(tables.dateline[chip, out_port] | straight, 1, 0)
+    ring_vc = np.where(tables.dateline[chip, out_port] | straight, base + 1, base)
     return np.where(tables.escape[chip, dst], tables.escape_vc, ring_vc)
 
 

@@ -441,6 +441,9 @@ def _parser():
     p.add_argument("--only", choices=("sparsecore",),
                    help="measure only this section and replace it in FILE.md, keeping the rest")
     p.set_defaults(func=_cmd_bench)
+
+    from .network_cli import add_parser as add_network_parser
+    add_network_parser(sub)
     return parser
 
 

@@ -24,8 +24,9 @@ def _pick(onehot, values):
 class Allocator(wiring.Component):
     """Separable input-first allocation of ``n_in x vcs`` heads to ``n_out`` outputs.
 
-    Outputs ``0 .. n_out-2`` are torus ports with ``vcs`` output VCs each, flow-controlled
-    by credits; output ``n_out-1`` is eject, one channel with a ready. Routing is
+    Outputs ``0 .. n_out-n_eject-1`` are torus ports with ``vcs`` output VCs each,
+    flow-controlled by credits; the last ``n_eject`` outputs are ejection ports, one
+    channel each with a ready. Routing is
     deterministic, so every head asks for one output VC and VC allocation reduces to a
     free/owned bit per output VC, checked in the same cycle as the switch:
 
@@ -44,14 +45,16 @@ class Allocator(wiring.Component):
     Parameters
     ----------
     n_in, n_out, vcs, buffer_flits : int
+    n_eject : int
+        Ejection outputs, at least 1 (default 1), fewer than ``n_out``.
 
     Ports
     -----
     heads : In(head_layout).array(n_in, vcs)
-    credit : In(vcs).array(n_out - 1)
+    credit : In(vcs).array(n_out - n_eject)
         Returned credits of the torus outputs.
-    eject_free : In(1)
-        The eject register can take a flit this cycle.
+    eject_free : In(n_eject)
+        Bit j: ejection output j's register can take a flit this cycle.
     grant : Out(vcs).array(n_in)
         One-hot per input: the VC that sends this cycle.
     select : Out(n_in).array(n_out)
@@ -68,16 +71,18 @@ class Allocator(wiring.Component):
     one per output.
     """
 
-    def __init__(self, *, n_in, n_out, vcs, buffer_flits):
+    def __init__(self, *, n_in, n_out, vcs, buffer_flits, n_eject=1):
         check_int("n_in", n_in, least=1)
         check_int("n_out", n_out, least=2)
         check_int("vcs", vcs, least=1)
         check_int("buffer_flits", buffer_flits, least=1)
+        check_int("n_eject", n_eject, least=1, most=n_out - 1)
         self.n_in, self.n_out, self.vcs, self.buffer_flits = n_in, n_out, vcs, buffer_flits
+        self.n_eject = n_eject
         super().__init__({
             "heads": In(head_layout).array(n_in, vcs),
-            "credit": In(vcs).array(n_out - 1),
-            "eject_free": In(1),
+            "credit": In(vcs).array(n_out - n_eject),
+            "eject_free": In(n_eject),
             "grant": Out(vcs).array(n_in),
             "select": Out(n_in).array(n_out),
             "send": Out(n_out),
@@ -88,9 +93,9 @@ class Allocator(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n_in, n_out, vcs, depth = self.n_in, self.n_out, self.vcs, self.buffer_flits
-        eject = n_out - 1
+        eject = n_out - self.n_eject   # the first ejection output
         # Per output VC: credits left, and whether a packet owns it. Eject has one VC.
-        out_vcs = [vcs] * eject + [1]
+        out_vcs = [vcs] * eject + [1] * self.n_eject
         credits = [[Signal(range(depth + 1), init=depth, name=f"credits{o}_{w}")
                     for w in range(out_vcs[o])] for o in range(eject)]
         owned = [[Signal(name=f"owned{o}_{w}") for w in range(out_vcs[o])]
@@ -103,7 +108,7 @@ class Allocator(wiring.Component):
         for o in range(n_out):
             for w in range(out_vcs[o]):
                 m.d.comb += [room[o][w].eq(credits[o][w].any() if o < eject
-                                           else self.eject_free),
+                                           else self.eject_free[o - eject]),
                              free[o][w].eq(room[o][w] & ~owned[o][w])]
 
         picks = []

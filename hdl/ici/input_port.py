@@ -42,7 +42,8 @@ class InputPort(wiring.Component):
     its ``length`` flits. A header's route is looked up as it arrives (``dst`` out,
     ``entry`` back in the same cycle) and stored with every flit of its packet, so the
     switch sees each VC's route with its oldest flit. The output VC follows the entry's
-    rule (``hdl.ici.layouts``), with this port's number as the arrival port.
+    rule (``hdl.ici.layouts``), with this port's number as the arrival port. A packet for
+    this chip (entry port ``n_ports``) asks for switch output ``eject_to``.
 
     A header is malformed when its opcode is not 1 or 2, its length is 0, or its entry is
     unreachable, names a port beyond eject or a VC at or above ``out_vcs``. Its packet (one
@@ -61,6 +62,9 @@ class InputPort(wiring.Component):
         straight on").
     n_ports : int
         Torus ports of the router, 2D; entry port ``n_ports`` is eject.
+    eject_to : int, optional
+        The switch output this port's packets eject through: ``n_ports`` (the default)
+        or, in a router with several ejection ports, ``n_ports + j``.
     bypass : bool
         A flit arriving at an empty VC buffer can leave in the same cycle.
 
@@ -90,11 +94,14 @@ class InputPort(wiring.Component):
     grant plus any number of drops (one per VC) a cycle.
     """
 
-    def __init__(self, *, vcs, out_vcs, flit_words, buffer_flits, port, n_ports, bypass):
+    def __init__(self, *, vcs, out_vcs, flit_words, buffer_flits, port, n_ports, bypass,
+                 eject_to=None):
         check_int("out_vcs", out_vcs, least=1, most=4)
         check_int("buffer_flits", buffer_flits, least=1)
         check_int("n_ports", n_ports, least=2, most=6)
         check_int("port", port, least=-1, most=n_ports - 1)
+        self.eject_to = n_ports if eject_to is None else \
+            check_int("eject_to", eject_to, least=n_ports, most=(1 << PORT_BITS) - 1)
         self.vcs, self.out_vcs = vcs, out_vcs
         self.flit_words, self.buffer_flits = flit_words, buffer_flits
         self.port, self.n_ports, self.bypass = port, n_ports, bool(bypass)
@@ -117,18 +124,23 @@ class InputPort(wiring.Component):
         entry = self.entry
         m.d.comb += self.dst.eq(word.dst)
         eject = entry.port == self.n_ports
+        # Not fixed: the entry's vc is the class's first VC b; b + 1 going straight on
+        # after a dateline.
         straight = Signal()
         if self.port >= 0 and self.vcs > 1:
-            m.d.comb += straight.eq(entry.straight & (self.link.vc == 1)
+            m.d.comb += straight.eq(entry.straight & (self.link.vc == entry.vc + 1)
                                     & is_value(entry.port, self.port ^ 1))
         vc = Signal(2)
-        m.d.comb += vc.eq(Mux(eject, 0, Mux(entry.fixed, entry.vc, straight)))
+        m.d.comb += vc.eq(Mux(eject, 0, Mux(entry.fixed | ~straight, entry.vc, entry.vc + 1)))
         bad = Signal()
         m.d.comb += bad.eq(~entry.reachable | (entry.port > self.n_ports)
                            | (vc >= self.out_vcs) | ~word.length.any()
                            | ~((word.opcode == OPCODES["write"])
                                | (word.opcode == OPCODES["flag_add"])))
-        return entry.port, vc, bad, word.length
+        port = entry.port
+        if self.eject_to != self.n_ports:
+            port = Mux(eject, self.eject_to, entry.port)
+        return port, vc, bad, word.length
 
     def elaborate(self, platform):
         m = Module()

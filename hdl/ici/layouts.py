@@ -9,10 +9,12 @@ Routing-table entry (``route_entry_layout``), one per destination chip ``d`` at 
     ``reachable`` 0 means ``golden.routing.UNREACHABLE``: a packet for ``d`` is dropped.
     ``port`` is ``tables.port[c, d]``: ``0 .. 2D-1`` a torus port, ``2D`` eject. The VC
     the packet takes out of a torus port (``golden.routing.next_vc``) is ``vc`` when
-    ``fixed`` (an escape hop: the escape VC; else a dateline link: VC 1), else 1 when
-    ``straight`` and the packet arrived in VC 1 on port ``port ^ 1``, else 0.
-    ``straight`` is ``tables.escape_vc != 1``. An all-zero entry is unreachable, so a
-    router whose table was never written drops everything.
+    ``fixed`` (an escape hop: the escape VC; else a dateline link: VC ``b + 1``), else
+    ``b + 1`` when ``straight`` and the packet arrived in VC ``b + 1`` on port
+    ``port ^ 1``, else ``b``; here ``b`` is the entry's ``vc`` (``tables.vc_base[d]``,
+    the first VC of d's class: 0 unless the tables use VC classes). ``straight`` is
+    ``tables.escape_vc != 1``. An all-zero entry is unreachable, so a router whose table
+    was never written drops everything.
 """
 
 from amaranth.hdl import unsigned
@@ -108,6 +110,11 @@ def table_entries(tables, chip, *, vcs):
     escape_vc = int(tables.escape_vc)
     if escape_vc >= vcs:
         raise ValueError(f"the tables' escape VC {escape_vc} needs more than vcs={vcs}")
+    base = getattr(tables, "vc_base", None)
+    base = [0] * n if base is None else [int(b) for b in base]
+    need = max(base) + (2 if tables.dateline.any() else 1)   # a class's ring VCs b, b + 1
+    if need > vcs:
+        raise ValueError(f"the tables' VC classes need {need} VCs, more than vcs={vcs}")
     out = []
     for d in range(n):
         port = int(tables.port[chip, d])
@@ -117,6 +124,6 @@ def table_entries(tables, chip, *, vcs):
         escape = bool(tables.escape[chip, d])
         dateline = bool(tables.dateline[chip, port])
         out.append(encode_route_entry(port=port, fixed=escape or dateline,
-                                      vc=escape_vc if escape else int(dateline),
+                                      vc=escape_vc if escape else base[d] + int(dateline),
                                       straight=escape_vc != 1))
     return out

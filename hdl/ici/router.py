@@ -9,7 +9,8 @@ from amaranth.lib.wiring import In, Out
 from ..lib.memory_port import check_int
 from .allocator import Allocator
 from .input_port import InputPort
-from .layouts import CHIP_BITS, MAX_VCS, flit_layout, route_entry_layout, table_write_layout
+from .layouts import (CHIP_BITS, MAX_VCS, PORT_BITS, flit_layout, route_entry_layout,
+                      table_write_layout)
 from .link import LinkSignature
 
 __all__ = ["Router", "COUNTER_BITS"]
@@ -24,6 +25,14 @@ class Router(wiring.Component):
     Ports are numbered as ``golden.topology``: ``2a`` is ``+a``, ``2a + 1`` is ``-a``, and
     ``2D`` is the local port (eject). A link joins port ``p`` of one router to port
     ``p ^ 1`` of the next, so ``rx[p]`` receives from the neighbour behind port ``p``.
+
+    Local ports: with ``local_ports = k`` above 1 the chip injects and ejects up to ``k``
+    flits a cycle, through ``inject``/``eject`` and ``inject1``/``eject1`` ... A packet
+    ejects on the ejection port of the input it arrives on, so the packets of one route
+    keep one order: torus input ``p`` (axis ``p // 2``, sign ``p % 2``) on port
+    ``(p // 2 + p % 2) mod k``, local input j on port j. (With 2 ports, the two inputs of
+    each axis eject apart, as do the + inputs of neighbouring axes: a destination's
+    arrivals split even when all of them come the same way round.)
 
     Microarchitecture: an :class:`InputPort` per torus port (``vcs`` VC buffers) and one
     for injection (one buffer); the route of a packet is looked up in the table as its
@@ -73,6 +82,9 @@ class Router(wiring.Component):
         1 (default): a flit arriving at an empty buffer leaves in the same cycle; 2: every
         flit is buffered first (one more cycle per hop, and the arrival logic is cut off
         from the allocator).
+    local_ports : int
+        Injection and ejection ports, 1 (default) or 2 (with 2 torus dimensions up to 4:
+        switch outputs are numbered in 3 bits).
 
     Ports
     -----
@@ -86,10 +98,12 @@ class Router(wiring.Component):
         the table rule chooses every link's VC.
     eject : Out(stream.Signature(flit_layout(flit_words)))
         Packets for the local chip, registered. A packet's flits are contiguous.
+    inject1, eject1, ... : as ``inject`` and ``eject``, for local ports 1 .. k-1
     table : In(stream.Signature(table_write_layout(n_nodes)))
         Routing-table writes; ``ready`` is always high.
-    forwarded : Out(32).array(2*dims + 1)
-        Flits sent out of each torus port, and ejected (index ``2*dims``).
+    forwarded : Out(32).array(2*dims + local_ports)
+        Flits sent out of each torus port, and ejected (index ``2*dims + j`` for ejection
+        port j).
     dropped : Out(32)
         Malformed packets dropped.
     overflow : Out(1)
@@ -109,27 +123,40 @@ class Router(wiring.Component):
     """
 
     def __init__(self, *, dims=2, vcs=2, buffer_flits=8, flit_words=1, n_nodes=256,
-                 pipeline=1):
+                 pipeline=1, local_ports=1):
         check_int("dims", dims, least=2, most=3)
         check_int("vcs", vcs, least=2, most=MAX_VCS)
         check_int("buffer_flits", buffer_flits, least=1)
         check_int("n_nodes", n_nodes, least=1, most=1 << CHIP_BITS)
         check_int("pipeline", pipeline, least=1, most=2)
+        check_int("local_ports", local_ports, least=1, most=(1 << PORT_BITS) - 2 * dims)
         self.dims, self.vcs, self.buffer_flits = dims, vcs, buffer_flits
         self.flit_words, self.n_nodes, self.pipeline = flit_words, n_nodes, pipeline
-        self.n_ports = 2 * dims
+        self.n_ports, self.local_ports = 2 * dims, local_ports
         link = LinkSignature(vcs=vcs, flit_words=flit_words)
-        flit = flit_layout(flit_words)
+        flit = stream.Signature(flit_layout(flit_words))
+        local = {}
+        for j in range(local_ports):
+            local |= {self.local_name("inject", j): In(flit),
+                      self.local_name("eject", j): Out(flit)}
         super().__init__({
             "rx": In(link).array(self.n_ports),
             "tx": Out(link).array(self.n_ports),
-            "inject": In(stream.Signature(flit)),
-            "eject": Out(stream.Signature(flit)),
+            **local,
             "table": In(stream.Signature(table_write_layout(n_nodes))),
-            "forwarded": Out(COUNTER_BITS).array(self.n_ports + 1),
+            "forwarded": Out(COUNTER_BITS).array(self.n_ports + local_ports),
             "dropped": Out(COUNTER_BITS),
             "overflow": Out(1),
         })
+
+    @staticmethod
+    def local_name(kind, j):
+        """The port name of local port ``j``'s ``kind`` ("inject" or "eject")."""
+        return kind if j == 0 else f"{kind}{j}"
+
+    def local(self, kind, j):
+        """Local port ``j``'s ``inject`` or ``eject`` stream."""
+        return getattr(self, self.local_name(kind, j))
 
     def elaborate(self, platform):
         m = Module()
@@ -141,31 +168,39 @@ class Router(wiring.Component):
                      write.addr.eq(self.table.payload.dst),
                      write.data.eq(self.table.payload.entry)]
 
+        k = self.local_ports
         inputs = []
-        for i in range(n_ports + 1):
-            local = i == n_ports
+        for i in range(n_ports + k):
+            local = i >= n_ports
+            # The ejection port of each input: class docstring.
             port = InputPort(vcs=1 if local else vcs, out_vcs=vcs,
                              flit_words=self.flit_words, buffer_flits=self.buffer_flits,
                              port=-1 if local else i, n_ports=n_ports,
-                             bypass=self.pipeline == 1)
-            m.submodules["inject" if local else f"input{i}"] = port
+                             bypass=self.pipeline == 1,
+                             eject_to=n_ports + (i - n_ports if local
+                                                 else (i // 2 + i % 2) % k))
+            m.submodules[self.local_name("inject", i - n_ports) if local
+                         else f"input{i}"] = port
             lookup = table.read_port(domain="comb")
             # Destinations beyond the table read as the all-zero (unreachable) entry.
             known = port.dst < self.n_nodes
             m.d.comb += [lookup.addr.eq(port.dst),
                          port.entry.eq(Mux(known, lookup.data.as_value(), 0))]
             inputs.append(port)
-        inject = inputs[-1]
-        m.d.comb += [inject.link.valid.eq(self.inject.valid & inject.room[0]),
-                     inject.link.data.eq(self.inject.payload),
-                     self.inject.ready.eq(inject.room[0])]
+        for j in range(k):
+            inject, stream_in = inputs[n_ports + j], self.local("inject", j)
+            m.d.comb += [inject.link.valid.eq(stream_in.valid & inject.room[0]),
+                         inject.link.data.eq(stream_in.payload),
+                         stream_in.ready.eq(inject.room[0])]
         for i in range(n_ports):
             wiring.connect(m, wiring.flipped(self.rx[i]), inputs[i].link)
 
-        m.submodules.allocator = alloc = Allocator(n_in=n_ports + 1, n_out=n_ports + 1,
-                                                   vcs=vcs, buffer_flits=self.buffer_flits)
-        eject_free = ~self.eject.valid | self.eject.ready
-        m.d.comb += alloc.eject_free.eq(eject_free)
+        m.submodules.allocator = alloc = Allocator(n_in=n_ports + k, n_out=n_ports + k,
+                                                   vcs=vcs, buffer_flits=self.buffer_flits,
+                                                   n_eject=k)
+        ejects = [self.local("eject", j) for j in range(k)]
+        eject_free = [~e.valid | e.ready for e in ejects]
+        m.d.comb += alloc.eject_free.eq(Cat(*eject_free))
         for i, port in enumerate(inputs):
             for v in range(port.vcs):
                 m.d.comb += [alloc.heads[i][v].eq(port.heads[v]),
@@ -176,7 +211,7 @@ class Router(wiring.Component):
         # The switch: each output takes the granted flit of the input it selected into
         # its register. (Flits are plain bits inside the router; the layout is on ports.)
         flit_bits = self.flit_words * 32
-        for o in range(n_ports + 1):
+        for o in range(n_ports + k):
             flit = 0
             for i, port in enumerate(inputs):
                 flit = flit | Mux(alloc.select[o][i], port.data, 0)
@@ -188,9 +223,10 @@ class Router(wiring.Component):
                     m.d.sync += held.eq(flit)
                 m.d.comb += self.tx[o].data.eq(held)
             else:
-                with m.If(eject_free):
-                    m.d.sync += [self.eject.valid.eq(alloc.send[o]), held.eq(flit)]
-                m.d.comb += self.eject.payload.eq(held)
+                eject = ejects[o - n_ports]
+                with m.If(eject_free[o - n_ports]):
+                    m.d.sync += [eject.valid.eq(alloc.send[o]), held.eq(flit)]
+                m.d.comb += eject.payload.eq(held)
             m.d.sync += self.forwarded[o].eq(self.forwarded[o] + alloc.send[o])
 
         m.d.sync += self.dropped.eq(self.dropped + sum(p.malformed for p in inputs))

@@ -39,10 +39,12 @@ def decode_entry(value):
 
 
 def rule(entry, in_port, in_vc):
-    """The output VC of ``hdl.ici.layouts``' docstring."""
+    """The output VC of ``hdl.ici.layouts``' docstring: a non-fixed entry's ``vc`` is its
+    class's first VC b, and going straight on in b + 1 keeps b + 1."""
     if entry["fixed"]:
         return entry["vc"]
-    return int(entry["straight"] and in_vc == 1 and in_port == entry["port"] ^ 1)
+    straight = entry["straight"] and in_vc == entry["vc"] + 1 and in_port == entry["port"] ^ 1
+    return entry["vc"] + int(straight)
 
 
 @pytest.mark.parametrize("shape, kwargs, vcs", [
@@ -54,6 +56,10 @@ def rule(entry, in_port, in_vc):
     ((4, 4), dict(failed=[5]), 2),
     ((4, 4), dict(failed=[5, 10]), 3),
     ((3, 3), dict(wrap=False, failed=[4]), 2),
+    ((4, 4), {}, 4),
+    ((2, 2, 4), dict(twist=True), 4),
+    ((3, 3), dict(wrap=False), 4),
+    ((4, 4), dict(failed=[5]), 4),
 ])
 def test_table_entries_give_the_golden_vc(shape, kwargs, vcs):
     topology = topo.torus(shape, **kwargs)
@@ -96,3 +102,19 @@ def test_table_entries_reject_bad_input():
     with pytest.raises(ValueError, match="chip must be at most 15"):
         layouts.table_entries(tables, 16, vcs=3)
     assert np.all(np.array(layouts.table_entries(tables, 5, vcs=3)) == 0)  # failed chip
+
+
+def test_four_vcs_use_two_classes():
+    """With 4 VCs a torus's destinations split into classes {0, 1} and {2, 3} by
+    coordinate parity; every entry for a class-1 destination names VC 2 or 3."""
+    topology = topo.torus((4, 4))
+    tables = topo.routing_tables(topology, vcs=4)
+    parity = topology.coords.sum(1) % 2
+    assert list(tables.vc_base) == list(2 * parity)
+    for chip in range(topology.n_chips):
+        for dst, value in enumerate(layouts.table_entries(tables, chip, vcs=4)):
+            e = decode_entry(value)
+            if dst != chip:
+                assert e["vc"] in ((2, 3) if parity[dst] else (0, 1)), (chip, dst)
+    with pytest.raises(ValueError, match="VC classes need 4 VCs, more than vcs=3"):
+        layouts.table_entries(tables, 0, vcs=3)

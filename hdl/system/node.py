@@ -1,0 +1,216 @@
+"""One node of the network testbench: a router, its outgoing links, and per local port a
+traffic generator and a sink, with the node's statistics behind one read port."""
+
+from amaranth.hdl import Array, Cat, Module, Mux, Signal, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..ici import Link, LinkSignature, Router
+from ..ici.layouts import CHIP_BITS, MAX_VCS, route_entry_layout
+from ..lib.memory_port import check_int
+from ..lib.xorshift import GAP_BITS
+from .generator import TrafficGenerator
+from .layouts import (FLIT_WORDS, HIST_BASE, HOP_BITS, MAX_LOCAL_PORTS, MAX_PACKET_FLITS,
+                      STAT_ADDR_BITS, STATS, node_layout)
+from .sink import TrafficSink
+
+__all__ = ["NetworkNode", "node_signature", "node_row_layout", "traffic_signature"]
+
+
+def node_row_layout(dims):
+    """A node's slice of a configuration row ``r`` (``layouts.row_layout``): ``row`` (r),
+    its routing-table ``entry`` for destination r, its ``hops`` from source r, and node r's
+    settings ``node``."""
+    return data.StructLayout({"row": unsigned(CHIP_BITS), "entry": route_entry_layout,
+                              "hops": unsigned(HOP_BITS), "node": node_layout(dims)})
+
+
+def traffic_signature(n_nodes):
+    """The run's traffic settings, the same for every node (``hdl.system.NetworkSystem``'s
+    plain inputs of those names)."""
+    return wiring.Signature({
+        "mode": Out(2), "threshold": Out(GAP_BITS + 1),
+        "packet_flits": Out(range(MAX_PACKET_FLITS + 1)), "message_packets": Out(16),
+        "alive": Out(n_nodes), "corrupt_every": Out(16), "malformed_every": Out(16),
+    })
+
+
+def node_signature(*, dims, vcs, n_nodes, local_ports):
+    """The ports of a :class:`NetworkNode` (its docstring), without building one."""
+    ports = 2 * dims
+    link = LinkSignature(vcs=vcs, flit_words=FLIT_WORDS)
+    return wiring.Signature({
+        "tx": Out(link).array(ports), "rx": In(link).array(ports),
+        "config_valid": In(1), "config": In(node_row_layout(dims)),
+        "node": In(CHIP_BITS), "go": In(1), "create": In(1), "window": In(1),
+        "now": In(32), "traffic": In(traffic_signature(n_nodes)),
+        "lit": Out(ports), "moved": Out(1),
+        "injected": Out(range(local_ports + 1)), "arrived": Out(range(local_ports + 1)),
+        "drops": Out(4), "pending": Out(1),
+        "stat_addr": In(STAT_ADDR_BITS), "stat_data": Out(32),
+    })
+
+
+class NetworkNode(wiring.Component):
+    """A :class:`~hdl.ici.Router` with a :class:`~hdl.ici.Link` on each torus output, and
+    ``local_ports`` pairs of :class:`TrafficGenerator` (into injection port j) and
+    :class:`TrafficSink` (from ejection port j).
+
+    Every node of a network is the same module: its id comes in on ``node``, its settings
+    in the configuration rows. Row r (``config_valid`` high) writes the router's table
+    entry for destination r and the hop count from source r, and if r is this node, the
+    node's own settings (``node_layout``: fixed destination, whether it sends, lit torus
+    ports, seed).
+
+    Parameters
+    ----------
+    dims, vcs, buffer_flits, n_nodes, local_ports
+        The router's (:class:`~hdl.ici.Router`; flits are 2 words, pipeline 1).
+    link_latency : int
+        Of each outgoing link.
+    source_queue : int
+        Of each generator.
+
+    Ports
+    -----
+    tx : Out(LinkSignature(vcs, 2)).array(2*dims)
+        The far ends of the outgoing links (registered when ``link_latency`` >= 1).
+    rx : In(LinkSignature(vcs, 2)).array(2*dims)
+        Into the router.
+    config_valid : In(1)
+    config : In(node_row_layout(dims))
+    node : In(8)
+    go, create, window : In(1)
+        Generators running; creation on; measurement window open.
+    now : In(32)
+    traffic : In(traffic_signature(n_nodes))
+    lit : Out(2*dims)
+        The node's lit torus ports, from its settings.
+    moved : Out(1)
+        A flit was injected, ejected or sent on a link this cycle.
+    injected, arrived : Out(range(local_ports + 1))
+        Packets whose tail was injected, and ejected, this cycle.
+    drops : Out(4)
+        Malformed packets the router dropped this cycle (seen a cycle late).
+    pending : Out(1)
+        A generator has a packet queued or half sent.
+    stat_addr : In(STAT_ADDR_BITS)
+    stat_data : Out(32)
+        ``layouts.STATS[stat_addr]`` (counters summed over the local ports, the largest
+        latency of them for ``latency_max``), or histogram
+        bin ``stat_addr - HIST_BASE`` (summed), combinationally.
+    """
+
+    def __init__(self, *, dims=2, vcs=2, buffer_flits=8, link_latency=2, n_nodes=16,
+                 local_ports=1, source_queue=64):
+        check_int("dims", dims, least=2, most=3)
+        check_int("vcs", vcs, least=2, most=MAX_VCS)
+        check_int("buffer_flits", buffer_flits, least=1)
+        check_int("link_latency", link_latency, least=0)
+        check_int("n_nodes", n_nodes, least=2, most=1 << CHIP_BITS)
+        check_int("local_ports", local_ports, least=1, most=MAX_LOCAL_PORTS)
+        check_int("source_queue", source_queue, least=1)
+        self.dims, self.vcs, self.buffer_flits = dims, vcs, buffer_flits
+        self.link_latency, self.n_nodes = link_latency, n_nodes
+        self.local_ports, self.source_queue = local_ports, source_queue
+        super().__init__(node_signature(dims=dims, vcs=vcs, n_nodes=n_nodes,
+                                        local_ports=local_ports))
+
+    def elaborate(self, platform):
+        m = Module()
+        ports, k = 2 * self.dims, self.local_ports
+        m.submodules.router = router = Router(
+            dims=self.dims, vcs=self.vcs, buffer_flits=self.buffer_flits,
+            flit_words=FLIT_WORDS, n_nodes=self.n_nodes, local_ports=k)
+        generators = [TrafficGenerator(n_nodes=self.n_nodes, lane=j, local_ports=k,
+                                       source_queue=self.source_queue) for j in range(k)]
+        sinks = [TrafficSink(n_nodes=self.n_nodes, local_ports=k) for _ in range(k)]
+
+        settings = Signal(node_layout(self.dims))
+        m.submodules.hops = hops = Memory(shape=HOP_BITS, depth=self.n_nodes, init=[])
+        hop_write = hops.write_port()
+        cfg = self.config
+        m.d.comb += [router.table.valid.eq(self.config_valid),
+                     router.table.payload.dst.eq(cfg.row),
+                     router.table.payload.entry.eq(cfg.entry),
+                     hop_write.en.eq(self.config_valid), hop_write.addr.eq(cfg.row),
+                     hop_write.data.eq(cfg.hops), self.lit.eq(settings.lit)]
+        with m.If(self.config_valid & (cfg.row == self.node)):
+            m.d.sync += settings.eq(cfg.node)
+
+        for p in range(ports):
+            m.submodules[f"link{p}"] = link = Link(vcs=self.vcs, flit_words=FLIT_WORDS,
+                                                   latency=self.link_latency)
+            wiring.connect(m, router.tx[p], link.tx)
+            wiring.connect(m, link.rx, wiring.flipped(self.tx[p]))
+            wiring.connect(m, wiring.flipped(self.rx[p]), router.rx[p])
+
+        traffic = self.traffic
+        for j, (gen, sink) in enumerate(zip(generators, sinks)):
+            m.submodules[f"generator{j}"] = gen
+            m.submodules[f"sink{j}"] = sink
+            m.d.comb += [
+                gen.node.eq(self.node), gen.go.eq(self.go), gen.create.eq(self.create),
+                gen.window.eq(self.window), gen.now.eq(self.now), gen.mode.eq(traffic.mode),
+                gen.threshold.eq(traffic.threshold), gen.packet_flits.eq(traffic.packet_flits),
+                gen.message_packets.eq(traffic.message_packets), gen.alive.eq(traffic.alive),
+                gen.corrupt_every.eq(traffic.corrupt_every),
+                gen.malformed_every.eq(traffic.malformed_every),
+                gen.first_dst.eq(settings.dst), gen.sends.eq(settings.sends),
+                gen.seed.eq(settings.seed),
+                sink.node.eq(self.node), sink.now.eq(self.now), sink.window.eq(self.window),
+                sink.packet_flits.eq(traffic.packet_flits),
+            ]
+            wiring.connect(m, gen.inject, router.local("inject", j))
+            wiring.connect(m, router.local("eject", j), sink.eject)
+            lookup = hops.read_port(domain="comb")
+            m.d.comb += [lookup.addr.eq(sink.src), sink.hops.eq(lookup.data)]
+
+        def transfers(streams):
+            return [s.valid & s.ready for s in streams]
+        injects = transfers(router.local("inject", j) for j in range(k))
+        ejects = transfers(router.local("eject", j) for j in range(k))
+        sent = [router.tx[p].valid for p in range(ports)]
+        arrivals = [router.rx[p].valid for p in range(ports)]
+        m.d.comb += [self.moved.eq(Cat(*injects, *ejects, *sent).any()),
+                     self.injected.eq(sum(g.tail for g in generators)),
+                     self.arrived.eq(sum(s.arrived for s in sinks)),
+                     self.pending.eq(Cat(g.queued.any() for g in generators).any())]
+        last_dropped = Signal.like(router.dropped)
+        m.d.sync += last_dropped.eq(router.dropped)
+        m.d.comb += self.drops.eq(router.dropped - last_dropped)
+
+        # Flits that entered the router and have not left (dropped ones stay counted).
+        held = Signal(32)
+        m.d.sync += held.eq(held + sum(injects) + sum(arrivals) - sum(ejects) - sum(sent))
+        links = [Signal(32, name=f"link{p}_window") for p in range(ports)]
+        for p, count in enumerate(links):
+            m.d.sync += count.eq(count + (sent[p] & self.window))
+
+        stats = {f"link{p}": links[p] for p in range(ports)}
+        for name in ("created_window", "created", "injected", "overflow", "corrupted",
+                     "malformed"):
+            stats[name] = sum(getattr(g, name) for g in generators)[:32]
+        for name in ("received", "packets_window", "flits_window", "hops_window",
+                     "header_errors", "sequence_errors", "payload_errors"):
+            stats[name] = sum(getattr(s, name) for s in sinks)[:32]
+        latency = sum(s.latency for s in sinks)
+        stats["latency_lo"], stats["latency_hi"] = latency[:32], latency[32:48]
+        worst = sinks[0].latency_max
+        for sink in sinks[1:]:
+            worst = Mux(sink.latency_max > worst, sink.latency_max, worst)
+        stats["latency_max"] = worst
+        stats["dropped"], stats["protocol"] = router.dropped, router.overflow
+        stats["held"] = held
+        stats["queued"] = sum(g.queued for g in generators)
+
+        # Padded to HIST_BASE entries, so that every index of its bits names one.
+        scalar = Array(stats.get(name, 0) for name in STATS + ("",) * (HIST_BASE - len(STATS)))
+        hist = sum(s.hist_data for s in sinks)[:32]
+        for sink in sinks:
+            m.d.comb += sink.hist_addr.eq(self.stat_addr - HIST_BASE)
+        m.d.comb += self.stat_data.eq(Mux(self.stat_addr < HIST_BASE,
+                                          scalar[self.stat_addr[:(HIST_BASE - 1).bit_length()]],
+                                          hist))
+        return m

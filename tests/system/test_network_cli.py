@@ -1,0 +1,97 @@
+"""``tpu-rtl network`` (``verif.network_cli``): the latency-load table, the two plots, and a
+side-by-side sweep of a regular and a twisted torus on the compiled path."""
+
+import argparse
+
+import numpy as np
+import pytest
+
+from sim.network import NetworkRun
+from verif import network_cli
+
+
+class _Stats:
+    def __init__(self, run):
+        self.run = run
+
+
+def fake_curve(scale):
+    util = np.full((8, 4), 0.25 * scale)
+    return [(rate, _Stats(NetworkRun(rate, rate * scale, 8 + 10 * rate, 12 + 20 * rate, 1.5,
+                                     util)))
+            for rate in (0.1, 0.5)]
+
+
+def test_table_puts_topologies_side_by_side():
+    table = network_cli.latency_table({"regular": fake_curve(1.0),
+                                       "twisted": fake_curve(0.9)[:1]}).splitlines()
+    columns = ("offered", "accepted", "latency", "p99", "hops")
+    assert table[0].split() == ["rate"] + [word for name in ("regular", "twisted")
+                                           for col in columns for word in (name, col)]
+    assert table[2].split() == ["0.1", "0.100", "0.100", "9.0", "14", "1.50",
+                                "0.100", "0.090", "9.0", "14", "1.50"]
+    assert table[3].split() == ["0.5", "0.500", "0.500", "13.0", "22", "1.50"]
+
+
+def test_plots_are_written(tmp_path):
+    paths = network_cli.plot_curves({"regular": fake_curve(1.0)}, tmp_path, "2x4", "uniform")
+    assert [p.name for p in paths] == ["latency_2x4.png", "links_2x4.png"]
+    for path in paths:
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def parse(*argv):
+    parser = argparse.ArgumentParser(prog="tpu-rtl")
+    network_cli.add_parser(parser.add_subparsers(dest="command", required=True))
+    return parser.parse_args(["network", *argv])
+
+
+def test_sweep_side_by_side(tmp_path, capsys):
+    args = parse("--topology", "2x4", "--twist", "--rates", "0.2,0.6", "--cycles", "300",
+                 "--warmup", "100", "--packet-flits", "2", "--out", str(tmp_path))
+    args.func(args)
+    out = capsys.readouterr().out
+    assert "regular offered" in out and "twisted offered" in out
+    rows = [line.split() for line in out.splitlines() if line.split()[:1] in (["0.2"], ["0.6"])]
+    assert len(rows) == 2 and all(len(row) == 11 for row in rows)
+    assert (tmp_path / "latency_2x4.png").exists() and (tmp_path / "links_2x4.png").exists()
+
+
+def test_bad_rates():
+    args = parse("--rates", "0.1,lots")
+    with pytest.raises(ValueError, match="--rates must be numbers separated by commas"):
+        args.func(args)
+
+
+def test_goal_commands_parse_to_the_measured_settings():
+    """The command docs/network.md quotes for a figure sets what ``measure_goals`` ran."""
+    line = network_cli.command("4x4x8", [2], cycles=6000, warmup=2000, seed=1, twist=True,
+                               traffic="all_to_all", packet_flits=4, message_packets=16,
+                               local_ports=2)
+    args = parse(*line.split()[2:])
+    assert (args.topology, args.twist, args.traffic, args.packet_flits, args.message_packets,
+            args.local_ports, args.vcs) == ("4x4x8", True, "all_to_all", 4, 16, 2, 2)
+    assert (args.rates, args.cycles, args.warmup, args.seed, args.backend, args.all_points) \
+        == ("2", 6000, 2000, 1, "verilator", True)
+    args = parse(*network_cli.command("4x4", [0.1, 0.85], cycles=4000, warmup=1000, seed=7,
+                                      vcs=4).split()[2:])
+    assert (args.vcs, args.rates, args.twist, args.traffic) == (4, "0.1,0.85", False, "uniform")
+
+
+def test_goal_verdicts():
+    """Each goal is met or missed by its distance to the target, from the numbers given."""
+    def config(zero, sat):
+        return {"zero": {"latency_mean": zero}, "sat": {"accepted": sat}}
+    rows = [("4x4, 2 VCs", config(13.5, 0.69), "4x4", {}),
+            ("4x4, 4 VCs", config(13.5, 0.90), "4x4", {"vcs": 4})]
+    twists = [("4x4x8", {False: {"accepted": 0.5}, True: {"accepted": 0.6}})]
+    lines = network_cli._goal_summary(rows, twists, lambda x, digits=3: f"{x:.{digits}f}")
+    verdicts = [line.rsplit("|", 2)[1].strip() for line in lines if line.startswith("| ")][1:]
+    assert verdicts == ["met", "**missed** by 0.010", "met",
+                        "**missed** by 0.27x (below the band's 1.47x)"]
+
+
+def test_wired_into_tpu_rtl():
+    from verif.cli import _parser
+    args = _parser().parse_args(["network", "--topology", "4x4x8", "--twist"])
+    assert args.func is network_cli.cmd_network and args.twist and args.topology == "4x4x8"
