@@ -1,0 +1,157 @@
+# amaranth: UnusedElaboratable=no
+# (The parts are made here, so runs can reach their memories, and used by this component's
+# elaborate: if the core is never elaborated, the warning about it is the one that counts.)
+"""The TensorCore: sequencer, IMEM, SMEM, the vector queue, the VPU and the MXU."""
+
+from amaranth.hdl import Module
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..arith.float_ops import check_numerics
+from ..lib.memory_port import check_int
+from ..memory.dma_system import core_signature
+from ..memory.layouts import descriptor_layout
+from ..memory.vmem import VMEM
+from ..mxu.matrix_unit import MXU
+from ..vpu import ERRORS as VPU_ERRORS
+from ..vpu.layouts import SUBLANES
+from ..vpu.vpu import VPU
+from .isa import BUNDLE_WORDS, ERROR_CODES
+from .sequencer import Sequencer, State
+from .vector_queue import VectorQueue
+
+__all__ = ["TensorCore"]
+
+
+class TensorCore(wiring.Component):
+    """A :class:`~hdl.tensorcore.sequencer.Sequencer` with IMEM, SMEM, the VPU and its MXU.
+
+    IMEM (a bundle a line) and SMEM (a word a line) are single-cycle
+    :class:`~hdl.memory.vmem.VMEM` arrays: the sequencer holds IMEM's core port (the
+    ``dma`` port is left for a host) and both of SMEM's (loads and stores, and DMA
+    descriptor records). Each bundle's vector words go through a
+    :class:`~hdl.tensorcore.vector_queue.VectorQueue` to the :class:`~hdl.vpu.vpu.VPU`,
+    so scalar execution runs up to ``vector_queue`` bundles ahead of it; an optional
+    ``lanes x lanes`` :class:`~hdl.mxu.matrix_unit.MXU` sits behind the VPU.
+
+    VMEM and the sync flags are not in here but behind ``memory``, the
+    :func:`hdl.memory.dma_system.core_signature` port, so that a chip joins the core to
+    a :class:`~hdl.memory.dma_system.DmaSystem` (its VMEM, flags and DMA engine): the
+    VPU's VMEM port and the sequencer's flag set and wait go there, the flags' values
+    come back on ``flag_values``, and checked descriptors leave on ``dma``. Joined so (or
+    to a VMEM and :class:`~hdl.memory.sync_flags.SyncFlags` alone, for programs without
+    ``dma``), the final state equals ``golden.tensorcore.run``'s on the same program and
+    images (``mxu_results`` as the ISS's, ``imem_depth`` its ``imem_bundles``).
+
+    Parameters
+    ----------
+    imem_depth, smem_words, n_flags, vmem_lines, mxu_results, hbm_words, n_chips : int
+        As the :class:`~hdl.tensorcore.sequencer.Sequencer`'s.
+    lanes : int
+        VPU lanes and VMEM words per line (default 8).
+    numerics : "tpu" or "ieee"
+    mxu : bool or None
+        Attach an MXU (default: when ``lanes`` is a multiple of 8).
+    vector_queue : int
+        Bundles the vector queue holds (default 4).
+    ops : collection of str, optional
+        The VPU's optional instructions to build (:class:`~hdl.vpu.vpu.VPU`'s ``ops``):
+        a program may use only these; another stops the VPU with ``vpu_error``
+        ``unsupported``, a reason the ISS does not have.
+
+    Ports
+    -----
+    start : In(1)
+        Starts the core at pc 0 (once, from reset).
+    memory : Out(core_signature(vmem_lines=vmem_lines, lanes=lanes))
+        VMEM (the VPU's loads and stores), flag set and flag wait.
+    flag_values : In(ArrayLayout(32, n_flags))
+        The flags' values, for ``fadd`` and ``waitc``.
+    dma : Out(stream.Signature(descriptor_layout))
+        Issued DMA descriptors, already checked, each after the VMEM fence.
+    state, pc, error, error_pc, bundles, waiting, dma_busy : Out
+        The sequencer's.
+    drained : Out(1)
+        The vector queue is empty and the VPU has finished every instruction it took.
+    done : Out(1)
+        The core has stopped (halted or an error) and is ``drained`` (a chip waits for
+        its DMAs too).
+    vpu_error : Out(range(len(hdl.vpu.ERRORS)))
+        The VPU's stop reason; 0 unless the VPU lacks an op the program uses.
+
+    Attributes
+    ----------
+    memory_images : dict
+        ``imem``, ``smem``, ``sregs``, ``vregs``: ``(Memory, path)`` for a run to load and
+        read back.
+    """
+
+    def __init__(self, *, imem_depth=256, smem_words=1024, n_flags=16, lanes=8,
+                 numerics="tpu", vmem_lines=256, mxu=None, mxu_results=16, vector_queue=4,
+                 ops=None, hbm_words=1 << 16, n_chips=1):
+        check_int("lanes", lanes, least=1)
+        check_numerics(numerics)
+        if mxu is None:
+            mxu = lanes % SUBLANES == 0
+        self.sequencer = Sequencer(imem_depth=imem_depth, smem_words=smem_words,
+                                   n_flags=n_flags, lanes=lanes, vmem_lines=vmem_lines,
+                                   mxu=mxu, mxu_results=mxu_results, hbm_words=hbm_words,
+                                   n_chips=n_chips)
+        self.queue = VectorQueue(depth=vector_queue)
+        self.imem = VMEM(lines=imem_depth, lanes=BUNDLE_WORDS)
+        self.smem = VMEM(lines=smem_words, lanes=1)
+        self.vpu = VPU(lanes=lanes, numerics=numerics, vmem_lines=vmem_lines, mxu=mxu,
+                       mxu_results=mxu_results, ops=ops)
+        # Two rows of headroom, as hdl.vpu.VPUSystem: the MXU holds its array while its
+        # FIFO could fill.
+        self.mxu = MXU(rows=lanes, cols=lanes, numerics=numerics,
+                       fifo_depth=mxu_results + 2) if mxu else None
+        self.lanes, self.n_flags = lanes, n_flags
+        self.memory_images = {
+            "imem": (self.imem.words, "imem.words"), "smem": (self.smem.words, "smem.words"),
+            "sregs": (self.sequencer.sregs, "sequencer.sregs"),
+            "vregs": (self.vpu.regfile, "vpu.regfile"),
+        }
+        super().__init__({
+            "start": In(1),
+            "memory": Out(core_signature(vmem_lines=vmem_lines, lanes=lanes)),
+            "flag_values": In(data.ArrayLayout(32, n_flags)),
+            "dma": Out(stream.Signature(descriptor_layout)),
+            "state": Out(State), "pc": Out(32), "error_pc": Out(32), "bundles": Out(32),
+            "error": Out(range(len(ERROR_CODES))), "waiting": Out(1), "dma_busy": Out(1),
+            "drained": Out(1), "done": Out(1), "vpu_error": Out(range(len(VPU_ERRORS))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.sequencer = seq = self.sequencer
+        m.submodules.imem = imem = self.imem
+        m.submodules.smem = smem = self.smem
+        m.submodules.queue = queue = self.queue
+        m.submodules.vpu = vpu = self.vpu
+        wiring.connect(m, seq.imem, imem.core)
+        wiring.connect(m, seq.smem, smem.core)
+        wiring.connect(m, seq.smem_record, smem.dma)
+        wiring.connect(m, seq.vector, queue.bundles)
+        wiring.connect(m, queue.program, vpu.program)
+        wiring.connect(m, seq.dma, wiring.flipped(self.dma))
+        wiring.connect(m, vpu.vmem, wiring.flipped(self.memory.vmem))
+        wiring.connect(m, seq.flag_set, wiring.flipped(self.memory.flag_set))
+        wiring.connect(m, seq.flag_wait, wiring.flipped(self.memory.flag_wait))
+        if self.mxu is not None:
+            m.submodules.mxu = mxu = self.mxu
+            wiring.connect(m, vpu.mxu_weights, mxu.weights)
+            wiring.connect(m, vpu.mxu_lhs, mxu.lhs)
+            wiring.connect(m, mxu.result, vpu.mxu_result)
+        stopped = (seq.state == State.HALTED) | (seq.state == State.ERROR)
+        m.d.comb += [
+            seq.flag_values.eq(self.flag_values), seq.start.eq(self.start),
+            seq.fence.eq(self.drained),
+            *(getattr(self, name).eq(getattr(seq, name))
+              for name in ("state", "pc", "error_pc", "bundles", "error", "waiting",
+                           "dma_busy")),
+            self.vpu_error.eq(vpu.error),
+            self.drained.eq(queue.empty & vpu.idle),
+            self.done.eq(stopped & self.drained),
+        ]
+        return m

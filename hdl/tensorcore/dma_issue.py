@@ -1,0 +1,193 @@
+# amaranth: UnusedElaboratable=no
+# (The descriptor check is made in __init__ and used by elaborate: if this component is never
+# elaborated, its own warning is the one that counts.)
+"""The misc slot's ``dma``: read a descriptor record from SMEM, judge it before the bundle
+commits, and hand it to the DMA engine once the VPU has drained."""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..lib.memory_port import MemoryPortSignature, check_int, line_addr_width
+from ..memory.dma_check import DescriptorCheck
+from ..memory.layouts import ADDRESS_BITS, DIMS, REASONS, descriptor_layout
+from .isa import CONTROL_FIELDS, DESCRIPTOR_FIELDS, DESCRIPTOR_WORDS, ERROR_CODES
+
+__all__ = ["DmaIssue", "check_layout", "verdict_layout"]
+
+#: The sequencer's request: judge the record at SMEM word ``address``.
+check_layout = data.StructLayout({"address": 32})
+#: The verdict: ``code`` 0 (accepted: the descriptor is held for ``dma``) or an error code.
+verdict_layout = data.StructLayout({"code": range(len(ERROR_CODES))})
+
+_STRIDES = [f"{side}_stride{i}" for side in ("src", "dst") for i in range(DIMS)]
+
+
+class _Phase(enum.Enum, shape=3):
+    IDLE = 0
+    READ = 1
+    FORMAT = 2
+    JUDGE = 3
+    VERDICT = 4
+    SEND = 5
+
+
+def _control(word, name):
+    low, width = CONTROL_FIELDS[name]
+    return word[low:low + width]
+
+
+class DmaIssue(wiring.Component):
+    """Issues one ``dma`` at a time, with every fault known before its bundle commits.
+
+    On ``check`` it reads the :data:`~golden.tensorcore.DESCRIPTOR_WORDS`-word record
+    from SMEM (the caller has range-checked it), and judges it as the ISS does: a record
+    no ``golden.memory.Descriptor`` can hold is ``dma_format`` (reserved control bits, a
+    chip or sent flag on a local transfer, a sent flag without ``has_sent``, a base or
+    count over 24 bits, a stride outside ``(-2**24, 2**24)``, counts moving ``2**24`` words
+    or more); otherwise a :class:`~hdl.memory.dma_check.DescriptorCheck` of its own, with
+    the DMA engine's sizes, gives ``golden.memory.validate``'s verdict (``dma_count`` ...
+    ``dma_dst_range``). The DMA engine would reject the same descriptors, but only after
+    the bundle had issued; judging here keeps a faulting bundle from doing anything.
+
+    Parameters
+    ----------
+    smem_words : int
+        SMEM words.
+    hbm_words, vmem_words : int
+        The DMA engine's space sizes, in words.
+    n_flags, n_chips : int
+
+    Ports
+    -----
+    check : In(stream.Signature(check_layout))
+        Taken when no descriptor is being judged or held.
+    verdict : Out(stream.Signature(verdict_layout))
+        Held until taken. Taking an accepting verdict is the commit: the descriptor is
+        then held for ``dma``.
+    smem : Out(MemoryPortSignature(addr_width, words=1))
+        Record reads, one request a cycle; responses are always taken.
+    fence : In(1)
+        The VPU has performed every VMEM access issued before (the vector queue is empty
+        and the VPU idle).
+    dma : Out(stream.Signature(descriptor_layout))
+        The accepted descriptor, offered once ``fence`` is high, for the DMA engine.
+    busy : Out(1)
+        A descriptor is being read, judged or held: the sequencer issues nothing else.
+
+    Latency: ``DESCRIPTOR_WORDS + 2`` cycles from ``check`` to the read record, then one
+    for the format check and the :class:`~hdl.memory.dma_check.DescriptorCheck`'s
+    (2 cycles when accepted, at most 33 for a range rejection). Throughput: one
+    descriptor at a time.
+    """
+
+    def __init__(self, *, smem_words, hbm_words, vmem_words, n_flags, n_chips=1):
+        self.smem_words = check_int("smem_words", smem_words, least=DESCRIPTOR_WORDS)
+        self.precheck = DescriptorCheck(hbm_size=hbm_words, vmem_size=vmem_words,
+                                        n_flags=n_flags, n_chips=n_chips, queue_depth=1)
+        super().__init__({
+            "check": In(stream.Signature(check_layout)),
+            "verdict": Out(stream.Signature(verdict_layout)),
+            "smem": Out(MemoryPortSignature(addr_width=line_addr_width(smem_words), words=1)),
+            "fence": In(1),
+            "dma": Out(stream.Signature(descriptor_layout)),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.precheck = precheck = self.precheck
+        phase = Signal(_Phase)
+        address = Signal(32)
+        words = [Signal(32, name=f"record{k}") for k in range(DESCRIPTOR_WORDS)]
+        asked = Signal(range(DESCRIPTOR_WORDS + 1))
+        got = Signal(range(DESCRIPTOR_WORDS + 1))
+        code = Signal(range(len(ERROR_CODES)))
+        held = Signal(descriptor_layout)
+
+        # ---- the record, as a descriptor, and what no descriptor can hold
+        w = dict(zip(DESCRIPTOR_FIELDS, words))
+        control = w["control"]
+        used = sum(((1 << width) - 1) << low for low, width in CONTROL_FIELDS.values())
+        remote, has_sent = _control(control, "remote"), _control(control, "has_sent")
+        chip, sent_flag = _control(control, "chip"), _control(control, "sent_flag")
+        counts = [w[f"count{i}"] for i in range(DIMS)]
+        too_wide = Cat(*(w[n][ADDRESS_BITS:].any() for n in
+                         ("src_base", "dst_base", "count0", "count1", "count2")))
+        # int32 in (-2**24, 2**24): bits 31..24 all equal, and not exactly -2**24.
+        bad_stride = Cat(*(~((w[n][ADDRESS_BITS:] == 0) |
+                             ((w[n][ADDRESS_BITS:] == 0xFF) & w[n][:ADDRESS_BITS].any()))
+                           for n in _STRIDES))
+        words_moved = counts[0][:ADDRESS_BITS] * counts[1][:ADDRESS_BITS] * \
+            counts[2][:ADDRESS_BITS]
+        bad_format = ((control & ~used & 0xFFFFFFFF).any()
+                      | (~remote & (chip.any() | has_sent | sent_flag.any()))
+                      | (~has_sent & sent_flag.any())
+                      | too_wide.any() | bad_stride.any()
+                      | (words_moved >= (1 << ADDRESS_BITS)))
+        desc = Signal(descriptor_layout)
+        m.d.comb += [
+            desc.src_space.eq(_control(control, "src_vmem")), desc.src_base.eq(w["src_base"]),
+            desc.dst_space.eq(_control(control, "dst_vmem")), desc.dst_base.eq(w["dst_base"]),
+            desc.flag.eq(_control(control, "flag")), desc.remote.eq(remote), desc.chip.eq(chip),
+            desc.sent.eq(has_sent), desc.sent_flag.eq(sent_flag),
+        ]
+        for i in range(DIMS):
+            m.d.comb += [desc.counts[i].eq(counts[i]),
+                         desc.src_strides[i].eq(w[f"src_stride{i}"].as_signed()),
+                         desc.dst_strides[i].eq(w[f"dst_stride{i}"].as_signed())]
+
+        reason_code = Const(0, code.shape())
+        for k, reason in enumerate(REASONS):
+            if f"dma_{reason}" in ERROR_CODES:
+                reason_code = Mux(precheck.errors.payload.reason == k,
+                                  ERROR_CODES[f"dma_{reason}"], reason_code)
+
+        m.d.comb += [
+            self.busy.eq(phase != _Phase.IDLE),
+            self.smem.resp.ready.eq(1),
+            self.smem.req.payload.addr.eq(address + asked),
+            self.smem.req.valid.eq((phase == _Phase.READ) & (asked < DESCRIPTOR_WORDS)),
+            self.verdict.valid.eq(phase == _Phase.VERDICT),
+            self.verdict.payload.code.eq(code),
+            precheck.descriptors.payload.eq(desc),
+            self.dma.payload.eq(held),
+        ]
+        with m.If(self.smem.resp.valid):
+            m.d.sync += got.eq(got + 1)
+            for k, word in enumerate(words):
+                with m.If(got == k):
+                    m.d.sync += word.eq(self.smem.resp.payload.data[0])
+
+        with m.Switch(phase):
+            with m.Case(_Phase.IDLE):
+                m.d.comb += self.check.ready.eq(1)
+                with m.If(self.check.valid):
+                    m.d.sync += [address.eq(self.check.payload.address), asked.eq(0),
+                                 got.eq(0), phase.eq(_Phase.READ)]
+            with m.Case(_Phase.READ):
+                with m.If(self.smem.req.valid & self.smem.req.ready):
+                    m.d.sync += asked.eq(asked + 1)
+                with m.If(got == DESCRIPTOR_WORDS):
+                    m.d.sync += phase.eq(_Phase.FORMAT)
+            with m.Case(_Phase.FORMAT):
+                with m.If(bad_format):
+                    m.d.sync += [code.eq(ERROR_CODES["dma_format"]), phase.eq(_Phase.VERDICT)]
+                with m.Else():
+                    m.d.comb += precheck.descriptors.valid.eq(1)
+                    with m.If(precheck.descriptors.ready):
+                        m.d.sync += [held.eq(desc), phase.eq(_Phase.JUDGE)]
+            with m.Case(_Phase.JUDGE):
+                m.d.comb += [precheck.jobs.ready.eq(1), precheck.errors.ready.eq(1)]
+                with m.If(precheck.jobs.valid):
+                    m.d.sync += [code.eq(0), phase.eq(_Phase.VERDICT)]
+                with m.Elif(precheck.errors.valid):
+                    m.d.sync += [code.eq(reason_code), phase.eq(_Phase.VERDICT)]
+            with m.Case(_Phase.VERDICT):
+                with m.If(self.verdict.ready):
+                    m.d.sync += phase.eq(Mux(code == 0, _Phase.SEND, _Phase.IDLE))
+            with m.Case(_Phase.SEND):
+                m.d.comb += self.dma.valid.eq(self.fence)
+                with m.If(self.dma.valid & self.dma.ready):
+                    m.d.sync += phase.eq(_Phase.IDLE)
+        return m

@@ -1,0 +1,370 @@
+# amaranth: UnusedElaboratable=no
+# (The register file Memory is made in __init__, so runs can load and read it, and used by
+# elaborate: if this component is never elaborated, its own warning is the one that counts.)
+"""The TensorCore sequencer: fetch, decode, fault checks and issue of one bundle at a time."""
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..lib.memory_port import MemoryPortSignature, check_int, line_addr_width
+from ..memory.layouts import CHIP_BITS, FLAG_BITS, descriptor_layout, flag_set_layout, \
+    flag_wait_layout
+from ..vpu.isa import FIELD_BITS as VPU_FIELDS
+from ..vpu.layouts import SUBLANES
+from .dma_issue import DmaIssue
+from .isa import (BUNDLE_WORDS, DEFAULT_HBM_WORDS, DESCRIPTOR_WORDS, ERROR_CODES, SREGS,
+                  VECTOR_SLOTS, decode_bundle)
+from .scalar_alu import branch_taken, scalar_result
+from .vector_queue import VECTOR_LAYOUT
+
+__all__ = ["Sequencer", "State"]
+
+_BASE_LOW, _BASE_BITS = VPU_FIELDS["base"]
+
+
+class State(enum.Enum, shape=3):
+    """``idle`` before ``start``; ``fetch`` while the bundle at ``pc`` is requested;
+    ``issue`` while it is decoded, checked and issued; ``halted``; ``error``."""
+    IDLE = 0
+    FETCH = 1
+    ISSUE = 2
+    HALTED = 3
+    ERROR = 4
+
+
+class Sequencer(wiring.Component):
+    """Runs ``golden.tensorcore`` bundles from IMEM: the scalar unit, SMEM loads and
+    stores, control flow, flags, and the vector slots handed to the VPU queue.
+
+    A bundle issues as a whole in one cycle (its *commit*), or not at all: every fault
+    is known at issue, so a faulting bundle changes nothing and the core stops with
+    ``error`` and ``error_pc``. The checks, in ``docs/isa.md``'s priority order: an
+    illegal bundle; a flag >= ``n_flags``; (a ``wait``/``waitc`` then holds the bundle
+    until its flag is high enough); the ``lw``/``sw`` address; the vector slots in VPU
+    order (a vld/vst base over 16 bits or a line outside VMEM; then the MXU faults, from
+    counts kept here in program order, as the VPU keeps them: weight rows in the shadow
+    tile and result rows queued); a ``dma``'s record range, then its
+    :class:`~hdl.tensorcore.dma_issue.DmaIssue` verdict (``dma_format``, ``dma_<reason>``).
+    The VPU and the DMA engine downstream therefore never fault.
+
+    Every slot reads the registers as they were before the bundle; at commit slot 0
+    writes, then slot 1 (slot 1 wins a register both write), the ``sw`` goes to SMEM,
+    the vector words (vld/vst bases patched with their ``vaddr`` registers) to
+    ``vector``, the flag op to the flag bank, and the pc moves on.
+
+    Parameters
+    ----------
+    imem_depth : int
+        Bundles of IMEM (default 256).
+    smem_words : int
+        Words of SMEM (default 1024).
+    n_flags : int
+        Sync flags (default 16), 1 to 128.
+    lanes : int
+        VPU lanes; the MXU's shadow tile is ``lanes`` weight rows.
+    vmem_lines : int
+        VMEM lines, for the vld/vst range check (default 256, at least 8).
+    mxu : bool
+        Whether an MXU is attached (else MXU ops fault ``no_mxu``).
+    mxu_results : int
+        Result rows the MXU may hold unpopped (default 16, at least 8).
+    hbm_words : int
+        Words of the HBM behind the DMA engine (default
+        ``golden.tensorcore.DEFAULT_HBM_WORDS``), for the descriptor check; VMEM has
+        ``vmem_lines * lanes``.
+    n_chips : int
+        Chips a remote push may name (default 1).
+
+    Ports
+    -----
+    start : In(1)
+        In ``idle``, starts the core at pc 0.
+    imem : Out(MemoryPortSignature(addr_width, words=BUNDLE_WORDS))
+        Bundle fetch; IMEM line ``p`` is bundle ``p``. Responses are taken at commit.
+    smem : Out(MemoryPortSignature(addr_width, words=1))
+        ``lw`` reads (answered in any later cycle) and ``sw`` writes; responses are always
+        taken.
+    smem_record : Out(MemoryPortSignature(addr_width, words=1))
+        DMA descriptor record reads, on SMEM's second port.
+    dma : Out(stream.Signature(descriptor_layout))
+        Issued descriptors, for the DMA engine, each offered once ``fence`` is high.
+    fence : In(1)
+        The VPU has performed every VMEM access issued so far (queue empty, VPU idle).
+    vector : Out(stream.Signature(VECTOR_LAYOUT))
+        A bundle's vector words, offered only when the rest of the bundle can commit; a
+        bundle waits for ``ready``.
+    flag_wait : Out(stream.Signature(flag_wait_layout))
+        A ``wait``/``waitc`` bundle's precondition, offered until ``ready``.
+    flag_set : Out(stream.Signature(flag_set_layout))
+        ``fset``, ``fadd`` (the flag's value plus the operand) and ``waitc`` (minus it);
+        always taken (SyncFlags' ``set``). A DMA's add in the same cycle lands on top, so
+        ``fadd`` and ``waitc`` are atomic with respect to the DMA.
+    flag_values : In(ArrayLayout(32, n_flags))
+        The flags, for ``fadd`` and ``waitc``.
+    state : Out(State)
+    pc, error_pc, bundles : Out(32)
+        The pc (the halt, the faulting or the waiting bundle once stopped), the faulting
+        bundle, and bundles issued.
+    error : Out(range(len(ERRORS)))
+        ``golden.tensorcore.ERRORS`` index of the stop reason (0: none).
+    waiting : Out(1)
+        A wait is offered and not met: its flag and value are on ``flag_wait.payload``.
+    dma_busy : Out(1)
+        A ``dma``'s descriptor is being read or judged, or waits for the fence or the DMA
+        engine: with ``waiting``, what a watchdog reports the core is waiting on.
+
+    Pipeline: ``fetch`` requests IMEM[pc]; in ``issue`` the bundle is the IMEM response,
+    decoded and checked combinationally, and the commit cycle requests the next pc's
+    bundle, computed in the same cycle, so a taken branch costs nothing.
+
+    Latency and throughput: two cycles from ``start`` to the first issue; then one
+    bundle a cycle, except that an ``lw`` bundle takes two extra cycles (SMEM read),
+    a ``dma`` bundle about ``DESCRIPTOR_WORDS + 5`` (record read and check) and the
+    next bundle waits until the descriptor has left (after the VPU drained: the VMEM
+    fence), a ``delay x`` bundle holds the next one ``x`` cycles, and a bundle stalls
+    while its wait is not met or the vector queue is full.
+
+    Attributes
+    ----------
+    sregs : Memory
+        The scalar registers (``s0`` is never written, so it reads 0 when loaded with 0).
+    issue : DmaIssue
+        The ``dma`` reader and judge, a submodule.
+    """
+
+    def __init__(self, *, imem_depth=256, smem_words=1024, n_flags=16, lanes=8,
+                 vmem_lines=256, mxu=False, mxu_results=16, hbm_words=DEFAULT_HBM_WORDS,
+                 n_chips=1):
+        self.imem_depth = check_int("imem_depth", imem_depth, least=1)
+        self.smem_words = check_int("smem_words", smem_words, least=1)
+        self.n_flags = check_int("n_flags", n_flags, least=1, most=1 << FLAG_BITS)
+        self.lanes = check_int("lanes", lanes, least=1)
+        self.vmem_lines = check_int("vmem_lines", vmem_lines, least=SUBLANES, most=1 << 16)
+        if not isinstance(mxu, bool):
+            raise TypeError(f"mxu must be a bool, not {mxu!r}")
+        if mxu and lanes % SUBLANES:
+            raise ValueError(f"an MXU needs lanes to be a multiple of {SUBLANES}, not {lanes}")
+        self.mxu = mxu
+        self.mxu_results = check_int("mxu_results", mxu_results, least=SUBLANES)
+        self.sregs = Memory(shape=32, depth=SREGS, init=[])
+        check_int("hbm_words", hbm_words, least=1, most=1 << 24)
+        check_int("n_chips", n_chips, least=1, most=1 << CHIP_BITS)
+        self.issue = DmaIssue(smem_words=max(smem_words, DESCRIPTOR_WORDS), hbm_words=hbm_words,
+                              vmem_words=vmem_lines * lanes, n_flags=n_flags, n_chips=n_chips)
+        super().__init__({
+            "start": In(1),
+            "imem": Out(MemoryPortSignature(addr_width=line_addr_width(imem_depth),
+                                            words=BUNDLE_WORDS)),
+            "smem": Out(MemoryPortSignature(addr_width=line_addr_width(smem_words), words=1)),
+            "smem_record": Out(MemoryPortSignature(addr_width=line_addr_width(smem_words),
+                                                   words=1)),
+            "dma": Out(stream.Signature(descriptor_layout)),
+            "fence": In(1),
+            "vector": Out(stream.Signature(VECTOR_LAYOUT)),
+            "flag_wait": Out(stream.Signature(flag_wait_layout)),
+            "flag_set": Out(stream.Signature(flag_set_layout)),
+            "flag_values": In(data.ArrayLayout(32, n_flags)),
+            "state": Out(State), "pc": Out(32), "error_pc": Out(32), "bundles": Out(32),
+            "error": Out(range(len(ERROR_CODES))), "waiting": Out(1), "dma_busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.sregs = sregs = self.sregs
+        m.submodules.issue = issue = self.issue
+        wiring.connect(m, issue.dma, wiring.flipped(self.dma))
+        m.d.comb += [self.smem_record.req.valid.eq(issue.smem.req.valid),
+                     self.smem_record.req.payload.addr.eq(issue.smem.req.payload.addr),
+                     issue.smem.req.ready.eq(self.smem_record.req.ready),
+                     issue.smem.resp.valid.eq(self.smem_record.resp.valid),
+                     issue.smem.resp.payload.eq(self.smem_record.resp.payload),
+                     self.smem_record.resp.ready.eq(issue.smem.resp.ready),
+                     issue.fence.eq(self.fence), self.dma_busy.eq(issue.busy)]
+        pc = self.pc
+        present = Signal()
+        m.d.comb += present.eq((self.state == State.ISSUE) & self.imem.resp.valid)
+        d = decode_bundle(m, self.imem.resp.payload.data.as_value(), name="b")
+        s0, s1, misc = d.scalar[0], d.scalar[1], d.misc
+
+        def read(addr, name):
+            port = sregs.read_port(domain="comb")
+            m.d.comb += port.addr.eq(addr)
+            value = Signal(32, name=name)
+            m.d.comb += value.eq(port.data)
+            return value
+
+        r0 = {f: read(getattr(s0, f), f"s0_{f}") for f in ("rd", "ra", "rb")}
+        r1 = {f: read(getattr(s1, f), f"s1_{f}") for f in ("rd", "ra", "rb")}
+        base_reg = {"vld": read(d.vld_reg, "vld_base"), "vst": read(d.vst_reg, "vst_base")}
+        operand = Signal(32)
+        m.d.comb += operand.eq(read(misc.ra, "misc_ra") + misc.imm)
+
+        # ---- faults, each a (condition, code) in priority order
+        prefault = [(~d.legal, "illegal"),
+                    (misc.names_flag & (misc.flag >= self.n_flags), "flag_range")]
+        smem_addr = Signal(32)
+        m.d.comb += smem_addr.eq(r0["ra"] + s0.imm)
+        memory_op = s0.load | s0.store
+        faults = [(memory_op & (smem_addr >= self.smem_words), "smem_range")]
+        shadow = Signal(range(self.lanes + 1))          # weight rows in the shadow tile
+        queued = Signal(range(self.mxu_results + 1))    # result rows not yet popped
+        shadow_next, queued_next = shadow, queued
+        packet = Signal(VECTOR_LAYOUT)
+        for k, slot in enumerate(VECTOR_SLOTS):
+            v, word, used = d.vector[slot], d.vector_words[slot], d.vector_used[slot]
+            m.d.comb += packet.used[k].eq(used)
+            if slot in ("vld", "vst"):
+                line = Signal(33, name=f"{slot}_line")
+                m.d.comb += line.eq(base_reg[slot] + v.base)
+                last = line[:_BASE_BITS] + (SUBLANES - 1) * v.stride
+                faults.append((used & (line[_BASE_BITS:].any() | (last >= self.vmem_lines)),
+                               "vmem_range"))
+                word = Cat(word[:_BASE_LOW], line[:_BASE_BITS], word[_BASE_LOW + _BASE_BITS:])
+            m.d.comb += packet.words[k].eq(word)
+            mxu_op = v.unit["mxu"] | v.unit["pop"]
+            if not self.mxu:
+                faults.append((mxu_op, "no_mxu"))
+                continue
+            faults += [(v.is_op["push_weights"] & (shadow_next + SUBLANES > self.lanes),
+                        "weights_full"),
+                       (v.is_op["push_lhs"] & (queued_next + SUBLANES > self.mxu_results),
+                        "results_full"),
+                       (v.is_op["pop"] & (queued_next < SUBLANES), "pop_empty")]
+            # The counts after this slot, as signals so that each slot's logic is built
+            # once. A push_lhs into a whole shadow tile swaps it in first
+            # (golden.vpu.MXUState). Values past the limits only occur in a bundle that
+            # faults, which commits nothing.
+            after = (Signal(range(self.lanes + SUBLANES + 1), name=f"{slot}_shadow"),
+                     Signal(range(self.mxu_results + SUBLANES + 1), name=f"{slot}_queued"))
+            m.d.comb += [
+                after[0].eq(Mux(v.is_op["push_weights"], shadow_next + SUBLANES,
+                                Mux(v.is_op["push_lhs"] & (shadow_next == self.lanes), 0,
+                                    shadow_next))),
+                after[1].eq(Mux(v.is_op["push_lhs"], queued_next + SUBLANES,
+                                Mux(v.is_op["pop"], queued_next - SUBLANES, queued_next))),
+            ]
+            shadow_next, queued_next = after
+        is_dma = misc.is_op["dma"]
+        faults.append((is_dma & (operand + DESCRIPTOR_WORDS > self.smem_words), "smem_range"))
+
+        def first_code(checks):
+            code = Const(0, range(len(ERROR_CODES)))
+            for condition, name in reversed(checks):
+                code = Mux(condition, ERROR_CODES[name], code)
+            return code
+
+        early, late = Signal(range(len(ERROR_CODES))), Signal(range(len(ERROR_CODES)))
+        m.d.comb += [early.eq(first_code(prefault)), late.eq(first_code(faults))]
+
+        # ---- when the bundle can go
+        delay = Signal(32)
+        waits = misc.is_op["wait"] | misc.is_op["waitc"]
+        checking = Signal()      # decoded, its flag known good, no delay or DMA pending
+        asked = Signal()         # this bundle's descriptor is with the DmaIssue
+        m.d.comb += checking.eq(present & (early == 0) & ~delay.any() & (~issue.busy | asked))
+        m.d.comb += [self.flag_wait.valid.eq(checking & waits),
+                     self.flag_wait.payload.flag.eq(misc.flag),
+                     self.flag_wait.payload.value.eq(operand),
+                     self.waiting.eq(self.flag_wait.valid & ~self.flag_wait.ready)]
+        clear = Signal()         # the wait is met and nothing faults
+        m.d.comb += clear.eq(checking & (~waits | self.flag_wait.ready) & (late == 0))
+
+        loaded = Signal(32)
+        load_state = Signal(range(3))                   # 0 none, 1 requested, 2 loaded
+        m.d.comb += self.smem.resp.ready.eq(1)
+        with m.If(self.smem.resp.valid):
+            m.d.sync += [loaded.eq(self.smem.resp.payload.data[0]), load_state.eq(2)]
+        has_vector = packet.used.any()
+        verdict = issue.verdict
+        dma_fault = Signal()
+        m.d.comb += [issue.check.valid.eq(clear & is_dma & ~asked),
+                     issue.check.payload.address.eq(operand),
+                     dma_fault.eq(clear & is_dma & verdict.valid & (verdict.payload.code != 0))]
+        with m.If(issue.check.valid & issue.check.ready):
+            m.d.sync += asked.eq(1)
+        ready = clear & (~s0.load | (load_state == 2)) & \
+            (~is_dma | (verdict.valid & (verdict.payload.code == 0)))
+        store_ok = ~s0.store | self.smem.req.ready
+        vector_ok = ~has_vector | self.vector.ready
+        commit = Signal()
+        m.d.comb += [
+            self.vector.valid.eq(ready & has_vector & store_ok),
+            self.vector.payload.eq(packet),
+            commit.eq(ready & store_ok & vector_ok),
+            self.smem.req.payload.addr.eq(smem_addr),
+            self.smem.req.payload.data[0].eq(r0["rd"]),
+            self.smem.req.payload.mask.eq(1),
+            self.smem.req.payload.write.eq(s0.store),
+            self.smem.req.valid.eq(Mux(s0.store, ready & vector_ok,
+                                       clear & s0.load & (load_state == 0))),
+            self.imem.resp.ready.eq(commit),
+            verdict.ready.eq(commit | dma_fault),
+        ]
+        with m.If(self.smem.req.valid & self.smem.req.ready & ~s0.store):
+            m.d.sync += load_state.eq(1)
+
+        # ---- commit: registers, flags, MXU counts, the next pc
+        values = [scalar_result(m, s, a=r["ra"], b=r["rb"], d=r["rd"], loaded=loaded,
+                                name=f"s{k}") for k, (s, r) in enumerate(((s0, r0), (s1, r1)))]
+        writes = [Signal(name="s0_write"), Signal(name="s1_write")]
+        m.d.comb += [writes[1].eq(commit & s1.writes & s1.rd.any()),
+                     writes[0].eq(commit & s0.writes & s0.rd.any() &
+                                  ~(writes[1] & (s1.rd == s0.rd)))]
+        for s, write, value in zip((s0, s1), writes, values):
+            port = sregs.write_port()
+            m.d.comb += [port.en.eq(write), port.addr.eq(s.rd), port.data.eq(value)]
+        flag_now = Array(self.flag_values[i] for i in range(self.n_flags))[misc.flag]
+        m.d.comb += [
+            self.flag_set.valid.eq(commit & (misc.is_op["fset"] | misc.is_op["fadd"] |
+                                             misc.is_op["waitc"])),
+            self.flag_set.payload.flag.eq(misc.flag),
+            self.flag_set.payload.value.eq(Mux(misc.is_op["fset"], operand,
+                                               Mux(misc.is_op["fadd"], flag_now + operand,
+                                                   flag_now - operand))),
+        ]
+        next_pc = Signal(32)
+        m.d.comb += next_pc.eq(Mux(branch_taken(s1, a=r1["ra"], d=r1["rd"]), pc + s1.imm,
+                                   pc + 1))
+        halting = misc.is_op["halt"]
+        in_range = next_pc < self.imem_depth
+
+        with m.Switch(self.state):
+            with m.Case(State.IDLE):
+                with m.If(self.start):
+                    m.d.sync += [pc.eq(0), self.state.eq(State.FETCH)]
+            with m.Case(State.FETCH):
+                m.d.comb += [self.imem.req.valid.eq(1), self.imem.req.payload.addr.eq(pc)]
+                with m.If(self.imem.req.ready):
+                    m.d.sync += self.state.eq(State.ISSUE)
+            with m.Case(State.ISSUE):
+                with m.If(delay.any()):
+                    m.d.sync += delay.eq(delay - 1)
+                with m.If(present & (early != 0)):
+                    m.d.sync += [self.state.eq(State.ERROR), self.error.eq(early),
+                                 self.error_pc.eq(pc)]
+                with m.Elif(checking & (~waits | self.flag_wait.ready) & (late != 0)):
+                    m.d.sync += [self.state.eq(State.ERROR), self.error.eq(late),
+                                 self.error_pc.eq(pc)]
+                with m.Elif(dma_fault):
+                    m.d.sync += [self.state.eq(State.ERROR), self.error.eq(verdict.payload.code),
+                                 self.error_pc.eq(pc)]
+                with m.Elif(commit):
+                    m.d.sync += [self.bundles.eq(self.bundles + 1), load_state.eq(0),
+                                 asked.eq(0), shadow.eq(shadow_next), queued.eq(queued_next)]
+                    with m.If(misc.is_op["delay"]):
+                        m.d.sync += delay.eq(operand)
+                    with m.If(halting):
+                        m.d.sync += self.state.eq(State.HALTED)
+                    with m.Elif(~in_range):
+                        m.d.sync += [pc.eq(next_pc), self.state.eq(State.ERROR),
+                                     self.error.eq(ERROR_CODES["imem_range"]),
+                                     self.error_pc.eq(next_pc)]
+                    with m.Else():
+                        m.d.sync += pc.eq(next_pc)
+                        m.d.comb += [self.imem.req.valid.eq(1),
+                                     self.imem.req.payload.addr.eq(next_pc)]
+                        with m.If(~self.imem.req.ready):
+                            m.d.sync += self.state.eq(State.FETCH)
+        return m

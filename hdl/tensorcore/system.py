@@ -1,0 +1,99 @@
+# amaranth: UnusedElaboratable=no
+# (The parts are made here, so runs can reach their memories, and used by this component's
+# elaborate: if the system is never elaborated, the warning about it is the one that counts.)
+"""A TensorCore joined to the memory system: DMA engine, HBM model, VMEM and sync flags."""
+
+from amaranth.hdl import Module
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..memory.dma import COUNT_BITS
+from ..memory.dma_system import DmaSystem
+from .core import TensorCore
+from .isa import DEFAULT_HBM_WORDS, ERROR_CODES
+from .sequencer import State
+
+__all__ = ["TensorCoreSystem"]
+
+_FROM_CORE = ("state", "pc", "error_pc", "bundles", "error", "waiting", "dma_busy",
+              "vpu_error")
+
+
+class TensorCoreSystem(wiring.Component):
+    """A :class:`~hdl.tensorcore.core.TensorCore` on a
+    :class:`~hdl.memory.dma_system.DmaSystem`: the VPU loads and stores the system's
+    VMEM, the sequencer sets and waits on its flags, and ``dma`` bundles go to its DMA
+    engine. This is a chip without a router: a run loads the memories
+    (:attr:`memory_images`), raises ``start`` and waits for ``done``; the final state
+    then equals ``golden.tensorcore.run``'s with ``hbm`` and ``vmem`` of the same sizes.
+
+    Parameters
+    ----------
+    imem_depth, smem_words, n_flags, lanes, numerics, vmem_lines, mxu, mxu_results, \
+vector_queue, ops
+        The :class:`~hdl.tensorcore.core.TensorCore`'s.
+    hbm_words : int
+        HBM words (default ``golden.tensorcore.DEFAULT_HBM_WORDS``, at most ``2**24``).
+    read_latency, words_per_cycle, outstanding : int
+        The memory system's (:class:`~hdl.memory.dma_system.DmaSystem`).
+
+    Ports
+    -----
+    start : In(1)
+    state, pc, error, error_pc, bundles, waiting, dma_busy, vpu_error : Out
+        The core's.
+    flags : Out(ArrayLayout(32, n_flags))
+        The sync flags.
+    dma_rejected : Out(32)
+        Descriptors the DMA engine rejected: 0, since the sequencer issues only
+        descriptors its own check accepted (a fault of the core otherwise).
+    drained : Out(1)
+        The VPU has finished and the memory system holds no transfer.
+    done : Out(1)
+        The core has stopped and the system is ``drained``.
+
+    Attributes
+    ----------
+    memory_images : dict
+        ``imem``, ``smem``, ``sregs``, ``vregs``, ``vmem``, ``hbm``: ``(Memory, path)``.
+    """
+
+    def __init__(self, *, imem_depth=256, smem_words=1024, n_flags=16, lanes=8,
+                 numerics="tpu", vmem_lines=256, mxu=None, mxu_results=16, vector_queue=4,
+                 ops=None, hbm_words=DEFAULT_HBM_WORDS, read_latency=4, words_per_cycle=1,
+                 outstanding=4):
+        self.core = TensorCore(imem_depth=imem_depth, smem_words=smem_words, n_flags=n_flags,
+                               lanes=lanes, numerics=numerics, vmem_lines=vmem_lines, mxu=mxu,
+                               mxu_results=mxu_results, vector_queue=vector_queue, ops=ops,
+                               hbm_words=hbm_words)
+        self.system = DmaSystem(hbm_size=hbm_words, vmem_lines=vmem_lines, lanes=lanes,
+                                n_flags=n_flags, read_latency=read_latency,
+                                words_per_cycle=words_per_cycle, outstanding=outstanding)
+        self.sequencer, self.lanes = self.core.sequencer, lanes
+        self.memory_images = {name: (memory, f"core.{path}")
+                              for name, (memory, path) in self.core.memory_images.items()}
+        self.memory_images |= {"vmem": (self.system.vmem_words, "system.vmem.words"),
+                               "hbm": (self.system.hbm_words, "system.hbm.words")}
+        super().__init__({
+            "start": In(1), "state": Out(State), "pc": Out(32), "error_pc": Out(32),
+            "bundles": Out(32), "error": Out(range(len(ERROR_CODES))), "waiting": Out(1),
+            "dma_busy": Out(1), "vpu_error": Out(self.core.vpu_error.shape()),
+            "flags": Out(data.ArrayLayout(32, n_flags)), "dma_rejected": Out(COUNT_BITS),
+            "drained": Out(1), "done": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.core = core = self.core
+        m.submodules.system = system = self.system
+        wiring.connect(m, core.memory, system.core)
+        wiring.connect(m, core.dma, system.descriptors)
+        m.d.comb += [
+            system.errors.ready.eq(1),                  # counted in ``rejected``
+            core.flag_values.eq(system.flags), core.start.eq(self.start),
+            self.flags.eq(system.flags), self.dma_rejected.eq(system.rejected),
+            self.drained.eq(core.drained & system.finished),
+            self.done.eq(core.done & system.finished),
+            *(getattr(self, name).eq(getattr(core, name)) for name in _FROM_CORE),
+        ]
+        return m

@@ -1,0 +1,94 @@
+"""The queue between the sequencer and the VPU: one entry per bundle, unpacked into beats."""
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+
+from ..lib.memory_port import check_int
+from ..vpu.layouts import PROGRAM_LAYOUT
+from .isa import VECTOR_SLOTS
+
+__all__ = ["VECTOR_LAYOUT", "VectorQueue"]
+
+#: A bundle's vector slots, in VPU order (vld, valu0, valu1, push, pop, vst): the words
+#: (vld/vst bases already patched) and which of them are not nops.
+VECTOR_LAYOUT = data.StructLayout({"words": data.ArrayLayout(32, len(VECTOR_SLOTS)),
+                                   "used": len(VECTOR_SLOTS)})
+
+
+def _lowest(bits, name, m):
+    """One-hot of the lowest set bit of ``bits`` (0 if none)."""
+    onehot = Signal(len(bits), name=name)
+    m.d.comb += onehot.eq(bits & (~bits + 1))
+    return onehot
+
+
+def _select(onehot, words):
+    value = 0
+    for k, word in enumerate(words):
+        value = value | Mux(onehot[k], word, 0)
+    return value
+
+
+class VectorQueue(wiring.Component):
+    """Decouples the VPU from the sequencer: bundles' vector words queue here, and leave
+    as the VPU's program beats, nops dropped, two words a beat.
+
+    Parameters
+    ----------
+    depth : int
+        Bundles the queue holds (default 4, at least 2).
+
+    Ports
+    -----
+    bundles : In(stream.Signature(VECTOR_LAYOUT))
+        One entry per bundle with at least one vector word; ``used`` must not be 0.
+        ``ready`` is the FIFO's room: it does not depend on ``program``.
+    program : Out(stream.Signature(PROGRAM_LAYOUT))
+        To :class:`~hdl.vpu.vpu.VPU`'s ``program``: the used words in slot order, two
+        per beat (one in a bundle's last beat when it has an odd count).
+    empty : Out(1)
+        Nothing is queued or being unpacked.
+
+    Latency: an entry written in cycle ``t`` can leave from cycle ``t + 2`` (the FIFO's
+    output register).
+    Throughput: one beat a cycle; an entry of ``n`` words takes ``ceil(n / 2)`` beats.
+    Stall rules: while ``program.ready`` is low the beat holds; entries are taken
+    while the FIFO has room, so the sequencer runs up to ``depth`` bundles ahead.
+    """
+
+    def __init__(self, *, depth=4):
+        self.depth = check_int("depth", depth, least=2)
+        super().__init__({
+            "bundles": In(stream.Signature(VECTOR_LAYOUT)),
+            "program": Out(stream.Signature(PROGRAM_LAYOUT)),
+            "empty": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.fifo = fifo = SyncFIFOBuffered(width=VECTOR_LAYOUT.size, depth=self.depth)
+        m.d.comb += [fifo.w_data.eq(self.bundles.payload), fifo.w_en.eq(self.bundles.valid),
+                     self.bundles.ready.eq(fifo.w_rdy)]
+        head = VECTOR_LAYOUT(fifo.r_data)
+        sent = Signal(len(VECTOR_SLOTS))            # words of the head already sent
+        left = Signal(len(VECTOR_SLOTS))
+        m.d.comb += left.eq(head.used & ~sent)
+        first = _lowest(left, "first", m)
+        rest = Signal(len(VECTOR_SLOTS))
+        m.d.comb += rest.eq(left & ~first)
+        second = _lowest(rest, "second", m)
+        last = ~(rest & ~second).any()              # this beat empties the head
+        words = list(head.words)
+        m.d.comb += [
+            self.program.valid.eq(fifo.r_rdy),
+            self.program.payload.words[0].eq(_select(first, words)),
+            self.program.payload.words[1].eq(_select(second, words)),
+            self.program.payload.count.eq(Mux(rest.any(), 2, 1)),
+            fifo.r_en.eq(self.program.valid & self.program.ready & last),
+            self.empty.eq(fifo.level == 0),
+        ]
+        with m.If(self.program.valid & self.program.ready):
+            m.d.sync += sent.eq(Mux(last, 0, sent | first | second))
+        return m

@@ -1,0 +1,114 @@
+# amaranth: UnusedElaboratable=no
+# (Module-scoped runners are built once; a test run that deselects them never elaborates.)
+"""hdl.tensorcore: ``dma`` bundles, their descriptor checks at issue, the VMEM fence and
+the flags, co-simulated with golden.tensorcore.run on hdl.tensorcore.TensorCoreSystem (the
+core on hdl.memory.DmaSystem)."""
+
+import numpy as np
+import pytest
+
+from golden import memory
+from golden import tensorcore as tc
+
+from hdl.tensorcore.system import TensorCoreSystem
+
+from .rtl_harness import CoreRunner, compare
+from .rtl_programs import dma_program, initial_sregs, random_descriptor_words
+
+SMEM, IMEM, VMEM_LINES, N_FLAGS, HBM = 128, 48, 64, 8, 256
+RECORDS = 72                       # descriptor records live at SMEM 72, 84, 96, 108
+OPS = ("add",)
+
+
+@pytest.fixture(scope="module")
+def runner():
+    return CoreRunner(TensorCoreSystem(imem_depth=IMEM, smem_words=SMEM, n_flags=N_FLAGS,
+                                       lanes=1, vmem_lines=VMEM_LINES, hbm_words=HBM,
+                                       ops=OPS))
+
+
+def cosim(runner, program, *, smem, rng, sregs=None, context=""):
+    hbm = rng.integers(0, 1 << 32, HBM, dtype=np.uint64).astype(np.uint32)
+    vmem = rng.integers(0, 1 << 32, VMEM_LINES, dtype=np.uint64).astype(np.uint32)
+    kw = dict(smem=smem, sregs=sregs, vmem=vmem, hbm=hbm)
+    iss = tc.run(program, **kw, imem_bundles=IMEM, lanes=1, n_flags=N_FLAGS)
+    if iss.error == "race":
+        return None, iss
+    rtl = runner.run(program, **kw)
+    compare(rtl, iss, context=context)
+    return rtl, iss
+
+
+def _smem(*records):
+    smem = np.zeros(SMEM, np.uint32)
+    for k, words in enumerate(records):
+        smem[RECORDS + 12 * k:RECORDS + 12 * (k + 1)] = words
+    return smem
+
+
+def _copy(src, dst, counts, s, d, flag):
+    return tc.descriptor_words(memory.Descriptor(src, dst, counts, s, d, flag=flag))
+
+
+def test_dma_fence_and_flags(runner):
+    """A DMA issued in the bundle of a vst sees the stored words (the VMEM fence); waits,
+    a consuming wait and fadd on DMA flags."""
+    smem = _smem(_copy(("hbm", 0), ("vmem", 0), (8,), (1,), (1,), 1),
+                 _copy(("vmem", 8), ("hbm", 100), (4, 2), (1, 4), (2, 20), 2),
+                 _copy(("hbm", 40), ("vmem", 32), (2, 2, 2), (-1, 5, 9), (1, 2, 4), 1))
+    rtl, iss = cosim(runner, f"""
+        dma {RECORDS}
+        wait f1, 8
+        vld v1, 0, 1 | add v2, v1, v1 | vst v2, 8, 1 | dma {RECORDS + 12}
+        dma {RECORDS + 24} | addi s3, s0, 16
+        waitc f2, 8
+        wait f1, s3+0
+        fadd f2, 5
+        halt
+    """, smem=smem, rng=np.random.default_rng(1))
+    assert iss.halted and iss.dmas == 3 and rtl.flags[:3].tolist() == [0, 16, 5]
+
+
+@pytest.mark.parametrize("record, error", [
+    (_copy(("hbm", 250), ("vmem", 0), (8,), (1,), (1,), 1), "dma_src_range"),
+    (_copy(("hbm", 0), ("vmem", 60), (2, 3), (1, 1), (1, 2), 1), "dma_dst_range"),
+    (_copy(("hbm", 0), ("vmem", 0), (3, 0), (1, 1), (1, 1), 1), "dma_count"),
+    (_copy(("hbm", 0), ("vmem", 0), (3,), (1,), (1,), N_FLAGS), "dma_flag"),
+    (_copy(("hbm", 0), ("remote", 3, "vmem", 0), (3,), (1,), (1,), 1), "dma_chip"),
+])
+def test_rejected_descriptors_stop_the_core(runner, record, error):
+    rtl, iss = cosim(runner, f"addi s1, s0, 1\ndma {RECORDS} | addi s2, s0, 1 | "
+                             f"vst v1, 0, 1\nhalt", smem=_smem(record),
+                     rng=np.random.default_rng(2))
+    assert iss.error == error and iss.error_pc == 1 and rtl.sregs[2] == 0
+
+
+def test_record_format_and_range(runner):
+    record = _copy(("hbm", 0), ("vmem", 0), (3,), (1,), (1,), 1)
+    for word, value in ((0, 1 << 31), (2, 1 << 24), (6, 1 << 24), (9, 0xFF000000)):
+        bad = record.copy()
+        bad[word] = value
+        _, iss = cosim(runner, f"dma {RECORDS}\nhalt", smem=_smem(bad),
+                       rng=np.random.default_rng(3))
+        assert iss.error == "dma_format"
+    _, iss = cosim(runner, f"li s1, {SMEM - 11}\ndma s1+0\nhalt", smem=_smem(record),
+                   rng=np.random.default_rng(4))
+    assert iss.error == "smem_range" and iss.error_pc == 1
+
+
+def test_random_dma_programs(runner, seed):
+    seeds = np.random.default_rng(seed).integers(0, 1 << 32, 14).tolist()
+    compared = 0
+    for program_seed in seeds:
+        rng = np.random.default_rng(program_seed)
+        records = [random_descriptor_words(rng, hbm_words=HBM, vmem_words=VMEM_LINES,
+                                           n_flags=N_FLAGS) for _ in range(4)]
+        smem = _smem(*records)
+        smem[:RECORDS] = rng.integers(0, 1 << 32, RECORDS, dtype=np.uint64)
+        sregs = initial_sregs(rng, 64)
+        text = dma_program(rng, records=records, record_base=RECORDS, smem_words=64,
+                           vmem_lines=VMEM_LINES, ops=OPS)
+        rtl, _ = cosim(runner, text, smem=smem, rng=rng, sregs=sregs,
+                       context=f"program seed {program_seed} of test seed {seed}:\n{text}")
+        compared += rtl is not None
+    assert compared >= len(seeds) // 2
