@@ -125,12 +125,16 @@ def speed(*, lanes=8, backends=None, blocks=None, seed=1, repeats=3, progress=No
     return rows
 
 
+def _rate(value):
+    return f"{value:,.0f}" if value >= 100 else f"{value:.2f}"
+
+
 def format_table(rate, rows, *, lanes):
     """Markdown lines of the VPU benchmarks."""
     per_cycle, cycles, dual = rate
     lines = [f"| {lanes}-lane VPU | cycles | seconds (median) | cycles per second |",
              "|---|---:|---:|---:|"]
-    lines += [f"| {row.backend} | {row.cycles:,} | {row.seconds:.2f} | {row.rate:,.0f} |"
+    lines += [f"| {row.backend} | {row.cycles:,} | {row.seconds:.2f} | {_rate(row.rate)} |"
               for row in rows]
     return [f"ALU instructions per cycle without dependences: **{per_cycle:.3f}** of 2 "
             f"({cycles:,} cycles, {dual:,} of them dual-issue; goal >= 1.9).", ""] + lines
@@ -145,7 +149,7 @@ def main(argv=None):
     print(f"ALU rate: {rate[0]:.3f} per cycle", file=sys.stderr, flush=True)
     rows = speed(lanes=args.lanes, backends=args.backend,
                  progress=lambda row: print(f"{row.backend}: {row.cycles:,} cycles, "
-                                            f"{row.seconds:.2f} s, {row.rate:,.0f} per second",
+                                            f"{row.seconds:.2f} s, {_rate(row.rate)} per second",
                                             file=sys.stderr, flush=True))
     print("\n".join(format_table(rate, rows, lanes=args.lanes)))
 
