@@ -582,13 +582,11 @@ def _export(params):
 
 
 def _compiled_build(whole, *, simulator, waves):
-    import shutil
-    import subprocess
     from .backends import compiled
     from .backends.build_cache import cached_build
     from .backends.icarus_source import icarus_source
     from .backends.testbench import testbench_verilog
-    from .backends.toolchain import amaranth_version, iverilog, tool_env, verilator
+    from .backends.toolchain import amaranth_version
     from .backends.whole_run import make_harness
 
     verilating = simulator == "verilator"
@@ -613,22 +611,9 @@ def _compiled_build(whole, *, simulator, waves):
         (folder / "design.v").write_text(text)
         (folder / "config.vlt").write_text(compiled._no_inline([NODE_MODULE]))
         (folder / "tb.v").write_text(testbench_verilog(harness, module=compiled.HARNESS_MODULE))
-        if verilating:
-            shutil.copy(compiled.MAIN, folder / "main.cpp")
-            # As sim.backends.compiled: large designs verilate without DFG (half the memory).
-            large = ("-fno-dfg",) if len(text) > compiled.LARGE_DESIGN_BYTES else ()
-            command = [verilator(), *flags, *large, "-Mdir", "obj", "config.vlt", "main.cpp",
-                       "design.v", "tb.v"]
-        else:
-            command = [iverilog(), *flags, "-o", "tb.vvp", "design.v", "tb.v"]
-        proc = subprocess.run(command, cwd=folder, env=tool_env(), capture_output=True,
-                              text=True)
-        if proc.returncode:
-            log = folder.parent / f"{folder.name}.failed.log"
-            log.write_text(proc.stdout + proc.stderr)
-            raise compiled.CompiledRunError(
-                f"{simulator} build of the network harness failed (exit status "
-                f"{proc.returncode}; full log: {log})")
+        compiled.compile_harness(folder, simulator=simulator, flags=flags,
+                                 large=len(text) > compiled.LARGE_DESIGN_BYTES,
+                                 what="the network harness")
 
     return cached_build(f"whole-{simulator}", BLOCK, key, make)
 

@@ -35,7 +35,7 @@ from .icarus_source import icarus_source
 from .testbench import TOP, testbench_verilog
 from .toolchain import amaranth_version, iverilog, tool_env, verilator, verilator_version
 
-__all__ = ["simulate_whole", "build", "VERILATOR_FLAGS", "CompiledRunError"]
+__all__ = ["simulate_whole", "build", "compile_harness", "VERILATOR_FLAGS", "CompiledRunError"]
 
 MAIN = Path(__file__).with_name("harness") / "whole_run_main.cpp"
 HARNESS_MODULE = "harness"
@@ -130,24 +130,33 @@ def build(run, *, simulator, images=None, waves=False):
         (folder / "config.vlt").write_text(_no_inline(repeated))
         (folder / "tb.v").write_text(testbench_verilog(harness, module=HARNESS_MODULE,
                                                        images=images))
-        if simulator == "verilator":
-            shutil.copy(MAIN, folder / "main.cpp")
-            large = ("-fno-dfg",) if len(text) > LARGE_DESIGN_BYTES else ()
-            command = [verilator(), *flags, *large, "-Mdir", "obj", "config.vlt", "main.cpp",
-                       "design.v", "tb.v"]
-        else:
-            command = [iverilog(), *flags, "-o", "tb.vvp", "design.v", "tb.v"]
-        proc = subprocess.run(command, cwd=folder, env=tool_env(), capture_output=True,
-                              text=True)
-        if proc.returncode:
-            log = folder.parent / f"{folder.name}.failed.log"
-            log.write_text(proc.stdout + proc.stderr)
-            tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-3:])
-            raise CompiledRunError(f"{simulator} build of the {run.block} whole-run harness "
-                                   f"failed (exit status {proc.returncode}): {tail} "
-                                   f"(full log: {log})")
+        compile_harness(folder, simulator=simulator, flags=flags,
+                        large=len(text) > LARGE_DESIGN_BYTES,
+                        what=f"the {run.block} whole-run harness")
 
     return cached_build(f"whole-{simulator}", run.block, key, make)
+
+
+def compile_harness(folder, *, simulator, flags, large, what):
+    """Compile ``folder``'s ``design.v``, ``tb.v`` (and ``config.vlt``) for ``simulator``.
+
+    ``large`` designs verilate without Verilator's DFG optimizer (see
+    :data:`LARGE_DESIGN_BYTES`). A failure raises :class:`CompiledRunError` with
+    the compiler's last lines, and keeps its whole log beside the folder.
+    """
+    if simulator == "verilator":
+        shutil.copy(MAIN, folder / "main.cpp")
+        command = [verilator(), *flags, *(("-fno-dfg",) if large else ()), "-Mdir", "obj",
+                   "config.vlt", "main.cpp", "design.v", "tb.v"]
+    else:
+        command = [iverilog(), *flags, "-o", "tb.vvp", "design.v", "tb.v"]
+    proc = subprocess.run(command, cwd=folder, env=tool_env(), capture_output=True, text=True)
+    if proc.returncode:
+        log = folder.parent / f"{folder.name}.failed.log"
+        log.write_text(proc.stdout + proc.stderr)
+        tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-3:])
+        raise CompiledRunError(f"{simulator} build of {what} failed (exit status "
+                               f"{proc.returncode}): {tail} (full log: {log})")
 
 
 _CYCLES = re.compile(r"whole-run: (\d+) cycles in ([\d.]+) s")
