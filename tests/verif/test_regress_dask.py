@@ -34,9 +34,12 @@ ONLY = "fp32_to_bf16"          # both numerics modes of one unit: two short runs
 def _regress(*args, cwd, new_session=False):
     """``tpu-rtl regress ...`` in a process of its own (to be interrupted like one)."""
     env = dict(os.environ, TPU_RTL_CACHE=str(Path("build/sim").resolve()))
+    # SIGINT as a terminal's foreground job has it: a test run started in the background
+    # of a non-interactive shell inherits it ignored, and Python then keeps it ignored.
     return subprocess.Popen([sys.executable, "-m", "verif.cli", "regress", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
-                            env=env, start_new_session=new_session)
+                            env=env, start_new_session=new_session,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 @pytest.fixture
@@ -184,8 +187,12 @@ def test_ctrl_c_cancels_the_rest_and_reports_what_finished(tmp_path, scheduler, 
                 assert time.monotonic() < deadline and proc.poll() is None, "".join(lines)
                 time.sleep(0.2)
             os.killpg(proc.pid, signal.SIGINT)          # as a terminal's Ctrl-C does
+            try:
+                status = proc.wait(timeout=60)          # its stdout, a summary, fits the pipe
+            except subprocess.TimeoutExpired:
+                pytest.fail("tpu-rtl regress still runs 60 s after Ctrl-C:\n" + "".join(lines))
             out = proc.stdout.read()
-            assert proc.wait(timeout=60) == 130, out + "".join(lines)
+            assert status == 130, out + "".join(lines)
             reader.join(timeout=10)
             deadline = time.monotonic() + 10        # stopped with the run, not left to hang
             while hung() and time.monotonic() < deadline:

@@ -19,14 +19,8 @@ from sim import vpu
 from verif.scoreboard import Scoreboard
 
 from ..simulators import needs_icarus
-from .operands import FLOAT_BINARY, float_pairs, int_pairs, unary_inputs
+from .corpus import SPECIAL, check_elementwise_corpus, check_reduce_corpus
 
-SPECIAL = np.array([
-    0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00800000, 0x3F800000, 0xBF800000,
-    0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00001, 0x7F800001,
-    0x403A18E3, 0x42B17218, 0xC2CFF1B5, 0x3F808000, 0x4B800001, 0x0000001F, 0x00000021,
-    0xFFFFFFFF, 0x00007F7F, 0xABCD0001,
-], dtype=np.uint32)
 
 
 def _state(rng, lanes, lines):
@@ -291,53 +285,12 @@ def test_no_mxu_stops_the_run_on_amaranth(rng):
 MXU_BUILD_OPS = ("add", "f32_to_bf16")
 
 
-def _corpus(op, rng, size=512):
-    """``size`` operands of ``op`` from the shared sets (tests/vpu/operands.py): their
-    leading corners (every class against every class, the integer edges) and a random
-    sample of the rest."""
-    if op == "select":
-        a, b = int_pairs(rng, 200)
-        sets = (a, b, rng.integers(0, 3, a.size).astype(np.uint32))
-    elif op in FLOAT_BINARY:
-        sets = float_pairs(rng, 200)
-    elif op in ("iadd", "isub", "and", "or", "xor", "shl", "shr", "sra"):
-        sets = int_pairs(rng, 200)
-    else:
-        sets = (unary_inputs(op, rng, 200),)
-    head = 169                                    # the class cross, or the integer grid
-    rest = np.arange(head, sets[0].size)
-    keep = np.concatenate([np.arange(head), rng.choice(rest, min(size - head, rest.size), False)])
-    sets = tuple(x[keep] for x in sets)
-    return (sets[0].astype(np.uint16),) if op == "bf16_to_f32" else sets
-
-
-def _on_the_full_build(passes):
-    """sim.vpu's generated passes, run on the full 1-lane build (every op: the one the
-    regression's 1-lane "tpu" programs use) instead of a build per op as
-    ``sim.vpu.elementwise`` makes: the same datapaths, one compile."""
-    out = []
-    for step in passes:
-        got = vpu.run(step.program, vmem=step.vmem, lanes=1, backend="verilator")
-        assert got.error is None, got
-        out.append(got.vmem[step.results])
-    return np.concatenate(out)
-
-
 def test_every_op_through_generated_programs_on_verilator(rng):
     for op in golden.ELEMENTWISE_OPS:
-        operands = _corpus(op, rng)
-        words = golden.elementwise_operands(op, *operands)
-        got = _on_the_full_build(vpu.plan_elementwise(op, [w.ravel() for w in words],
-                                                      lanes=1))
-        want = golden.elementwise(op, *operands)
-        board = Scoreboard(f"{op}/tpu", want, dict(zip("abc", operands)))
-        board.check_all(got.astype(want.dtype))
+        board = check_elementwise_corpus(op, rng, backend="verilator")
         assert board.passed, board.summary()
-    rows = rng.choice(SPECIAL, (vpu.VMEM_LINES // 8 + 5, 8))     # two passes
-    rows[:10] = rng.integers(0, 1 << 32, (10, 8), dtype=np.uint64).astype(np.uint32)
     for op in golden.REDUCE_OPS:
-        np.testing.assert_array_equal(_on_the_full_build(vpu.plan_reduce(op, rows, lanes=1)),
-                                      golden.reduce(op, rows), err_msg=op)
+        check_reduce_corpus(op, rng, SPECIAL, backend="verilator")
 
 
 @pytest.mark.parametrize("kind", [k for k in golden.ERRORS if k != "no_mxu"])
