@@ -2,7 +2,7 @@
 
 import numpy as np
 
-__all__ = ["Scoreboard"]
+__all__ = ["Scoreboard", "Tally"]
 
 
 def _hex(value, dtype):
@@ -76,3 +76,26 @@ class Scoreboard:
             return f"{self.name}: checked {self.checked} of {self.expected.size} results"
         return f"{self.name}: {self.mismatches} of {self.checked} mismatched; first: " \
                f"{self.first_mismatch}"
+
+
+class Tally:
+    """A regression case's running count: checks, mismatches and the first mismatch.
+
+    It gathers whole :class:`Scoreboard` s (:meth:`board`) and single checks
+    (:meth:`check`); a suite adds counters of its own (cycles, ...) as attributes.
+    """
+
+    def __init__(self):
+        self.checked = self.mismatches = 0
+        self.first = None
+
+    def board(self, board):
+        self.checked += board.checked
+        self.mismatches += board.mismatches
+        self.first = self.first or board.first_mismatch
+
+    def check(self, ok, message):
+        self.checked += 1
+        if not ok:
+            self.mismatches += 1
+            self.first = self.first or message

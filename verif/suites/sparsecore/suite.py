@@ -39,7 +39,7 @@ from sim.transactors import SimulationHang
 from ..case import WholeCase
 from .coverage import sampler, value_kinds
 from .stimulus import UPDATES, Batch, Limits, deal, make_batch
-from ...scoreboard import Scoreboard
+from ...scoreboard import Scoreboard, Tally
 
 __all__ = ["TILE", "HBM", "JITTER", "BUILDS", "BATCHES", "Step", "limits", "plan", "sample",
            "check_case", "runs"]
@@ -208,23 +208,12 @@ def _simulate(step, operation, *, backend, waves):
     return run, run.out.view(np.uint32).ravel()
 
 
-class _Tally:
-    """Checks, mismatches and the first mismatch of a case."""
+class _Tally(Tally):
+    """A case's checks, mismatches and first mismatch, and its cycles."""
 
     def __init__(self):
-        self.checked = self.mismatches = self.cycles = 0
-        self.first = None
-
-    def board(self, board):
-        self.checked += board.checked
-        self.mismatches += board.mismatches
-        self.first = self.first or board.first_mismatch
-
-    def check(self, ok, message):
-        self.checked += 1
-        if not ok:
-            self.mismatches += 1
-            self.first = self.first or message
+        super().__init__()
+        self.cycles = 0
 
 
 def _check_run(tally, seed, step, operation, *, backend, waves, inject):

@@ -34,7 +34,7 @@ from sim.transactors import SimulationHang
 from ..case import WholeCase
 from .coverage import sample_program, sampler, trace, uncovered
 from .stimulus import Build, deal, make_program
-from ...scoreboard import Scoreboard
+from ...scoreboard import Scoreboard, Tally
 
 __all__ = ["BUILDS", "PROGRAMS", "LENGTH", "DEPTH", "IDLE", "plan", "program", "expected",
            "check_case", "stimulus_coverage", "runs"]
@@ -129,22 +129,10 @@ def _sample(samplers, program, build, numerics):
     sample_program(samplers, program, build, numerics, steps, final)
 
 
-class _Tally:
+class _Tally(Tally):
     def __init__(self):
-        self.checked = self.mismatches = self.cycles = self.executed = self.dual = 0
-        self.errors = 0
-        self.first = None
-
-    def board(self, board):
-        self.checked += board.checked
-        self.mismatches += board.mismatches
-        self.first = self.first or board.first_mismatch
-
-    def check(self, ok, message):
-        self.checked += 1
-        if not ok:
-            self.mismatches += 1
-            self.first = self.first or message
+        super().__init__()
+        self.cycles = self.executed = self.dual = self.errors = 0
 
 
 def _check_program(tally, label, program, build, numerics, *, backend, waves, inject, rng):
