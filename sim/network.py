@@ -46,7 +46,6 @@ import inspect
 import math
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -620,35 +619,7 @@ def _compiled_build(whole, *, simulator, waves):
 
 def _simulate_compiled(whole, *, simulator, waves, progress):
     """``sim.backends.compiled.simulate_whole`` on the build of :func:`_compiled_build`."""
-    import shutil
-    import tempfile
     from .backends import compiled
-    from .backends.build_cache import build_root
-    from .backends.testbench import TOP
-    from .backends.whole_run import finish
-
     folder = _compiled_build(whole, simulator=simulator, waves=bool(waves))
-    (build_root() / "runs").mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f"{BLOCK}-", dir=build_root() / "runs"))
-    try:
-        args = [f"+{name}={value:x}" for name, value in whole.settings().items()]
-        for name, words in whole.play.items():
-            (work / f"{name}.hex").write_text("".join(f"{word:x}\n" for word in words))
-            args.append(f"+{name}_in={work / f'{name}.hex'}")
-        args += [f"+{port}_out={work / f'{port}.out.hex'}" for port in whole.record]
-        args.append(f"+status={work / 'status.txt'}")
-        if progress is not None:
-            args.append(f"+progress={compiled.PROGRESS_EVERY}")
-        if waves:
-            Path(waves).parent.mkdir(parents=True, exist_ok=True)
-            args.append(f"+waves={Path(waves).resolve()}")
-        command = [str(folder / "obj" / f"V{TOP}")] if simulator == "verilator" else \
-            ["vvp", "-n", str(folder / "tb.vvp")]
-        seconds = compiled._execute(command + args, work, simulator, whole, progress)
-        status = compiled._read_status(work / "status.txt", simulator, whole)
-        recorded = {port: compiled._read_hex(work / f"{port}.out.hex",
-                                             status[f"{port}_transfers"])
-                    for port in whole.record}
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return finish(whole, status, recorded, seconds)
+    return compiled.run_built(folder, whole, {}, simulator=simulator, waves=waves,
+                              progress=progress)

@@ -13,6 +13,7 @@ from ..memory.layouts import CHIP_BITS, FLAG_BITS, descriptor_layout, flag_set_l
     flag_wait_layout
 from ..vpu.isa import FIELD_BITS as VPU_FIELDS
 from ..vpu.layouts import SUBLANES
+from ..vpu.vpu import check_vpu_shape
 from .dma_issue import DmaIssue
 from .isa import (BUNDLE_WORDS, DEFAULT_HBM_WORDS, DESCRIPTOR_WORDS, ERROR_CODES, SREGS,
                   VECTOR_SLOTS, decode_bundle)
@@ -140,14 +141,8 @@ class Sequencer(wiring.Component):
         self.imem_depth = check_int("imem_depth", imem_depth, least=1)
         self.smem_words = check_int("smem_words", smem_words, least=1)
         self.n_flags = check_int("n_flags", n_flags, least=1, most=1 << FLAG_BITS)
-        self.lanes = check_int("lanes", lanes, least=1)
-        self.vmem_lines = check_int("vmem_lines", vmem_lines, least=SUBLANES, most=1 << 16)
-        if not isinstance(mxu, bool):
-            raise TypeError(f"mxu must be a bool, not {mxu!r}")
-        if mxu and lanes % SUBLANES:
-            raise ValueError(f"an MXU needs lanes to be a multiple of {SUBLANES}, not {lanes}")
-        self.mxu = mxu
-        self.mxu_results = check_int("mxu_results", mxu_results, least=SUBLANES)
+        self.lanes, self.vmem_lines, self.mxu, self.mxu_results = check_vpu_shape(
+            lanes=lanes, vmem_lines=vmem_lines, mxu=mxu, mxu_results=mxu_results)
         self.sregs = Memory(shape=32, depth=SREGS, init=[])
         check_int("hbm_words", hbm_words, least=1, most=1 << 24)
         check_int("n_chips", n_chips, least=1, most=1 << CHIP_BITS)

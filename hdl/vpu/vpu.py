@@ -19,7 +19,7 @@ from .reduce_unit import ReduceUnit
 from .transcendental_unit import FUNCTIONS, TranscendentalUnit
 from .vector_alu import ALU_OPS, VectorALU
 
-__all__ = ["VPU", "ERRORS", "OPTIONAL_OPS"]
+__all__ = ["VPU", "ERRORS", "OPTIONAL_OPS", "check_vpu_shape"]
 
 #: ``error`` codes: index -> name (0 is no error). Names match ``golden.vpu``'s error kinds.
 ERRORS = ("none", "illegal", "vmem_range", "weights_full", "results_full", "pop_empty",
@@ -33,6 +33,18 @@ _REDUCTIONS = {"rsum": "sum", "rmax": "max", "rmin": "min"}
 
 def _one_hot(reg):
     return (Const(1, VREGS) << reg)[:VREGS]
+
+
+def check_vpu_shape(*, lanes, vmem_lines, mxu, mxu_results):
+    """``(lanes, vmem_lines, mxu, mxu_results)`` of a VPU, checked (TypeError, ValueError):
+    the VPU's own, and those of a sequencer that keeps the VPU's counts."""
+    lanes = check_int("lanes", lanes, least=1)
+    vmem_lines = check_int("vmem_lines", vmem_lines, least=SUBLANES, most=1 << 16)
+    if not isinstance(mxu, bool):
+        raise TypeError(f"mxu must be a bool, not {mxu!r}")
+    if mxu and lanes % SUBLANES:
+        raise ValueError(f"an MXU needs lanes to be a multiple of {SUBLANES}, not {lanes}")
+    return lanes, vmem_lines, mxu, check_int("mxu_results", mxu_results, least=SUBLANES)
 
 
 class VPU(wiring.Component):
@@ -117,15 +129,9 @@ class VPU(wiring.Component):
 
     def __init__(self, *, lanes=8, numerics="tpu", vmem_lines=256, mxu=False, mxu_results=16,
                  ops=None):
-        self.lanes = check_int("lanes", lanes, least=1)
+        self.lanes, self.vmem_lines, self.mxu, self.mxu_results = check_vpu_shape(
+            lanes=lanes, vmem_lines=vmem_lines, mxu=mxu, mxu_results=mxu_results)
         self.numerics = check_numerics(numerics)
-        self.vmem_lines = check_int("vmem_lines", vmem_lines, least=SUBLANES, most=1 << 16)
-        if not isinstance(mxu, bool):
-            raise TypeError(f"mxu must be a bool, not {mxu!r}")
-        if mxu and lanes % SUBLANES:
-            raise ValueError(f"an MXU needs lanes to be a multiple of {SUBLANES}, not {lanes}")
-        self.mxu = mxu
-        self.mxu_results = check_int("mxu_results", mxu_results, least=SUBLANES)
         self.ops = check_ops(ops, OPTIONAL_OPS, what="ops")
         #: What ``ops`` asks of each unit (an empty list: the unit is left out).
         self.alu_ops = [op for op in self.ops if op in ALU_OPS]

@@ -35,7 +35,8 @@ from .icarus_source import icarus_source
 from .testbench import TOP, testbench_verilog
 from .toolchain import amaranth_version, iverilog, tool_env, verilator, verilator_version
 
-__all__ = ["simulate_whole", "build", "compile_harness", "VERILATOR_FLAGS", "CompiledRunError"]
+__all__ = ["simulate_whole", "run_built", "build", "compile_harness", "VERILATOR_FLAGS",
+           "CompiledRunError"]
 
 MAIN = Path(__file__).with_name("harness") / "whole_run_main.cpp"
 HARNESS_MODULE = "harness"
@@ -167,8 +168,14 @@ def simulate_whole(run, images, *, simulator, waves=None, progress=None):
 
     ``images`` maps the block's memories to their :class:`~sim.blocks.MemoryImage`.
     """
-    from .whole_run import finish
     folder = build(run, simulator=simulator, images=images, waves=bool(waves))
+    return run_built(folder, run, images, simulator=simulator, waves=waves, progress=progress)
+
+
+def run_built(folder, run, images, *, simulator, waves=None, progress=None):
+    """:func:`simulate_whole` on ``folder``, a harness already built for ``run``'s block
+    (by :func:`build`, or by a runner with a top of its own, as ``sim.network``)."""
+    from .whole_run import finish
     (build_root() / "runs").mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"{run.block}-", dir=build_root() / "runs"))
     try:
