@@ -12,7 +12,7 @@ A bundle is :data:`BUNDLE_WORDS` (10) 32-bit words, one per slot (:data:`SLOTS`)
  2  vld       ``golden.vpu`` word: ``vld`` or ``nop``
  3  valu0     ``golden.vpu`` word: an ALU, transcendental or reduce op, or ``nop``
  4  valu1     as valu0
- 5  push      ``golden.vpu`` word: ``push_weights``, ``push_lhs`` or ``nop``
+ 5  push      ``golden.vpu`` word: ``push_weights``, ``push_lhs``, ``push_lhs_acc``, ``nop``
  6  pop       ``golden.vpu`` word: ``pop`` or ``nop``
  7  vst       ``golden.vpu`` word: ``vst`` or ``nop``
  8  vaddr     base registers of vld (bits 4..0) and vst (bits 9..5); bits 31..10 zero
@@ -212,7 +212,7 @@ ERROR_NOTES = {
     "vmem_range": "a vld/vst base line over 16 bits, or a line outside VMEM",
     "flag_range": "wait/waitc/fset/fadd names a flag >= n_flags",
     "weights_full": "golden.vpu: push_weights into a full shadow tile",
-    "results_full": "golden.vpu: push_lhs beyond the MXU result queue",
+    "results_full": "golden.vpu: push_lhs(_acc) beyond the MXU result queue",
     "pop_empty": "golden.vpu: pop with fewer than 8 result rows queued",
     "no_mxu": "golden.vpu: MXU op on a core without an MXU",
     "dma_format": "descriptor words no golden.memory.Descriptor can hold",

@@ -50,7 +50,8 @@ Operations (``op vd, va, vb`` computes ``vd = va op vb`` on every word)
 * ``vld vr, base, stride`` / ``vst vr, base, stride``: sublane ``s`` of
   ``vr`` is VMEM line ``base + s * stride`` (stride 0..31; a ``vst`` with
   stride 0 leaves sublane 7 in the line);
-* ``push_weights va``, ``push_lhs va``, ``pop vd``: the MXU link, below;
+* ``push_weights va``, ``push_lhs va``, ``push_lhs_acc va, vb``, ``pop vd``: the MXU
+  link, below;
 * ``nop``.
 
 Numerics follow SPEC section 3 in both modes ("tpu", "ieee"); every NaN an
@@ -120,7 +121,8 @@ def _table():
              ("vst", "m", ("vr", "base", "stride"), ("vr",), (), "store"),
              ("push_weights", "r", ("va",), ("va",), (), "mxu"),
              ("push_lhs", "r", ("va",), ("va",), (), "mxu"),
-             ("pop", "r", ("vd",), (), ("vd",), "mxu")]
+             ("pop", "r", ("vd",), (), ("vd",), "mxu"),
+             ("push_lhs_acc", "r", ("va", "vb"), ("va", "vb"), (), "mxu")]
     # Opcode 0 stays unassigned: an all-zero word is illegal.
     return {name: OpSpec(name, code, *rest) for code, (name, *rest) in enumerate(rows, start=1)}
 
@@ -540,6 +542,10 @@ class MXUState:
       tile first (the swap). Then the 8 sublanes, as bf16 rows ``x[m, :]``,
       produce ``golden.mxu.matmul(x, W)``, 8 fp32 rows, queued in order. Until
       the first swap the active tile is all +0.0.
+    * ``push_lhs_acc``: ``push_lhs`` whose sums start from a second vreg's fp32
+      words (row ``m`` from sublane ``m``), ``golden.mxu.matmul(x, W, acc=...)``
+      instead of from +0.0: a K-tile's results chained into the next tile's
+      keep a long K bit-exact, one rounding per product as in one long chain.
     * ``pop``: the oldest 8 result rows land in a vreg, row ``m`` in sublane
       ``m``; popping fewer than 8 queued rows is an error.
 
@@ -576,15 +582,17 @@ class MXUState:
                                "swaps it in before more weights can load", kind="weights_full")
         self.shadow.extend(rows)
 
-    def push_lhs(self, vreg):
+    def push_lhs(self, vreg, acc=None):
         rows = self._rows(vreg)
+        if acc is not None:
+            acc = np.asarray(acc, dtype=np.uint32).reshape(SUBLANES, self.lanes)
         if self.capacity is not None and len(self.results) + SUBLANES > self.capacity:
             raise ProgramError(f"push_lhs: {len(self.results)} result rows are waiting and "
                                f"the result queue holds {self.capacity}", kind="results_full")
         if len(self.shadow) == self.lanes:
             self.active = np.array(self.shadow, dtype=np.uint16)
             self.shadow = []
-        out = matmul(rows, self.active, numerics=self.numerics).view(np.uint32)
+        out = matmul(rows, self.active, numerics=self.numerics, acc=acc).view(np.uint32)
         self.results.extend(out)
 
     def pop(self):
@@ -667,6 +675,8 @@ def _step(ins, vregs, vmem, mxu, lanes, numerics):
         mxu.push_weights(vregs[ins.va])
     elif op == "push_lhs":
         mxu.push_lhs(vregs[ins.va])
+    elif op == "push_lhs_acc":
+        mxu.push_lhs(vregs[ins.va], acc=vregs[ins.vb])
     elif op == "pop":
         vregs[ins.vd] = mxu.pop()
     else:                                          # pragma: no cover - the table and this agree

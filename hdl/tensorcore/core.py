@@ -142,6 +142,7 @@ class TensorCore(wiring.Component):
             m.submodules.mxu = mxu = self.mxu
             wiring.connect(m, vpu.mxu_weights, mxu.weights)
             wiring.connect(m, vpu.mxu_lhs, mxu.lhs)
+            wiring.connect(m, vpu.mxu_acc, mxu.acc_in)
             wiring.connect(m, mxu.result, vpu.mxu_result)
         stopped = (seq.state == State.HALTED) | (seq.state == State.ERROR)
         m.d.comb += [

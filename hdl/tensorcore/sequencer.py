@@ -12,6 +12,7 @@ from ..lib.memory_port import MemoryPortSignature, check_int, line_addr_width
 from ..memory.layouts import CHIP_BITS, FLAG_BITS, descriptor_layout, flag_set_layout, \
     flag_wait_layout
 from ..vpu.isa import FIELD_BITS as VPU_FIELDS
+from ..vpu.isa import pushes_lhs
 from ..vpu.layouts import SUBLANES
 from ..vpu.vpu import check_vpu_shape
 from .dma_issue import DmaIssue
@@ -224,20 +225,20 @@ class Sequencer(wiring.Component):
                 continue
             faults += [(v.is_op["push_weights"] & (shadow_next + SUBLANES > self.lanes),
                         "weights_full"),
-                       (v.is_op["push_lhs"] & (queued_next + SUBLANES > self.mxu_results),
+                       (pushes_lhs(v) & (queued_next + SUBLANES > self.mxu_results),
                         "results_full"),
                        (v.is_op["pop"] & (queued_next < SUBLANES), "pop_empty")]
             # The counts after this slot, as signals so that each slot's logic is built
-            # once. A push_lhs into a whole shadow tile swaps it in first
+            # once. A push_lhs(_acc) into a whole shadow tile swaps it in first
             # (golden.vpu.MXUState). Values past the limits only occur in a bundle that
             # faults, which commits nothing.
             after = (Signal(range(self.lanes + SUBLANES + 1), name=f"{slot}_shadow"),
                      Signal(range(self.mxu_results + SUBLANES + 1), name=f"{slot}_queued"))
             m.d.comb += [
                 after[0].eq(Mux(v.is_op["push_weights"], shadow_next + SUBLANES,
-                                Mux(v.is_op["push_lhs"] & (shadow_next == self.lanes), 0,
+                                Mux(pushes_lhs(v) & (shadow_next == self.lanes), 0,
                                     shadow_next))),
-                after[1].eq(Mux(v.is_op["push_lhs"], queued_next + SUBLANES,
+                after[1].eq(Mux(pushes_lhs(v), queued_next + SUBLANES,
                                 Mux(v.is_op["pop"], queued_next - SUBLANES, queued_next))),
             ]
             shadow_next, queued_next = after

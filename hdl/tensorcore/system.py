@@ -3,7 +3,7 @@
 # elaborate: if the system is never elaborated, the warning about it is the one that counts.)
 """A TensorCore joined to the memory system: DMA engine, HBM model, VMEM and sync flags."""
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -51,6 +51,13 @@ vector_queue, ops
         The VPU has finished and the memory system holds no transfer.
     done : Out(1)
         The core has stopped and the system is ``drained``.
+    busy : Out(1)
+        Not ``done``, and not a wait that nothing in flight can end (the core waits on
+        a flag while the system is ``drained``): a run's watchdog counts the cycles it
+        is low.
+    mxu_beats, dma_cycles, overlap_cycles : Out(32)
+        Performance counters from ``start``: LHS rows the MXU took (each a cycle of
+        the whole array), cycles with a DMA transfer in flight, and cycles with both.
 
     Attributes
     ----------
@@ -79,7 +86,8 @@ vector_queue, ops
             "bundles": Out(32), "error": Out(range(len(ERROR_CODES))), "waiting": Out(1),
             "dma_busy": Out(1), "vpu_error": Out(self.core.vpu_error.shape()),
             "flags": Out(data.ArrayLayout(32, n_flags)), "dma_rejected": Out(COUNT_BITS),
-            "drained": Out(1), "done": Out(1),
+            "drained": Out(1), "done": Out(1), "busy": Out(1),
+            "mxu_beats": Out(32), "dma_cycles": Out(32), "overlap_cycles": Out(32),
         })
 
     def elaborate(self, platform):
@@ -95,5 +103,14 @@ vector_queue, ops
             self.drained.eq(core.drained & system.finished),
             self.done.eq(core.done & system.finished),
             *(getattr(self, name).eq(getattr(core, name)) for name in _FROM_CORE),
+            self.busy.eq(~self.done & ~(core.waiting & self.drained)),
         ]
+        computing = Signal()
+        if core.mxu is not None:
+            m.d.comb += computing.eq(core.mxu.lhs.valid & core.mxu.lhs.ready)
+        moving = ~system.finished
+        with m.If(self.start & ~self.done):
+            m.d.sync += [self.mxu_beats.eq(self.mxu_beats + computing),
+                         self.dma_cycles.eq(self.dma_cycles + moving),
+                         self.overlap_cycles.eq(self.overlap_cycles + (computing & moving))]
         return m

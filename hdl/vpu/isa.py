@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Mux, Signal
 
-__all__ = ["OPS", "UNITS", "FIELD_BITS", "OPCODE_BITS", "Decoded", "decode", "check_ops"]
+__all__ = ["OPS", "UNITS", "FIELD_BITS", "OPCODE_BITS", "Decoded", "decode", "pushes_lhs",
+           "check_ops"]
 
 #: Bit fields: name -> (lowest bit, width).
 FIELD_BITS = {
@@ -45,7 +46,7 @@ def _table():
     rows += [(op, "reduce", _UNARY) for op in ("rsum", "rmax", "rmin")]
     rows += [("vld", "load", ("vr", "base", "stride")), ("vst", "store", ("vr", "base", "stride")),
              ("push_weights", "mxu", ("va",)), ("push_lhs", "mxu", ("va",)),
-             ("pop", "pop", ("vd",))]
+             ("pop", "pop", ("vd",)), ("push_lhs_acc", "mxu", ("va", "vb"))]
     # Opcode 0 is unassigned, so zeroed memory never executes.
     return {name: Op(name, code, unit, fields)
             for code, (name, unit, fields) in enumerate(rows, start=1)}
@@ -141,6 +142,11 @@ def decode(m, word, *, name):
                    reads_c=reads["c"], writes=writes, src_a=src_a, src_b=_field(word, "vb"),
                    src_c=_field(word, "vc"), dest=_field(word, "vd"), base=_field(word, "base"),
                    stride=_field(word, "stride"))
+
+
+def pushes_lhs(decoded):
+    """``push_lhs`` or ``push_lhs_acc``: the word queues 8 MXU result rows."""
+    return decoded.is_op["push_lhs"] | decoded.is_op["push_lhs_acc"]
 
 
 def _any(signals):

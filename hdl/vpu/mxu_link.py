@@ -17,7 +17,8 @@ def _bf16_row(words, lanes):
 
 
 class MXUPusher(wiring.Component):
-    """``push_weights`` and ``push_lhs``: the 8 sublanes of a vreg as 8 MXU beats, bf16.
+    """``push_weights``, ``push_lhs`` and ``push_lhs_acc``: the 8 sublanes of a vreg as 8 MXU
+    beats, bf16 (with ``push_lhs_acc``, a second vreg's sublanes as their starting sums).
 
     Parameters
     ----------
@@ -26,14 +27,19 @@ class MXUPusher(wiring.Component):
 
     Ports
     -----
-    issue : In(stream.Signature(StructLayout({"lhs": 1, "swap": 1, "src": 256 * lanes})))
+    issue : In(stream.Signature(StructLayout({"lhs": 1, "swap": 1, "acc": 1,
+            "src": 256 * lanes, "acc_src": 256 * lanes})))
         The vreg (read at issue) and where it goes: weight rows (``lhs`` 0) or
         LHS rows (``lhs`` 1); ``swap`` sets the MXU's swap flag on the first
-        LHS beat (the issuer knows when the shadow tile is whole).
+        LHS beat (the issuer knows when the shadow tile is whole); ``acc``
+        (LHS rows only) sends ``acc_src``'s sublane ``s`` with LHS row ``s``.
     weights : Out(stream.Signature(weights_layout(lanes, True)))
         Weight beats: sublane ``s`` is row ``W[k, :]`` of the tile being loaded.
     lhs : Out(stream.Signature(lhs_layout(lanes)))
-        LHS beats, sublane ``s`` as row ``s``, no ``acc``.
+        LHS beats, sublane ``s`` as row ``s``.
+    acc_in : Out(stream.Signature(ArrayLayout(32, lanes)))
+        The starting fp32 sums of each ``acc`` LHS beat, valid with it (the MXU
+        takes the two together).
 
     One beat per cycle the MXU takes, from the cycle after issue; ``issue.ready``
     is high while idle (8 beats per instruction, so 8 cycles without
@@ -42,26 +48,32 @@ class MXUPusher(wiring.Component):
 
     def __init__(self, *, lanes):
         self.lanes = check_int("lanes", lanes, least=1)
-        layout = data.StructLayout({"lhs": 1, "swap": 1, "src": vreg_bits(lanes)})
+        layout = data.StructLayout({"lhs": 1, "swap": 1, "acc": 1, "src": vreg_bits(lanes),
+                                    "acc_src": vreg_bits(lanes)})
         super().__init__({
             "issue": In(stream.Signature(layout)),
             "weights": Out(stream.Signature(weights_layout(lanes, True))),
             "lhs": Out(stream.Signature(lhs_layout(lanes))),
+            "acc_in": Out(stream.Signature(data.ArrayLayout(32, lanes))),
         })
 
     def elaborate(self, platform):
         m = Module()
         lanes = self.lanes
         src = Signal(vreg_bits(lanes), reset_less=True)
+        acc_src = Signal(vreg_bits(lanes), reset_less=True)
         to_lhs = Signal(reset_less=True)
         swap = Signal(reset_less=True)
+        acc = Signal(reset_less=True)
         left = Signal(range(SUBLANES + 1))
         index = Signal(range(SUBLANES))
 
         m.d.comb += self.issue.ready.eq(~left.any())
         with m.If(self.issue.valid & self.issue.ready):
             m.d.sync += [src.eq(self.issue.payload.src), to_lhs.eq(self.issue.payload.lhs),
-                         swap.eq(self.issue.payload.swap), left.eq(SUBLANES), index.eq(0)]
+                         swap.eq(self.issue.payload.swap), acc.eq(self.issue.payload.acc),
+                         acc_src.eq(self.issue.payload.acc_src), left.eq(SUBLANES),
+                         index.eq(0)]
         beat = _bf16_row(select_row(src, index, lanes), lanes)
         m.d.comb += [
             self.weights.valid.eq((left != 0) & ~to_lhs),
@@ -69,6 +81,9 @@ class MXUPusher(wiring.Component):
             self.lhs.valid.eq((left != 0) & to_lhs),
             self.lhs.payload.data.eq(beat),
             self.lhs.payload.swap.eq(swap & ~index.any()),
+            self.lhs.payload.acc.eq(acc),
+            self.acc_in.valid.eq(self.lhs.valid & acc),
+            self.acc_in.payload.eq(select_row(acc_src, index, lanes)),
         ]
         with m.If((self.weights.valid & self.weights.ready) | (self.lhs.valid & self.lhs.ready)):
             m.d.sync += [left.eq(left - 1), index.eq(index + 1)]

@@ -11,7 +11,7 @@ from amaranth.lib.wiring import In, Out
 from ..arith.float_ops import check_numerics
 from ..lib.memory_port import MemoryPortSignature, check_int, line_addr_width
 from ..mxu.matrix_unit import lhs_layout, weights_layout
-from .isa import check_ops, decode
+from .isa import check_ops, decode, pushes_lhs
 from .layouts import PROGRAM_LAYOUT, SUBLANES, VREGS, vreg_bits
 from .load_store_unit import LoadStoreUnit
 from .mxu_link import MXUPopper, MXUPusher
@@ -73,8 +73,8 @@ class VPU(wiring.Component):
       latency 9, one per 8 cycles;
     * :class:`~hdl.vpu.load_store_unit.LoadStoreUnit`: ``vld`` (latency 10
       with a single-cycle VMEM) and ``vst``, one at a time;
-    * :class:`~hdl.vpu.mxu_link.MXUPusher` (``push_weights``, ``push_lhs``: 8
-      beats each, one at a time) and :class:`~hdl.vpu.mxu_link.MXUPopper`
+    * :class:`~hdl.vpu.mxu_link.MXUPusher` (``push_weights``, ``push_lhs``,
+      ``push_lhs_acc``: 8 beats each, one at a time) and :class:`~hdl.vpu.mxu_link.MXUPopper`
       (``pop``: waits for 8 MXU result rows).
 
     Program errors stop the VPU before the faulting instruction, with
@@ -111,8 +111,10 @@ class VPU(wiring.Component):
         Instruction words, ``count`` (1 or 2) per beat. A beat is taken when its
         last word issues.
     vmem : Out(MemoryPortSignature(addr_width=line_addr_width(vmem_lines), words=lanes))
-    mxu_weights, mxu_lhs : Out(stream.Signature(...)), mxu_result : In(stream.Signature(...))
-        Only with ``mxu``: the MXU's ``weights``, ``lhs`` and ``result`` streams.
+    mxu_weights, mxu_lhs, mxu_acc : Out(stream.Signature(...))
+    mxu_result : In(stream.Signature(...))
+        Only with ``mxu``: the MXU's ``weights``, ``lhs``, ``acc_in`` and ``result``
+        streams.
     idle : Out(1)
         No instruction taken so far is still executing.
     error, error_index : Out(3), Out(32)
@@ -149,6 +151,7 @@ class VPU(wiring.Component):
             members |= {
                 "mxu_weights": Out(stream.Signature(weights_layout(lanes, True))),
                 "mxu_lhs": Out(stream.Signature(lhs_layout(lanes))),
+                "mxu_acc": Out(stream.Signature(data.ArrayLayout(32, lanes))),
                 "mxu_result": In(stream.Signature(data.ArrayLayout(32, lanes))),
             }
         super().__init__(members)
@@ -180,6 +183,7 @@ class VPU(wiring.Component):
         if self.mxu:
             wiring.connect(m, pusher.weights, wiring.flipped(self.mxu_weights))
             wiring.connect(m, pusher.lhs, wiring.flipped(self.mxu_lhs))
+            wiring.connect(m, pusher.acc_in, wiring.flipped(self.mxu_acc))
             wiring.connect(m, wiring.flipped(self.mxu_result), popper.result)
 
         # ---- the two candidates: the words of the beat not yet issued
@@ -245,7 +249,7 @@ class VPU(wiring.Component):
                 m.d.comb += code.eq(_CODE["no_mxu"])
             with m.Elif(d.is_op["push_weights"] & (shadow + SUBLANES > lanes)):
                 m.d.comb += code.eq(_CODE["weights_full"])
-            with m.Elif(d.is_op["push_lhs"] & (queued + SUBLANES > self.mxu_results)):
+            with m.Elif(pushes_lhs(d) & (queued + SUBLANES > self.mxu_results)):
                 m.d.comb += code.eq(_CODE["results_full"])
             with m.Elif(d.is_op["pop"] & (queued < SUBLANES)):
                 m.d.comb += code.eq(_CODE["pop_empty"])
@@ -286,8 +290,8 @@ class VPU(wiring.Component):
         shadow_next, queued_next = shadow, queued
         for k, d in enumerate(dec):
             shadow_next = Mux(go[k] & d.is_op["push_weights"], shadow_next + SUBLANES,
-                              Mux(go[k] & d.is_op["push_lhs"] & swap, 0, shadow_next))
-            queued_next = Mux(go[k] & d.is_op["push_lhs"], queued_next + SUBLANES,
+                              Mux(go[k] & pushes_lhs(d) & swap, 0, shadow_next))
+            queued_next = Mux(go[k] & pushes_lhs(d), queued_next + SUBLANES,
                               Mux(go[k] & d.is_op["pop"], queued_next - SUBLANES, queued_next))
         m.d.sync += [shadow.eq(shadow_next), queued.eq(queued_next)]
 
@@ -318,7 +322,9 @@ class VPU(wiring.Component):
                              "src": src_a}.items():
             m.d.comb += getattr(lsu.issue.payload, name).eq(Mux(vmem_pick[0], *values))
         dispatch(pusher.issue, "mxu", {
-            "lhs": [d.is_op["push_lhs"] for d in dec], "swap": [swap, swap], "src": src_a})
+            "lhs": [pushes_lhs(d) for d in dec], "swap": [swap, swap],
+            "acc": [d.is_op["push_lhs_acc"] for d in dec], "src": src_a,
+            "acc_src": [r[1] for r in reads]})
         dispatch(popper.issue, "pop", {"dest": [d.dest for d in dec]})
 
         # ---- the ALU slots: word k of a beat goes to slot k

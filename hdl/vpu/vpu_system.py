@@ -95,6 +95,7 @@ class VPUSystem(wiring.Component):
             m.submodules.mxu = mxu = self.mxu
             wiring.connect(m, vpu.mxu_weights, mxu.weights)
             wiring.connect(m, vpu.mxu_lhs, mxu.lhs)
+            wiring.connect(m, vpu.mxu_acc, mxu.acc_in)
             wiring.connect(m, mxu.result, vpu.mxu_result)
         m.d.comb += [getattr(self, name).eq(getattr(vpu, name))
                      for name in ("idle", "error", "error_index", "executed", "dual")]

@@ -24,11 +24,18 @@ def _bits(fields):
             for name, (lo, width) in sorted(fields.items(), key=lambda f: -f[1][0])]
 
 
+def _vector_unit(spec):
+    """The unit of golden.tensorcore's slot table a vector op needs: golden.vpu's "mxu"
+    unit is two slots, the pop and the pushes."""
+    if spec.unit == "mxu":
+        return "pop" if spec.name == "pop" else "push"
+    return spec.unit
+
+
 def _slot_contents(slot):
     if slot in tc.VECTOR_SLOTS:
         ops = [s.name for s in vpu.OPS.values() if s.name != "nop"
-               and {"pop": "pop", "push_weights": "push", "push_lhs": "push"}.get(s.name, s.unit)
-               in tc.VECTOR_SLOT_UNITS[slot]]
+               and _vector_unit(s) in tc.VECTOR_SLOT_UNITS[slot]]
         return "golden.vpu word: " + (", ".join(ops) if len(ops) < 5 else
                                       " / ".join(tc.VECTOR_SLOT_UNITS[slot]) + " ops") + ", nop"
     if slot == "vaddr":

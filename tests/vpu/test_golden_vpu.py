@@ -175,7 +175,7 @@ OPCODES = {
     "select": 10, "iadd": 11, "isub": 12, "and": 13, "or": 14, "xor": 15, "shl": 16,
     "shr": 17, "sra": 18, "f32_to_bf16": 19, "bf16_to_f32": 20, "f32_to_i32": 21,
     "i32_to_f32": 22, "rcp": 23, "rsqrt": 24, "exp": 25, "rsum": 26, "rmax": 27, "rmin": 28,
-    "vld": 29, "vst": 30, "push_weights": 31, "push_lhs": 32, "pop": 33,
+    "vld": 29, "vst": 30, "push_weights": 31, "push_lhs": 32, "pop": 33, "push_lhs_acc": 34,
 }
 
 
@@ -194,6 +194,7 @@ def test_field_positions_by_hand():
     assert vpu.assemble("vst v2, 3")[0] == (30 << 26) | (2 << 21) | (3 << 5) | 1
     assert vpu.assemble("push_lhs v4")[0] == (32 << 26) | (4 << 16)
     assert vpu.assemble("pop v4")[0] == (33 << 26) | (4 << 21)
+    assert vpu.assemble("push_lhs_acc v4, v9")[0] == (34 << 26) | (4 << 16) | (9 << 11)
     assert vpu.assemble("nop")[0] == 1 << 26
 
 
@@ -434,6 +435,26 @@ def test_mxu_swap_takes_effect_at_the_next_lhs_push(rng):
     high[1] |= np.uint32(0xABCD0000)
     again = vpu.execute("push_weights v1\npush_lhs v3\npop v11", vregs=high)
     np.testing.assert_array_equal(again.vregs[11], expect[1])
+
+
+@pytest.mark.parametrize("numerics", ["tpu", "ieee"])
+def test_lhs_pushes_with_accumulators_chain_a_long_k_as_one_matmul(rng, numerics):
+    # K = 24 on an 8x8 MXU: each K-tile's sums start from the previous tile's results, so
+    # the program equals one matmul over the whole K (a single chain of roundings), not
+    # the sum of three separately rounded products.
+    tiles = 3
+    x = np.concatenate([_bf16_vreg(rng, LANES)[0] for _ in range(tiles)], axis=1)
+    w = np.concatenate([_bf16_vreg(rng, LANES)[0] for _ in range(tiles)], axis=0)
+    vregs = np.zeros((32, 8, LANES), np.uint32)
+    lines = []
+    for t in range(tiles):
+        vregs[t] = w[8 * t:8 * t + 8]
+        vregs[10 + t] = x[:, 8 * t:8 * t + 8]
+        push = "push_lhs v10" if t == 0 else f"push_lhs_acc v{10 + t}, v20"
+        lines += [f"push_weights v{t}", push, "pop v20"]
+    state = vpu.execute("\n".join(lines), vregs=vregs, numerics=numerics)
+    want = matmul(x.astype(np.uint16), w.astype(np.uint16), numerics=numerics)
+    np.testing.assert_array_equal(state.vregs[20], want.view(np.uint32))
 
 
 def test_mxu_program_errors():

@@ -48,7 +48,8 @@ TRANS_CASES = {
 }
 HAZARD_KINDS = ("raw", "waw", "war")
 STRIDES = ("zero", "one", "more")
-MXU_EVENTS = ("weights_while_queued", "weights", "lhs_swap", "lhs", "pop")
+MXU_EVENTS = ("weights_while_queued", "weights", "lhs_swap", "lhs", "lhs_acc_swap", "lhs_acc",
+              "pop")
 #: rsqrt's hardest input: 2**-28.5 ULP from a rounding midpoint.
 RSQRT_HARDEST = 0x403A18E3
 
@@ -317,6 +318,7 @@ def sample_program(samplers, program, build, numerics, steps, final):
             shadow, queued = before
             samples["mxu"].add({"push_weights": "weights_while_queued" if queued else "weights",
                                 "push_lhs": "lhs_swap" if shadow == lanes else "lhs",
+                                "push_lhs_acc": "lhs_acc_swap" if shadow == lanes else "lhs_acc",
                                 "pop": "pop"}[ins.op])
     for sample in _hazards(executed, lanes):
         samples["hazard"].add(sample)

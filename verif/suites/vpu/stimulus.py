@@ -35,8 +35,8 @@ __all__ = ["Build", "Program", "OPERAND_CLASSES", "UNIT_CLASSES", "PRODUCERS", "
 
 #: Operand classes of SPEC section 3's coverage (``max``: the largest finite magnitude).
 OPERAND_CLASSES = ("zero", "subnormal", "normal", "inf", "nan", "max")
-#: Unit classes of instructions, as the VPU's units take them (``push``: push_weights and
-#: push_lhs; ``pop``: pop).
+#: Unit classes of instructions, as the VPU's units take them (``push``: push_weights,
+#: push_lhs and push_lhs_acc; ``pop``: pop).
 UNIT_CLASSES = ("alu", "trans", "reduce", "load", "store", "push", "pop")
 #: Units whose result a hazard waits for (``store``: through VMEM, to a load).
 PRODUCERS = ("alu", "trans", "reduce", "load", "pop", "store")
@@ -47,6 +47,7 @@ ERROR_KINDS = golden_vpu.ERRORS
 SLOTS = ("first", "second")
 
 _OPS = golden_vpu.OPS
+_LHS_OPS = ("push_lhs", "push_lhs_acc")
 _ALU = tuple(name for name, spec in _OPS.items() if spec.unit == "alu")
 _TRANS = tuple(name for name, spec in _OPS.items() if spec.unit == "trans")
 _REDUCE = tuple(name for name, spec in _OPS.items() if spec.unit == "reduce")
@@ -198,7 +199,7 @@ def _mxu_after(op, shadow, queued, lanes):
     """The MXU's (shadow rows, queued result rows) after ``op`` (``golden.vpu.MXUState``)."""
     if op == "push_weights":
         return shadow + _SUBLANES, queued
-    if op == "push_lhs":            # a whole shadow tile swaps in first
+    if op in _LHS_OPS:              # a whole shadow tile swaps in first
         return (0 if shadow == lanes else shadow), queued + _SUBLANES
     if op == "pop":
         return shadow, queued - _SUBLANES
@@ -218,6 +219,18 @@ class _Writer:
     def emit(self, op, **fields):
         self.words.append(golden_vpu.encode(golden_vpu.Instruction(op, **fields)))
         self.shadow, self.queued = _mxu_after(op, self.shadow, self.queued, self.build.lanes)
+
+    def lhs_op(self):
+        """``push_lhs`` or ``push_lhs_acc``, at random."""
+        return str(self.rng.choice(_LHS_OPS))
+
+    def push(self, op, va, avoid=()):
+        """MXU push ``op`` of ``va``; ``push_lhs_acc`` takes its sums from a register not in
+        ``avoid``."""
+        if op == "push_lhs_acc":
+            self.emit(op, va=va, vb=self.reg(avoid))
+        else:
+            self.emit(op, va=va)
 
     def reg(self, avoid=()):
         return int(self.rng.choice([r for r in range(_VREGS) if r not in avoid]))
@@ -290,7 +303,7 @@ class _Writer:
             elif can_weights and (not can_lhs or self.rng.random() < 0.6):
                 op = "push_weights"
             else:
-                op = "push_lhs" if can_lhs else None
+                op = self.lhs_op() if can_lhs else None
             if op is None:
                 return None, kind
             ops.append(op)
@@ -327,7 +340,7 @@ def _instruction(w, unit, *, dest=None, source=None, avoid=(), mxu_op=None):
         w.memory("vld" if unit == "load" else "vst",
                  reg=dest if unit == "load" else source, avoid=avoid)
     elif unit == "push":
-        w.emit(mxu_op, va=w.reg(avoid) if source is None else source)
+        w.push(mxu_op, w.reg(avoid) if source is None else source, avoid)
     else:
         w.emit("pop", vd=w.reg(avoid) if dest is None else dest)
 
@@ -388,7 +401,7 @@ def _write(w, unit, dest, mxu_op, avoid=()):
         reg = dest if dest is not None else w.reg(avoid)
         w.emit("pop", vd=reg)
         return reg
-    w.emit(mxu_op, va=w.reg(avoid))
+    w.push(mxu_op, w.reg(avoid), avoid)
     return None
 
 
@@ -397,14 +410,14 @@ def _mxu_sequence(w):
     pop what was queued; the LHS sometimes converted to bf16 by the VPU first."""
     kinds = ["push"] * (w.build.lanes // _SUBLANES + 2) + ["pop", "push", "pop"]
     for op in w.mxu_ops(kinds):
-        if op == "push_lhs" and w.rng.random() < 0.3:
+        if op in _LHS_OPS and w.rng.random() < 0.3:
             source, bf16 = w.reg(), w.reg()
             w.emit("f32_to_bf16", vd=bf16, va=source)
-            w.emit(op, va=bf16)
+            w.push(op, bf16)
         elif op == "pop":
             w.emit(op, vd=w.reg())
         else:
-            w.emit(op, va=w.reg())
+            w.push(op, w.reg())
 
 
 def _error(w, kind, slot):
@@ -418,15 +431,18 @@ def _error(w, kind, slot):
         while w.queued + _SUBLANES <= w.build.mxu_results:
             w.emit("push_lhs", va=w.reg())
         w.align(slot)
-        w.emit("push_lhs", va=w.reg())
+        w.push(w.lhs_op(), w.reg())
     elif kind == "pop_empty":
         w.drain()
         w.align(slot)
         w.emit("pop", vd=w.reg())
     elif kind == "no_mxu":
         w.align(slot)
-        op = str(w.rng.choice(("push_weights", "push_lhs", "pop")))
-        w.emit(op, **{"vd" if op == "pop" else "va": w.reg()})
+        op = str(w.rng.choice(("push_weights", *_LHS_OPS, "pop")))
+        if op == "pop":
+            w.emit(op, vd=w.reg())
+        else:
+            w.push(op, w.reg())
     elif kind == "vmem_range":
         w.align(slot)
         base, stride = w.lines(stride=int(w.rng.integers(0, 32)), out_of_range=True)
