@@ -17,6 +17,7 @@ from hdl.ici import Router
 from hdl.memory import DmaSystem
 from hdl.mxu import MXU, ProcessingElement, preset
 from hdl.sparsecore import SparseCoreTile
+from hdl.tensorcore import TensorCoreSystem
 from hdl.vpu import VPU, TranscendentalUnit, VPUSystem
 
 __all__ = ["BLOCKS", "block_params", "parse_params", "build", "block_interface",
@@ -43,6 +44,8 @@ BLOCKS = {
     # "vpu" every result stays in memories without ports, and synthesis drops the datapath).
     "vpu_core": VPU,
     "vpu_transcendental": TranscendentalUnit,
+    # A TensorCore on its memory system (no router yet): what sim.chip runs.
+    "tensorcore": TensorCoreSystem,
 }
 
 # How to read each parameter from the command line.

@@ -45,7 +45,7 @@ from hdl.memory.dma_system import STAMPS
 from hdl.memory.layouts import REASONS, SPACES, descriptor_layout, error_layout
 
 from .backends import check_backend
-from .backends.whole_run import WholeRun, run_whole
+from .backends.whole_run import WholeRun, pack_words, run_whole, unpack_words
 
 __all__ = ["run", "run_stamped", "DmaRun", "DmaStamps", "descriptor_beat", "push_flits",
            "stream_beats"]
@@ -146,15 +146,6 @@ def _image(value, name):
     if not isinstance(value, np.ndarray) or value.dtype != np.uint32 or value.ndim != 1:
         raise ValueError(f"{name} must be a 1-D numpy array of uint32 words")
     return value
-
-
-def _lines(words, per_line):
-    return [int.from_bytes(line.tobytes(), "little") for line in words.reshape(-1, per_line)]
-
-
-def _words(lines, per_line):
-    return np.frombuffer(b"".join(line.to_bytes(4 * per_line, "little") for line in lines),
-                         "<u4").astype(np.uint32)
 
 
 def run(hbm, vmem, descriptors, *, outstanding=4, read_latency=4, words_per_cycle=1, lanes=8,
@@ -261,16 +252,16 @@ def run_stamped(hbm, vmem, descriptors, *, outstanding=4, read_latency=4, words_
         loopbacks={"receive": ("push", flits)}, until="finished",
         gaps={"descriptors": idle, "errors": stall, "receive": idle, "push": stall},
         seed=seed, inputs={"seed": seed, "chip": 0},
-        load={"hbm": _lines(hbm, words_per_cycle), "vmem": _lines(vmem, lanes)},
+        load={"hbm": pack_words(hbm, words_per_cycle), "vmem": pack_words(vmem, lanes)},
         dump=("hbm", "vmem"), watchdog=watchdog, busy="busy", depth=depth)
     result = run_whole(whole, backend=backend, waves=waves)
     records = [data.Const(error_layout, beat) for beat in result.recorded["errors"]]
     rejected = sorted(record.id for record in records if REASONS[record.reason] != BUS)
     bus_errors = [DmaError(record.id, BUS, record.address) for record in records
                   if REASONS[record.reason] == BUS]
-    flags = _words([result.outputs["flags"]], n_flags)
+    flags = unpack_words([result.outputs["flags"]], n_flags)
     first = result.streams["descriptors"].first
-    dma_run = DmaRun(_words(result.memories["hbm"], words_per_cycle),
-                     _words(result.memories["vmem"], lanes), flags, rejected,
+    dma_run = DmaRun(unpack_words(result.memories["hbm"], words_per_cycle),
+                     unpack_words(result.memories["vmem"], lanes), flags, rejected,
                      result.cycles - (first or 0), bus_errors)
     return dma_run, DmaStamps(*(result.outputs[name] for name in STAMPS))

@@ -37,7 +37,7 @@ from golden.sparsecore import DEFAULT_INITIAL_ACCUMULATOR, check_choice, check_c
 from hdl.sparsecore import COMBINERS, LANES, ONE, OPTIMIZERS, STAMPS
 
 from .backends import check_backend
-from .backends.whole_run import WholeRun, run_whole
+from .backends.whole_run import WholeRun, pack_words, run_whole, unpack_words
 
 __all__ = ["lookup", "update", "hbm_image", "SparseRun", "SparseStats", "IndexOutOfRange", "GatherPoint",
            "gather_curve", "BLOCK"]
@@ -141,19 +141,6 @@ def hbm_image(table, state=None, *, rows, row_words, size=None):
     return image
 
 
-def _pack(words, per_beat):
-    """Flat uint32 words as integers of ``per_beat`` words, word ``j`` at bits ``32*j``."""
-    raw = np.ascontiguousarray(words, dtype="<u4").reshape(-1, per_beat)
-    return [int.from_bytes(beat.tobytes(), "little") for beat in raw]
-
-
-def _unpack(beats, per_beat):
-    if not beats:
-        return np.zeros(0, np.uint32)
-    return np.frombuffer(b"".join(beat.to_bytes(4 * per_beat, "little") for beat in beats),
-                         "<u4").astype(np.uint32)
-
-
 # ---------------------------------------------------------------- the run
 
 def _run(table, indices, offsets, *, op, combiner=0, optimizer=0, lr=0, weights=None,
@@ -193,7 +180,7 @@ def _run(table, indices, offsets, *, op, combiner=0, optimizer=0, lr=0, weights=
     play = {
         "ids": [int(i) | int(w) << 32 for i, w in zip(ids, weights)],
         "ends": [int(e) for e in offsets[1:]],
-        "grads": [] if grads is None else _pack(_padded(grads, row_words).reshape(-1), LANES),
+        "grads": [] if grads is None else pack_words(_padded(grads, row_words).reshape(-1), LANES),
     }
     whole = WholeRun(
         BLOCK, params, play=play, record={"out": 0 if op else n_bags * chunks},
@@ -201,7 +188,7 @@ def _run(table, indices, offsets, *, op, combiner=0, optimizer=0, lr=0, weights=
         gaps={"ids": idle, "ends": idle, "grads": idle, "out": stall},
         inputs=dict(op=op, combiner=combiner, optimizer=optimizer, lr=int(lr), n_rows=n_rows,
                     n_ids=n_ids, n_bags=n_bags, seed=seed),
-        load={"hbm": _pack(hbm, words_per_cycle)}, dump=("hbm",) if op else (),
+        load={"hbm": pack_words(hbm, words_per_cycle)}, dump=("hbm",) if op else (),
         watchdog=1000 + 4 * (read_latency + jitter))
     result = run_whole(whole, backend=backend, waves=waves)
     outputs = result.outputs
@@ -252,7 +239,7 @@ def lookup(table, indices, offsets, *, combiner="sum", weights=None, backend="am
         words_per_cycle=words_per_cycle, max_unique=max_unique, idle=idle, stall=stall,
         waves=waves, tile=tile)
     row_words = -(-table.shape[1] // LANES) * LANES
-    out = _unpack(result.recorded["out"], LANES).reshape(len(offsets) - 1, row_words)
+    out = unpack_words(result.recorded["out"], LANES).reshape(len(offsets) - 1, row_words)
     return SparseRun(result.cycles, hbm_reads, out=out[:, :table.shape[1]].view(np.float32),
                      stats=stats)
 
@@ -290,7 +277,7 @@ def update(table, indices, offsets, grads, *, optimizer="sgd", lr, state=None,
         backend=backend, numerics=numerics, seed=seed, jitter=jitter,
         read_latency=read_latency, words_per_cycle=words_per_cycle, max_unique=max_unique,
         idle=idle, stall=0.0, waves=waves, tile=tile)
-    words = _unpack(result.memories["hbm"], words_per_cycle)
+    words = unpack_words(result.memories["hbm"], words_per_cycle)
     row_words = -(-width // LANES) * LANES
 
     def region(base):

@@ -15,7 +15,12 @@ __all__ = ["StreamSource", "StreamSink", "SimulationHang", "run_transactors"]
 
 
 class SimulationHang(RuntimeError):
-    """No stream transferred anything for longer than the watchdog allows."""
+    """No stream transferred anything for longer than the watchdog allows.
+
+    ``outputs``, where known, maps the block's plain output ports to their values then.
+    """
+
+    outputs = None
 
 
 class _Transactor:

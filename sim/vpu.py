@@ -37,7 +37,8 @@ from hdl.vpu import OPTIONAL_OPS, PROGRAM_LAYOUT
 from hdl.vpu.isa import check_ops
 
 from .backends import check_backend
-from .backends.whole_run import WholeRun, memory_depth, run_whole
+from .backends.whole_run import (WholeRun, memory_depth, pack_words, run_whole,
+                                 unpack_words)
 
 __all__ = ["run", "elementwise", "reduce", "VPURun", "Pass", "plan_elementwise", "plan_reduce",
            "program_beats", "vreg_image", "vregs_from_image", "BLOCK", "VMEM_LINES",
@@ -99,16 +100,6 @@ def vregs_from_image(entries, lanes):
     size = 4 * _SUBLANES * lanes
     raw = b"".join(int(entry).to_bytes(size, "little") for entry in entries)
     return np.frombuffer(raw, "<u4").astype(np.uint32).reshape(-1, _SUBLANES, lanes)
-
-
-def _lines(words, lanes):
-    raw = np.ascontiguousarray(words, dtype="<u4").reshape(-1, lanes)
-    return [int.from_bytes(line.tobytes(), "little") for line in raw]
-
-
-def _words(lines, lanes):
-    raw = b"".join(int(line).to_bytes(4 * lanes, "little") for line in lines)
-    return np.frombuffer(raw, "<u4").astype(np.uint32)
 
 
 def program_beats(words):
@@ -261,13 +252,13 @@ def run(program, *, vregs=None, vmem=None, lanes=8, numerics="tpu", backend="ama
     whole = WholeRun(
         BLOCK, params, play={"program": beats}, record={}, until="idle", seed=seed,
         gaps={"program": idle}, depth=depth,
-        load={"vregs": vreg_image(vregs), "vmem": _lines(vmem, lanes)},
+        load={"vregs": vreg_image(vregs), "vmem": pack_words(vmem, lanes)},
         dump=("vregs", "vmem"), watchdog=1000 + 8 * lanes)
     result = run_whole(whole, backend=backend, waves=waves)
     out = result.outputs
     error = _error_name(out["error"])
     return VPURun(vregs_from_image(result.memories["vregs"], lanes),
-                  _words(result.memories["vmem"], lanes), result.cycles, out["executed"],
+                  unpack_words(result.memories["vmem"], lanes), result.cycles, out["executed"],
                   out["dual"], error, None if error is None else out["error_index"],
                   result.seconds)
 

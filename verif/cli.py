@@ -444,6 +444,8 @@ def _parser():
 
     from .network_cli import add_parser as add_network_parser
     add_network_parser(sub)
+    from .chip_cli import add_parser as add_chip_parser
+    add_chip_parser(sub)
     return parser
 
 

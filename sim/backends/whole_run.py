@@ -10,6 +10,8 @@ seed.
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from amaranth.hdl import Shape
 from amaranth.lib.wiring import In
 
@@ -20,7 +22,7 @@ from ..blocks import block_interface, build
 from ..transactors import SimulationHang
 
 __all__ = ["WholeRun", "StreamStats", "WholeRunResult", "run_whole", "make_harness",
-           "memory_depth", "MIN_DEPTH"]
+           "memory_depth", "MIN_DEPTH", "pack_words", "unpack_words"]
 
 #: Smallest memory of a player or recorder; depths are powers of two from here,
 #: so runs of similar size share one build.
@@ -30,6 +32,20 @@ MIN_DEPTH = 16
 def memory_depth(beats):
     """The memory depth that holds ``beats`` entries: a power of two, at least :data:`MIN_DEPTH`."""
     return max(MIN_DEPTH, 1 << max(0, beats - 1).bit_length())
+
+
+def pack_words(words, per_entry):
+    """Flat uint32 ``words`` as memory entries or stream beats of ``per_entry`` words
+    each (Python integers, word ``j`` at bits ``32*j``), as ``load`` and ``play`` take
+    them."""
+    raw = np.ascontiguousarray(words, dtype="<u4").reshape(-1, per_entry)
+    return [int.from_bytes(entry.tobytes(), "little") for entry in raw]
+
+
+def unpack_words(entries, per_entry):
+    """The inverse of :func:`pack_words`: flat uint32 words of ``entries``."""
+    raw = b"".join(int(entry).to_bytes(4 * per_entry, "little") for entry in entries)
+    return np.frombuffer(raw, "<u4").astype(np.uint32)
 
 
 @dataclass(frozen=True)
@@ -243,6 +259,8 @@ def finish(run, status, recorded, seconds, memories=None):
         transfers = status[f"{port}_transfers"]
         streams[port] = StreamStats(transfers, status[f"{port}_first"] if transfers else None,
                                     status[f"{port}_last"] if transfers else None)
+    outputs = {name.removeprefix("dut_"): value for name, value in status.items()
+               if name.startswith("dut_")}
     if not status["done"]:
         progress = "; ".join(
             f"{port}: {'sent' if port in run.play else 'received'} "
@@ -251,9 +269,9 @@ def finish(run, status, recorded, seconds, memories=None):
                                                  else "")
         why = (f"{quiet} for {run.watchdog} cycles" if status["hung"]
                else "the simulation stopped before the run was done")
-        raise SimulationHang(f"{run.block} hung at cycle {status['cycles']}: {why}; {progress}")
-    outputs = {name.removeprefix("dut_"): value for name, value in status.items()
-               if name.startswith("dut_")}
+        hang = SimulationHang(f"{run.block} hung at cycle {status['cycles']}: {why}; {progress}")
+        hang.outputs = outputs          # the block's plain outputs then, for a runner to explain
+        raise hang
     return WholeRunResult(recorded, streams, status["cycles"], seconds, outputs,
                           dict(memories or {}))
 

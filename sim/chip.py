@@ -1,0 +1,194 @@
+"""One chip's whole runs: a TensorCore program on ``hdl.tensorcore.TensorCoreSystem``.
+
+:func:`run` loads IMEM, SMEM, VMEM and HBM, raises ``start``, runs until the core has
+halted and the memory system is idle, and reads the memories back, with no Python per
+cycle on any backend. :func:`matmul` is SPEC section 6's ``sim.chip.matmul``: the
+:mod:`sim.kernels.matmul` program, HBM to HBM.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from golden import tensorcore as tc
+from golden.formats import check_numerics
+
+from .backends import check_backend
+from .backends.whole_run import WholeRun, pack_words, run_whole, unpack_words
+from .kernels import plan_matmul
+from .transactors import SimulationHang
+
+__all__ = ["ChipRun", "ProgramRun", "ChipError", "run", "matmul", "MATMUL_CHIP"]
+
+BLOCK = "tensorcore"
+
+#: The chip ``matmul`` builds: 8 lanes and an 8x8 MXU, a 64-row MXU result queue (the
+#: kernel keeps 8 pushes in flight), a VMEM line per cycle from HBM, and only the ALU
+#: operations the kernel uses (a smaller build).
+MATMUL_CHIP = dict(lanes=8, mxu_results=64, vmem_lines=512, imem_depth=256,
+                   words_per_cycle=8, read_latency=4, ops=("xor", "max"))
+
+
+class ChipError(RuntimeError):
+    """A chip run that stopped with a core fault, or hung: the message names the pc, the
+    bundle there and the flags."""
+
+
+@dataclass(frozen=True)
+class ProgramRun:
+    """What :func:`run` leaves: the final ``hbm``, ``vmem`` and ``smem`` (flat uint32),
+    the ``flags``, the ``cycles`` from ``start`` to done, the bundles issued, and the
+    performance counters (``hdl.tensorcore.TensorCoreSystem``'s): ``mxu_beats``,
+    ``dma_cycles``, ``overlap_cycles``."""
+    hbm: np.ndarray
+    vmem: np.ndarray
+    smem: np.ndarray
+    flags: np.ndarray
+    cycles: int
+    bundles: int
+    mxu_beats: int
+    dma_cycles: int
+    overlap_cycles: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ChipRun:
+    """Result of :func:`matmul`.
+
+    ``out`` is float32 [M, N]; ``cycles`` counts from ``start`` to the last result in
+    HBM. ``utilization`` is the MXU's busy fraction of those cycles (a busy cycle takes
+    an LHS row into the whole array); ``overlap`` the fraction of the cycles with DMA in
+    flight during which the MXU also worked.
+    """
+    out: np.ndarray
+    cycles: int
+    utilization: float
+    overlap: float
+    seconds: float
+
+
+def _power_of_two_at_least(n, least):
+    return max(least, 1 << max(0, int(n) - 1).bit_length())
+
+
+def _image(name, words, size, per_entry=1):
+    words = np.asarray(words, dtype=np.uint32).ravel()
+    if words.size > size:
+        raise ValueError(f"{name} holds {words.size} words, more than the chip's {size}")
+    if words.size % per_entry:
+        words = np.concatenate([words, np.zeros(per_entry - words.size % per_entry,
+                                                np.uint32)])
+    return pack_words(words, per_entry)
+
+
+def _explain(program_words, outputs, n_flags):
+    """``pc N (bundle text), flags [...]`` from a stopped or hung chip's outputs."""
+    pc = outputs.get("pc", 0)
+    bundle = "outside the program"
+    if 0 <= pc < len(program_words):
+        bundle = tc.disassemble(program_words[pc:pc + 1]).strip().splitlines()[-1].strip()
+    flags = outputs.get("flags", 0)
+    values = [(flags >> (32 * i)) & 0xFFFFFFFF for i in range(n_flags)]
+    shown = ", ".join(f"f{i}={v}" for i, v in enumerate(values) if v)
+    return f"pc {pc} ({bundle}); flags: {shown or 'all 0'}"
+
+
+def run(program, *, hbm=None, vmem=None, smem=None, numerics="tpu", backend="verilator",
+        chip=None, watchdog=10_000, waves=None, progress=None):
+    """Run a TensorCore program on the chip RTL; returns a :class:`ProgramRun`.
+
+    Parameters
+    ----------
+    program : str or integer words
+        Assembly text (``golden.tensorcore.assemble``) or bundles.
+    hbm, vmem, smem : 1-D uint32, optional
+        Initial images (the rest of each memory is zero).
+    numerics : "tpu" or "ieee"
+    backend : "amaranth", "verilator" or "icarus"
+    chip : dict, optional
+        ``TensorCoreSystem`` parameters (default ``TensorCoreSystem``'s own); ``hbm_words``
+        and ``smem_words`` grow to powers of two that hold the images.
+    watchdog : int
+        Cycles the core may wait on a flag with nothing in flight before the run is hung.
+    waves : path, optional
+    progress : callable, optional
+        ``progress(cycle, status)`` now and then on long runs.
+
+    Raises
+    ------
+    ChipError
+        The core stopped on a fault, or the run hung; the message names the pc, its
+        bundle and the flags.
+    ValueError
+        On bad arguments.
+    """
+    check_numerics(numerics)
+    check_backend(backend)
+    words = tc.program_words(program)
+    params = dict(chip or {})
+    params["numerics"] = numerics
+    lanes = params.get("lanes", 8)
+    per_hbm_line = params.get("words_per_cycle", 1)
+    hbm = np.zeros(0, np.uint32) if hbm is None else np.asarray(hbm, np.uint32).ravel()
+    smem = np.zeros(0, np.uint32) if smem is None else np.asarray(smem, np.uint32).ravel()
+    params.setdefault("hbm_words", _power_of_two_at_least(hbm.size, tc.DEFAULT_HBM_WORDS))
+    params.setdefault("smem_words", _power_of_two_at_least(smem.size, tc.DEFAULT_SMEM_WORDS))
+    imem_depth = params.setdefault("imem_depth", 256)
+    if len(words) > imem_depth:
+        raise ValueError(f"the program has {len(words)} bundles, more than IMEM's "
+                         f"{imem_depth}")
+    n_flags = params.get("n_flags", 16)
+    load = {"imem": pack_words(words, tc.BUNDLE_WORDS),
+            "hbm": _image("hbm", hbm, params["hbm_words"], per_hbm_line),
+            "smem": _image("smem", smem, params["smem_words"])}
+    if vmem is not None:
+        load["vmem"] = _image("vmem", vmem, params.get("vmem_lines", 256) * lanes, lanes)
+    whole = WholeRun(BLOCK, params, play={}, record={}, until="done", busy="busy",
+                     inputs={"start": 1}, load=load, dump=("hbm", "vmem", "smem"),
+                     watchdog=watchdog)
+    try:
+        result = run_whole(whole, backend=backend, waves=waves, progress=progress)
+    except SimulationHang as hang:
+        where = _explain(words, hang.outputs or {}, n_flags)
+        raise ChipError(f"the chip hung: {where} ({hang})") from None
+    out = result.outputs
+    if out["error"]:
+        raise ChipError(f"the core stopped with error {tc.ERRORS[out['error']]}: "
+                        f"{_explain(words, {**out, 'pc': out['error_pc']}, n_flags)}")
+    flags = out["flags"]
+    return ProgramRun(
+        hbm=unpack_words(result.memories["hbm"], per_hbm_line),
+        vmem=unpack_words(result.memories["vmem"], lanes),
+        smem=unpack_words(result.memories["smem"], 1),
+        flags=np.array([(flags >> (32 * i)) & 0xFFFFFFFF for i in range(n_flags)], np.uint32),
+        cycles=result.cycles, bundles=out["bundles"], mxu_beats=out["mxu_beats"],
+        dma_cycles=out["dma_cycles"], overlap_cycles=out["overlap_cycles"],
+        seconds=result.seconds)
+
+
+def matmul(x, w, *, activation=None, numerics="tpu", backend="verilator", waves=None,
+           progress=None):
+    """``activation(x @ w)`` on one chip, HBM -> DMA -> VMEM -> MXU -> VPU -> DMA -> HBM.
+
+    ``x`` bf16 [M, K] and ``w`` bf16 [K, N] (``ml_dtypes.bfloat16`` values or uint16
+    patterns), any M, K, N; ``activation`` None or ``"relu"`` (``max(v, +0.0)``: relu(-0)
+    is +0 and NaN stays NaN). The result equals ``golden.mxu.matmul(x, w)`` (then
+    ``golden.vpu``'s ``max`` with +0.0) bit for bit. Returns a :class:`ChipRun`.
+
+    The program (:func:`sim.kernels.plan_matmul`) runs on :data:`MATMUL_CHIP`.
+    """
+    check_numerics(numerics)
+    check_backend(backend)
+    kernel = plan_matmul(x, w, activation=activation,
+                         vmem_lines=MATMUL_CHIP["vmem_lines"])
+    chip = dict(MATMUL_CHIP, mxu_results=max(MATMUL_CHIP["mxu_results"],
+                                             kernel.mxu_results))
+    result = run(kernel.program, hbm=kernel.hbm, vmem=kernel.vmem, smem=kernel.smem,
+                 numerics=numerics, backend=backend, chip=chip, waves=waves,
+                 progress=progress)
+    out = kernel.result(result.hbm).view(np.float32)
+    cycles = max(result.cycles, 1)
+    return ChipRun(out=out, cycles=result.cycles, utilization=result.mxu_beats / cycles,
+                   overlap=result.overlap_cycles / max(result.dma_cycles, 1),
+                   seconds=result.seconds)

@@ -1,0 +1,302 @@
+"""The matmul kernel: ``out = act(x @ w)`` from HBM to HBM on one TensorCore.
+
+The program streams K-tiles of ``x`` and ``w`` from HBM into double-buffered VMEM with the
+DMA engine while the MXU works on the previous tile, keeps the output block's fp32 partial
+sums in vregs, and writes each finished block back to HBM.
+
+Decomposition. ``x`` [M, K] and ``w`` [K, N] are padded to whole 8x8 tiles; the output is
+cut into blocks of ``rows`` M-tiles by one N-tile. For each block, for each K-tile ``t``
+(a *step*): load the weight tile ``w[8t:8t+8, n-tile]``, then for each M-tile ``b`` push
+its LHS tile with ``push_lhs_acc`` so that the MXU adds the products to the block's
+partial sums ``A[b]``, in the order ``golden.mxu.matmul`` adds them (one chain over the
+whole K). After the last step the sums get the activation (``max(A, +0.0)`` for ReLU)
+and go to HBM.
+
+Padding. Padded K positions hold ``x = -0.0`` and ``w = +0.0``: their product is -0.0,
+and ``a + (-0.0) == a`` for every ``a`` (signed zeros, NaN, infinities, subnormals), so
+the chain's value does not change. Padded M rows and N columns are computed and dropped.
+
+Pipelining.
+- *DMA*: step ``s + 1``'s tiles are fetched during step ``s`` into the other buffer
+  (flag 1 counts their words; each step consumes its own with ``waitc``). The last step
+  of a block fetches the next block's first step.
+- *MXU results*: pops trail pushes by ``lag`` LHS pushes, so the MXU's pipeline stays
+  full: the pop after push ``q`` takes the result of push ``q - lag``, cyclically over
+  the block's ``rows`` sums. Before a block's first step, ``lag`` pushes of -0.0 LHS rows
+  through an all-zero weight tile prime the queue (each gives back its sum, +0.0,
+  unchanged); after the last step ``lag`` pops drain it.
+- *Output*: a block's sums go through an output buffer; the next block waits for that
+  buffer's DMA (flag 2) only when it stores its own sums.
+
+Layouts (HBM, words; one bf16 in the low half of a word): ``x`` [Mp, Kp] row-major at
+``x_base``, ``w`` [Kp, Np] at ``w_base``, ``out`` [Mp, Np] fp32 at ``out_base``. VMEM
+line 0 holds the bf16 -0.0 constant; then two LHS buffers of ``8 * rows`` lines (line
+``8b + r`` is row ``r`` of M-tile ``b``), two weight buffers of 8 lines, and the output
+buffer of ``8 * rows`` lines. SMEM holds the three DMA descriptor records and a table of
+the blocks' base addresses.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from golden import memory as golden_memory
+from golden import tensorcore as tc
+from golden.formats import BF16, as_bits
+from golden.vpu import SUBLANES
+
+__all__ = ["MatmulKernel", "plan_matmul", "NEG_ZERO_BF16", "MAX_ROWS", "MAX_LAG"]
+
+NEG_ZERO_BF16 = 0x8000
+#: The most M-tiles per block: one sum vreg each, beside 4 LHS, 2 weight and 2 constant
+#: vregs.
+MAX_ROWS = 24
+#: Pops trail pushes by at most this many LHS pushes (the MXU's latency is about 6).
+MAX_LAG = 7
+_TILE = SUBLANES
+_LANES = 8
+
+# SMEM: descriptor records, then the block table (x_base, w_base, out_base per block).
+_DX, _DW, _DO = 0, tc.DESCRIPTOR_WORDS, 2 * tc.DESCRIPTOR_WORDS
+_TABLE = 3 * tc.DESCRIPTOR_WORDS
+_ENTRY = 3
+# VMEM line of the -0.0 constant.
+_CONST_LINE = 0
+# Flags: the steps' tiles, the output buffer.
+_F_TILES, _F_OUT = 1, 2
+
+# vregs
+_X = (24, 25, 26, 27)          # LHS tiles, in rotation
+_W = (28, 29)                  # weight tiles, alternating
+_ZERO, _NEG = 30, 31           # +0.0 words; bf16 -0.0 words
+
+
+@dataclass(frozen=True)
+class MatmulKernel:
+    """A planned matmul: the program and the memory images it runs on.
+
+    ``program`` is assembly text; ``hbm``, ``vmem`` and ``smem`` the initial images;
+    ``out_base`` and ``(Mp, Np)`` say where the padded result lands in HBM, of which
+    ``[:M, :N]`` is the product. ``mxu_results`` is the MXU result queue the program
+    needs (rows), ``lhs_pushes`` the LHS pushes it makes (the MXU's busy beats are
+    ``8 * lhs_pushes``).
+    """
+    program: str
+    hbm: np.ndarray
+    vmem: np.ndarray
+    smem: np.ndarray
+    out_base: int
+    shape: tuple
+    padded: tuple
+    rows: int
+    lag: int
+    mxu_results: int
+    lhs_pushes: int
+
+    def result(self, hbm):
+        """The [M, N] fp32 product (uint32 patterns) in a final HBM image."""
+        (m, n), (mp, np_) = self.shape, self.padded
+        out = np.asarray(hbm, np.uint32)[self.out_base:self.out_base + mp * np_]
+        return out.reshape(mp, np_)[:m, :n].copy()
+
+
+def _tiles(n):
+    return -(-n // _TILE)
+
+
+def _choose_rows(m_tiles, max_rows):
+    """M-tiles per block: as many as allowed, spread evenly so padding is least."""
+    blocks = -(-m_tiles // max_rows)
+    return -(-m_tiles // blocks)
+
+
+def plan_matmul(x, w, *, activation=None, max_rows=16, lag=MAX_LAG, vmem_lines=None):
+    """Plan ``act(x @ w)`` (``x`` bf16 [M, K], ``w`` bf16 [K, N]); returns a
+    :class:`MatmulKernel`.
+
+    ``max_rows`` bounds the M-tiles per block (1..:data:`MAX_ROWS`); ``lag`` the pops'
+    trail (0..:data:`MAX_LAG`, less than the block's M-tiles). ``activation`` is None or
+    ``"relu"``. Raises ValueError on bad shapes or parameters.
+    """
+    if activation not in (None, "relu"):
+        raise ValueError(f"activation must be None or 'relu', not {activation!r}")
+    x = as_bits(x, BF16, name="x")
+    w = as_bits(w, BF16, name="w")
+    if x.ndim != 2 or w.ndim != 2:
+        raise ValueError(f"x and w must be 2-D, not {x.ndim}-D and {w.ndim}-D")
+    (m, k), (k2, n) = x.shape, w.shape
+    if k != k2:
+        raise ValueError(f"x is {m}x{k} but w is {k2}x{n}: their K differ")
+    if 0 in (m, k, n):
+        raise ValueError(f"x and w must not be empty, not {m}x{k} and {k2}x{n}")
+    if not isinstance(max_rows, int) or not 1 <= max_rows <= MAX_ROWS:
+        raise ValueError(f"max_rows must be an integer in 1..{MAX_ROWS}, not {max_rows!r}")
+    rows = _choose_rows(_tiles(m), max_rows)
+    if not isinstance(lag, int) or lag < 0:
+        raise ValueError(f"lag must be a non-negative integer, not {lag!r}")
+    lag = min(lag, MAX_LAG, rows - 1)
+    m_blocks, k_tiles, n_tiles = -(-_tiles(m) // rows), _tiles(k), _tiles(n)
+    mp, kp, np_ = 8 * rows * m_blocks, 8 * k_tiles, 8 * n_tiles
+
+    xp = np.full((mp, kp), NEG_ZERO_BF16, np.uint32)
+    xp[:m, :k] = x
+    wp = np.zeros((kp, np_), np.uint32)
+    wp[:k, :n] = w
+    x_base, w_base = 0, mp * kp
+    out_base = w_base + kp * np_
+    hbm = np.concatenate([xp.ravel(), wp.ravel(), np.zeros(mp * np_, np.uint32)])
+
+    layout = _VmemLayout(rows)
+    if vmem_lines is not None and layout.lines > vmem_lines:
+        raise ValueError(f"a block of {rows} M-tiles needs {layout.lines} VMEM lines, "
+                         f"more than {vmem_lines}")
+    vmem = np.zeros(layout.lines * _LANES, np.uint32)
+    vmem[_CONST_LINE * _LANES:(_CONST_LINE + 1) * _LANES] = NEG_ZERO_BF16
+
+    blocks = [(x_base + ib * 8 * rows * kp, w_base + 8 * j, out_base + ib * 8 * rows * np_ + 8 * j)
+              for j in range(n_tiles) for ib in range(m_blocks)]
+    smem = np.zeros(_TABLE + _ENTRY * (len(blocks) + 1), np.uint32)
+    step_x = golden_memory.Descriptor(("hbm", 0), ("vmem", 0), (8, 8 * rows), (1, kp),
+                                      (1, _LANES), _F_TILES)
+    step_w = golden_memory.Descriptor(("hbm", 0), ("vmem", 0), (8, 8), (1, np_), (1, _LANES),
+                                      _F_TILES)
+    out = golden_memory.Descriptor(("vmem", layout.out * _LANES), ("hbm", 0), (8, 8 * rows),
+                                   (1, _LANES), (1, np_), _F_OUT)
+    for at, descriptor in ((_DX, step_x), (_DW, step_w), (_DO, out)):
+        smem[at:at + tc.DESCRIPTOR_WORDS] = tc.descriptor_words(descriptor)
+    for i, entry in enumerate(blocks):
+        smem[_TABLE + _ENTRY * i:_TABLE + _ENTRY * (i + 1)] = entry
+
+    program = _Writer(rows=rows, lag=lag, k_tiles=k_tiles, n_cols=np_, blocks=len(blocks),
+                      layout=layout, relu=activation == "relu").program()
+    return MatmulKernel(program=program, hbm=hbm, vmem=vmem, smem=smem, out_base=out_base,
+                        shape=(m, n), padded=(mp, np_), rows=rows, lag=lag,
+                        mxu_results=8 * (lag + 1),
+                        lhs_pushes=len(blocks) * k_tiles * rows)
+
+
+class _VmemLayout:
+    """VMEM lines: the constant, two LHS buffers, two weight buffers, the output buffer."""
+
+    def __init__(self, rows):
+        self.x = (1, 1 + 8 * rows)
+        self.w = (1 + 16 * rows, 9 + 16 * rows)
+        self.out = 17 + 16 * rows
+        self.lines = self.out + 8 * rows
+
+
+class _Writer:
+    """Writes the program text; see the module docstring for its shape.
+
+    Scalar registers: s1/s2 the next fetch's x and w HBM addresses, s3/s4 the current
+    step's LHS and weight buffers (VMEM lines), s5/s6 the next fetch's buffers (VMEM
+    words), s7 the step counter, s8 the block counter, s9 the current block's table entry,
+    s10..s13 constants (the buffer toggles, the weight stride of a step).
+    """
+
+    def __init__(self, *, rows, lag, k_tiles, n_cols, blocks, layout, relu):
+        self.rows, self.lag, self.k_tiles, self.blocks = rows, lag, k_tiles, blocks
+        self.n_cols, self.layout, self.relu = n_cols, layout, relu
+        self.step_words = 64 * rows + 64
+        self.lines = []
+
+    def emit(self, *ops, label=None):
+        text = " | ".join(op for op in ops if op)
+        self.lines.append((f"{label}: " if label else "") + (text or "nop"))
+
+    def li(self, reg, value):
+        """``reg = value`` for any 32-bit value (one or two bundles)."""
+        if -0x8000 <= value < 0x8000:
+            self.emit(f"li {reg}, {value}")
+        else:
+            self.emit(f"lui {reg}, {value >> 16}")
+            self.emit(f"ori {reg}, {reg}, {value & 0xFFFF}")
+
+    def program(self):
+        lay = self.layout
+        x_words = [line * _LANES for line in lay.x]
+        w_words = [line * _LANES for line in lay.w]
+        self.li("s10", lay.x[0] ^ lay.x[1])
+        self.li("s11", lay.w[0] ^ lay.w[1])
+        self.li("s12", x_words[0] ^ x_words[1])
+        self.li("s13", w_words[0] ^ w_words[1])
+        self.li("s14", 8 * self.n_cols)
+        self.li("s3", lay.x[0])
+        self.li("s4", lay.w[0])
+        self.li("s5", x_words[0])
+        self.li("s6", w_words[0])
+        self.li("s9", _TABLE)
+        self.li("s8", self.blocks)
+        self.emit(f"vld v{_NEG}, {_CONST_LINE}, 0", f"xor v{_ZERO}, v{_ZERO}, v{_ZERO}")
+        self.emit(f"fadd f{_F_OUT}, {64 * self.rows}")   # the output buffer starts free
+        # The first step's tiles.
+        self.emit("lw s1, 0(s9)")
+        self.emit("lw s2, 1(s9)")
+        self._fetch()
+        self.emit("xor s5, s5, s12 | xor s6, s6, s13")
+        self._block()
+        self.emit("halt")
+        return "\n".join(self.lines) + "\n"
+
+    def _fetch(self):
+        """Issue the DMAs of the step at s1/s2 into the buffers at s5/s6."""
+        # A dma reads its record before the same bundle's sw: each dma follows its sws.
+        self.emit(f"sw s1, {_DX + 1}(s0)")
+        self.emit(f"sw s5, {_DX + 2}(s0)")
+        self.emit(f"sw s2, {_DW + 1}(s0)", f"dma {_DX}")
+        self.emit(f"sw s6, {_DW + 2}(s0)")
+        self.emit(f"dma {_DW}")
+
+    def _block(self):
+        rows, lag = self.rows, self.lag
+        self.emit("nop", label="block")
+        for b in range(0, rows, 2):
+            ops = [f"xor v{r}, v{r}, v{r}" for r in range(b, min(b + 2, rows))]
+            self.emit(*ops)
+        if lag:
+            self.emit(f"push_weights v{_ZERO}")
+            for slot in range(rows - lag, rows):
+                self.emit(f"push_lhs_acc v{_NEG}, v{slot}")
+        if self.k_tiles > 1:
+            self.li("s7", self.k_tiles - 1)
+            self._step(label="step", last=False)
+            self.emit("loop s7, step")
+        self._step(label=None, last=True)
+        for slot in range(rows - lag, rows):
+            self.emit(f"pop v{slot}")
+        if self.relu:
+            for b in range(0, rows, 2):
+                self.emit(*(f"max v{r}, v{r}, v{_ZERO}" for r in range(b, min(b + 2, rows))))
+        self.emit(f"waitc f{_F_OUT}, {64 * rows}")
+        for b in range(rows):
+            self.emit(f"vst v{b}, {self.layout.out + 8 * b}, 1")
+        self.emit("lw s15, 2(s9)")
+        self.emit(f"sw s15, {_DO + 2}(s0)")
+        self.emit(f"dma {_DO}")
+        self.emit(f"addi s9, s9, {_ENTRY} | loop s8, block")
+
+    def _step(self, *, label, last):
+        """One K-tile: wait for its tiles, fetch the next step's, push the weight tile and
+        every LHS tile, popping ``lag`` pushes behind."""
+        rows, lag = self.rows, self.lag
+        self.emit(f"waitc f{_F_TILES}, {self.step_words}", label=label)
+        if last:
+            # The next block's first step, unless this is the last block.
+            skip = f"nofetch{len(self.lines)}"
+            self.emit("li s15, 1")
+            self.emit(f"beq s8, s15, {skip}")
+            self.emit(f"lw s1, {_ENTRY}(s9)")
+            self.emit(f"lw s2, {_ENTRY + 1}(s9)")
+            self._fetch()
+            self.emit("nop", label=skip)
+        else:
+            self.emit("addi s1, s1, 8 | add s2, s2, s14")
+            self._fetch()
+        self.emit(f"vld v{_W[0]}, s4+0, 1")
+        self.emit(f"push_weights v{_W[0]}")
+        for b in range(rows):
+            x = _X[b % len(_X)]
+            pop = f"pop v{(b - lag) % rows}"
+            self.emit(f"vld v{x}, s3+{8 * b}, 1", f"push_lhs_acc v{x}, v{b}", pop)
+        self.emit("xor s3, s3, s10 | xor s4, s4, s11")
+        self.emit("xor s5, s5, s12 | xor s6, s6, s13")

@@ -1,0 +1,86 @@
+"""The matmul kernel on the instruction-set simulator: bit-exact against golden.mxu.matmul
+for odd shapes, special values, both numerics modes, every block shape and pop lag."""
+
+import numpy as np
+import pytest
+
+from golden import tensorcore as tc
+from sim.kernels import plan_matmul
+from sim.kernels.matmul import MAX_ROWS
+
+from .operands import expected, operands
+
+
+def _iss(kernel, numerics):
+    smem = np.zeros(max(tc.DEFAULT_SMEM_WORDS, kernel.smem.size), np.uint32)
+    smem[:kernel.smem.size] = kernel.smem
+    state = tc.run(kernel.program, hbm=kernel.hbm, vmem=kernel.vmem, smem=smem,
+                   mxu_results=kernel.mxu_results, numerics=numerics, max_bundles=10**7)
+    assert state.status == "halted", (state.status, state.error)
+    return kernel.result(state.hbm)
+
+
+@pytest.mark.parametrize("numerics", ["tpu", "ieee"])
+@pytest.mark.parametrize("activation", [None, "relu"])
+@pytest.mark.parametrize("shape, max_rows", [
+    ((1, 1, 1), 16), ((5, 13, 7), 16), ((8, 8, 8), 1), ((17, 9, 23), 2), ((40, 33, 17), 16),
+    ((24, 40, 8), 3), ((64, 24, 16), 16),
+])
+def test_kernel_is_bit_exact_on_the_iss(rng, numerics, activation, shape, max_rows):
+    x, w = operands(rng, *shape, special=0.2)
+    kernel = plan_matmul(x, w, activation=activation, max_rows=max_rows)
+    got = _iss(kernel, numerics)
+    np.testing.assert_array_equal(got, expected(x, w, activation=activation,
+                                                numerics=numerics))
+
+
+@pytest.mark.parametrize("numerics", ["tpu", "ieee"])
+def test_a_negative_zero_sum_survives_the_k_padding(numerics):
+    # 2**-126 + (-1.5 * 2**-126) = -2**-127: a subnormal, flushed to -0.0 in "tpu" mode.
+    # K = 2 pads to 8; the six padded products must leave -0.0 (and -2**-127) unchanged,
+    # which +0.0 products would not (-0.0 + +0.0 = +0.0).
+    x = np.array([[0x3F80, 0xBFC0]], np.uint16)
+    w = np.array([[0x0080], [0x0080]], np.uint16)
+    want = {"tpu": 0x80000000, "ieee": 0x80400000}[numerics]
+    np.testing.assert_array_equal(_iss(plan_matmul(x, w), numerics), [[want]])
+
+
+def test_long_k_is_one_chain_not_a_sum_of_tiles(rng):
+    # 1 + 2**-24 * many small terms: a single rounding chain and per-tile sums differ.
+    x = np.full((8, 64), 0x3F80, np.uint16)                   # 1.0
+    w = np.full((64, 8), 0x3380, np.uint16)                   # 2**-24
+    w[0] = 0x3F80                                             # 1.0 first
+    got = _iss(plan_matmul(x, w), "ieee")
+    # Sequentially, each 1 + 2**-24 rounds back to 1.0 (a tie to even): the chain stays 1.0.
+    np.testing.assert_array_equal(got, np.full((8, 8), 0x3F800000, np.uint32))
+
+
+def test_blocks_and_lag_follow_the_shape():
+    x = np.zeros((256, 8), np.uint16)
+    w = np.zeros((8, 8), np.uint16)
+    kernel = plan_matmul(x, w)
+    assert (kernel.rows, kernel.lag, kernel.mxu_results) == (16, 7, 64)
+    assert kernel.padded == (256, 8)
+    small = plan_matmul(np.zeros((9, 8), np.uint16), w)
+    assert (small.rows, small.lag) == (2, 1)                 # lag < the block's M-tiles
+    assert plan_matmul(np.zeros((200, 8), np.uint16), w, max_rows=MAX_ROWS).rows == 13
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(activation="gelu"), "activation must be None or 'relu'"),
+    (dict(max_rows=0), "max_rows must be an integer in 1..24"),
+    (dict(lag=-1), "lag must be a non-negative integer"),
+    (dict(vmem_lines=32), "needs 41 VMEM lines, more than 32"),
+])
+def test_bad_parameters_are_one_line_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        plan_matmul(np.zeros((8, 8), np.uint16), np.zeros((8, 8), np.uint16), **kwargs)
+
+
+def test_bad_shapes_are_one_line_errors():
+    with pytest.raises(ValueError, match="their K differ"):
+        plan_matmul(np.zeros((2, 3), np.uint16), np.zeros((4, 2), np.uint16))
+    with pytest.raises(ValueError, match="must not be empty"):
+        plan_matmul(np.zeros((0, 3), np.uint16), np.zeros((3, 2), np.uint16))
+    with pytest.raises(ValueError, match="2-D"):
+        plan_matmul(np.zeros(3, np.uint16), np.zeros((3, 2), np.uint16))

@@ -1,0 +1,56 @@
+"""sim.chip on the RTL: the matmul kernel bit-exact from HBM to HBM, and faults and hangs
+reported with the pc, its bundle and the flags."""
+
+import numpy as np
+import pytest
+
+from sim import chip
+from verif.cli import main
+
+from .operands import expected, operands
+
+#: A chip whose VPU builds only one ALU op: quick to elaborate for the control tests.
+_SMALL = {"ops": ("xor",)}
+
+
+@pytest.mark.parametrize("shape, activation, numerics", [
+    ((5, 13, 7), "relu", "tpu"),
+    ((9, 8, 3), None, "ieee"),
+])
+def test_matmul_is_bit_exact_on_amaranth(rng, shape, activation, numerics):
+    x, w = operands(rng, *shape, special=0.25)
+    run = chip.matmul(x, w, activation=activation, numerics=numerics, backend="amaranth")
+    assert run.out.dtype == np.float32 and run.out.shape == (shape[0], shape[2])
+    np.testing.assert_array_equal(run.out.view(np.uint32),
+                                  expected(x, w, activation=activation, numerics=numerics))
+    assert 0 < run.utilization < 1 and run.cycles > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("numerics", ["tpu", "ieee"])
+def test_matmul_is_bit_exact_on_verilator(rng, numerics):
+    x, w = operands(rng, 70, 45, 33, special=0.1)
+    run = chip.matmul(x, w, activation="relu", numerics=numerics, backend="verilator")
+    np.testing.assert_array_equal(run.out.view(np.uint32),
+                                  expected(x, w, activation="relu", numerics=numerics))
+
+
+def test_a_core_fault_names_the_error_and_the_bundle():
+    with pytest.raises(chip.ChipError, match=r"error pop_empty: pc 1 \(pop v2\)"):
+        chip.run("nop\npop v2\nhalt", backend="amaranth", chip=_SMALL)
+
+
+def test_a_hang_names_the_wait_and_the_flags():
+    program = "fadd f2, 3\nwait f3, 5\nhalt"
+    with pytest.raises(chip.ChipError, match=r"hung: pc 1 \(wait f3, 5\); flags: f2=3"):
+        chip.run(program, backend="amaranth", chip=_SMALL, watchdog=40)
+
+
+def test_a_program_larger_than_imem_is_refused():
+    with pytest.raises(ValueError, match="more than IMEM's 256"):
+        chip.run("nop\n" * 257 + "halt", backend="amaranth")
+
+
+def test_cli_rejects_an_empty_dimension(capsys):
+    assert main(["chip", "matmul", "--m", "0", "--k", "2", "--n", "2"]) == 2
+    assert "--m must be at least 1, not 0" in capsys.readouterr().err
