@@ -12,7 +12,7 @@ import sys
 #: out so that building the parser imports no HDL.
 BLOCK_NAMES = ("fp32_add", "bf16_mul", "fp32_to_bf16", "fp32_mul", "fp32_div", "fp32_sqrt",
                "fp32_rcp", "fp32_rsqrt", "fp32_exp", "pe", "mxu", "dma", "router",
-               "sparsecore", "vpu", "vpu_core", "vpu_transcendental")
+               "sparsecore", "vpu", "vpu_core", "vpu_transcendental", "tensorcore")
 
 __all__ = ["main"]
 

@@ -5,12 +5,14 @@ DMA engine while the MXU works on the previous tile, keeps the output block's fp
 sums in vregs, and writes each finished block back to HBM.
 
 Decomposition. ``x`` [M, K] and ``w`` [K, N] are padded to whole 8x8 tiles; the output is
-cut into blocks of ``rows`` M-tiles by one N-tile. For each block, for each K-tile ``t``
-(a *step*): load the weight tile ``w[8t:8t+8, n-tile]``, then for each M-tile ``b`` push
-its LHS tile with ``push_lhs_acc`` so that the MXU adds the products to the block's
-partial sums ``A[b]``, in the order ``golden.mxu.matmul`` adds them (one chain over the
-whole K). After the last step the sums get the activation (``max(A, +0.0)`` for ReLU)
-and go to HBM.
+cut into blocks of ``rows`` M-tiles by ``cols`` N-tiles. For each block, for each K-tile
+``t`` (a *step*), for each of its N-tiles ``c``: load the weight tile
+``w[8t:8t+8, n-tile c]``, then for each M-tile ``b`` push its LHS tile with
+``push_lhs_acc`` so that the MXU adds the products to the block's partial sums
+``A[b, c]``, in the order ``golden.mxu.matmul`` adds them (one chain over the whole K).
+An LHS tile fetched once serves all ``cols`` N-tiles, which divides the DMA traffic per
+MAC by about ``cols``. After the last step the sums get the activation (``max(A, +0.0)``
+for ReLU) and go to HBM.
 
 Padding. Padded K positions hold ``x = -0.0`` and ``w = +0.0``: their product is -0.0,
 and ``a + (-0.0) == a`` for every ``a`` (signed zeros, NaN, infinities, subnormals), so
@@ -22,7 +24,7 @@ Pipelining.
   of a block fetches the next block's first step.
 - *MXU results*: pops trail pushes by ``lag`` LHS pushes, so the MXU's pipeline stays
   full: the pop after push ``q`` takes the result of push ``q - lag``, cyclically over
-  the block's ``rows`` sums. Before a block's first step, ``lag`` pushes of -0.0 LHS rows
+  the block's ``rows * cols`` sums. Before a block's first step, ``lag`` pushes of -0.0 LHS rows
   through an all-zero weight tile prime the queue (each gives back its sum, +0.0,
   unchanged); after the last step ``lag`` pops drain it.
 - *Output*: a block's sums go through an output buffer; the next block waits for that
@@ -31,8 +33,10 @@ Pipelining.
 Layouts (HBM, words; one bf16 in the low half of a word): ``x`` [Mp, Kp] row-major at
 ``x_base``, ``w`` [Kp, Np] at ``w_base``, ``out`` [Mp, Np] fp32 at ``out_base``. VMEM
 line 0 holds the bf16 -0.0 constant; then two LHS buffers of ``8 * rows`` lines (line
-``8b + r`` is row ``r`` of M-tile ``b``), two weight buffers of 8 lines, and the output
-buffer of ``8 * rows`` lines. SMEM holds the three DMA descriptor records and a table of
+``8b + r`` is row ``r`` of M-tile ``b``), two weight buffers of ``8 * cols`` lines (line
+``s * cols + c`` is row ``s`` of N-tile ``c``), and the output buffer of
+``8 * rows * cols`` lines (line ``(8b + r) * cols + c``): each buffer is a row-major
+block of its matrix, so every DMA is two-dimensional. SMEM holds the three DMA descriptor records and a table of
 the blocks' base addresses.
 """
 
@@ -45,14 +49,16 @@ from golden import tensorcore as tc
 from golden.formats import BF16, as_bits
 from golden.vpu import SUBLANES
 
-__all__ = ["MatmulKernel", "plan_matmul", "NEG_ZERO_BF16", "MAX_ROWS", "MAX_LAG"]
+__all__ = ["MatmulKernel", "plan_matmul", "NEG_ZERO_BF16", "MAX_SUMS", "MAX_LAG"]
 
 NEG_ZERO_BF16 = 0x8000
-#: The most M-tiles per block: one sum vreg each, beside 4 LHS, 2 weight and 2 constant
-#: vregs.
-MAX_ROWS = 24
+#: The most sum vregs (``rows * cols``): beside them, the LHS tiles (4 in rotation with one
+#: N-tile a block, else one per M-tile), 2 weight and 2 constant vregs.
+MAX_SUMS = 24
 #: Pops trail pushes by at most this many LHS pushes (the MXU's latency is about 6).
 MAX_LAG = 7
+#: Tiles loaded from VMEM ahead of the push that needs them.
+LOAD_AHEAD = 3
 _TILE = SUBLANES
 _LANES = 8
 
@@ -66,7 +72,7 @@ _CONST_LINE = 0
 _F_TILES, _F_OUT = 1, 2
 
 # vregs
-_X = (24, 25, 26, 27)          # LHS tiles, in rotation
+_X_ROTATING = (24, 25, 26, 27)  # LHS tiles with one N-tile a block: each used once
 _W = (28, 29)                  # weight tiles, alternating
 _ZERO, _NEG = 30, 31           # +0.0 words; bf16 -0.0 words
 
@@ -77,7 +83,7 @@ class MatmulKernel:
 
     ``program`` is assembly text; ``hbm``, ``vmem`` and ``smem`` the initial images;
     ``out_base`` and ``(Mp, Np)`` say where the padded result lands in HBM, of which
-    ``[:M, :N]`` is the product. ``mxu_results`` is the MXU result queue the program
+    ``[:M, :N]`` is the product; a block is ``rows`` M-tiles by ``cols`` N-tiles. ``mxu_results`` is the MXU result queue the program
     needs (rows), ``lhs_pushes`` the LHS pushes it makes (the MXU's busy beats are
     ``8 * lhs_pushes``).
     """
@@ -89,6 +95,7 @@ class MatmulKernel:
     shape: tuple
     padded: tuple
     rows: int
+    cols: int
     lag: int
     mxu_results: int
     lhs_pushes: int
@@ -104,19 +111,29 @@ def _tiles(n):
     return -(-n // _TILE)
 
 
-def _choose_rows(m_tiles, max_rows):
-    """M-tiles per block: as many as allowed, spread evenly so padding is least."""
-    blocks = -(-m_tiles // max_rows)
-    return -(-m_tiles // blocks)
+def _spread(tiles, most):
+    """Tiles per block: at most ``most``, spread evenly over the blocks so padding is least."""
+    blocks = -(-tiles // most)
+    return -(-tiles // blocks)
 
 
-def plan_matmul(x, w, *, activation=None, max_rows=16, lag=MAX_LAG, vmem_lines=None):
+def _most_rows(cols):
+    """The most M-tiles a block of ``cols`` N-tiles can have in 32 vregs."""
+    if cols == 1:
+        return MAX_SUMS
+    return min(MAX_SUMS // cols, (32 - len(_W) - 2) // (cols + 1))
+
+
+def plan_matmul(x, w, *, activation=None, max_rows=None, cols=None, lag=MAX_LAG,
+                vmem_lines=None):
     """Plan ``act(x @ w)`` (``x`` bf16 [M, K], ``w`` bf16 [K, N]); returns a
     :class:`MatmulKernel`.
 
-    ``max_rows`` bounds the M-tiles per block (1..:data:`MAX_ROWS`); ``lag`` the pops'
-    trail (0..:data:`MAX_LAG`, less than the block's M-tiles). ``activation`` is None or
-    ``"relu"``. Raises ValueError on bad shapes or parameters.
+    ``cols`` is the N-tiles per block (default 2 when N spans two tiles, else 1); ``max_rows``
+    bounds the M-tiles per block (default, and at most, what the vregs hold: 24 with one
+    N-tile, 8 with two); ``lag`` the pops' trail (0..:data:`MAX_LAG`, less than the block's
+    sums). ``activation`` is None or ``"relu"``. Raises ValueError on bad shapes or
+    parameters.
     """
     if activation not in (None, "relu"):
         raise ValueError(f"activation must be None or 'relu', not {activation!r}")
@@ -129,14 +146,25 @@ def plan_matmul(x, w, *, activation=None, max_rows=16, lag=MAX_LAG, vmem_lines=N
         raise ValueError(f"x is {m}x{k} but w is {k2}x{n}: their K differ")
     if 0 in (m, k, n):
         raise ValueError(f"x and w must not be empty, not {m}x{k} and {k2}x{n}")
-    if not isinstance(max_rows, int) or not 1 <= max_rows <= MAX_ROWS:
-        raise ValueError(f"max_rows must be an integer in 1..{MAX_ROWS}, not {max_rows!r}")
-    rows = _choose_rows(_tiles(m), max_rows)
+    if cols is None:
+        cols = 2 if _tiles(n) >= 2 else 1
+    if not isinstance(cols, int) or not 1 <= cols <= MAX_SUMS // 2 + 1 or \
+            _most_rows(cols) < 1:
+        raise ValueError(f"cols must be a positive integer that leaves vregs for a block, "
+                         f"not {cols!r}")
+    most = _most_rows(cols)
+    if max_rows is None:
+        max_rows = most
+    if not isinstance(max_rows, int) or not 1 <= max_rows <= most:
+        raise ValueError(f"max_rows must be an integer in 1..{most} with cols={cols}, "
+                         f"not {max_rows!r}")
+    rows = _spread(_tiles(m), max_rows)
     if not isinstance(lag, int) or lag < 0:
         raise ValueError(f"lag must be a non-negative integer, not {lag!r}")
-    lag = min(lag, MAX_LAG, rows - 1)
-    m_blocks, k_tiles, n_tiles = -(-_tiles(m) // rows), _tiles(k), _tiles(n)
-    mp, kp, np_ = 8 * rows * m_blocks, 8 * k_tiles, 8 * n_tiles
+    lag = min(lag, MAX_LAG, rows * cols - 1)
+    m_blocks, k_tiles = -(-_tiles(m) // rows), _tiles(k)
+    n_blocks = -(-_tiles(n) // cols)
+    mp, kp, np_ = 8 * rows * m_blocks, 8 * k_tiles, 8 * cols * n_blocks
 
     xp = np.full((mp, kp), NEG_ZERO_BF16, np.uint32)
     xp[:m, :k] = x
@@ -146,43 +174,44 @@ def plan_matmul(x, w, *, activation=None, max_rows=16, lag=MAX_LAG, vmem_lines=N
     out_base = w_base + kp * np_
     hbm = np.concatenate([xp.ravel(), wp.ravel(), np.zeros(mp * np_, np.uint32)])
 
-    layout = _VmemLayout(rows)
+    layout = _VmemLayout(rows, cols)
     if vmem_lines is not None and layout.lines > vmem_lines:
-        raise ValueError(f"a block of {rows} M-tiles needs {layout.lines} VMEM lines, "
+        raise ValueError(f"a block of {rows}x{cols} tiles needs {layout.lines} VMEM lines, "
                          f"more than {vmem_lines}")
     vmem = np.zeros(layout.lines * _LANES, np.uint32)
     vmem[_CONST_LINE * _LANES:(_CONST_LINE + 1) * _LANES] = NEG_ZERO_BF16
 
-    blocks = [(x_base + ib * 8 * rows * kp, w_base + 8 * j, out_base + ib * 8 * rows * np_ + 8 * j)
-              for j in range(n_tiles) for ib in range(m_blocks)]
+    blocks = [(x_base + ib * 8 * rows * kp, w_base + 8 * cols * jb,
+               out_base + ib * 8 * rows * np_ + 8 * cols * jb)
+              for jb in range(n_blocks) for ib in range(m_blocks)]
     smem = np.zeros(_TABLE + _ENTRY * (len(blocks) + 1), np.uint32)
     step_x = golden_memory.Descriptor(("hbm", 0), ("vmem", 0), (8, 8 * rows), (1, kp),
                                       (1, _LANES), _F_TILES)
-    step_w = golden_memory.Descriptor(("hbm", 0), ("vmem", 0), (8, 8), (1, np_), (1, _LANES),
-                                      _F_TILES)
-    out = golden_memory.Descriptor(("vmem", layout.out * _LANES), ("hbm", 0), (8, 8 * rows),
-                                   (1, _LANES), (1, np_), _F_OUT)
+    step_w = golden_memory.Descriptor(("hbm", 0), ("vmem", 0), (8 * cols, 8), (1, np_),
+                                      (1, _LANES * cols), _F_TILES)
+    out = golden_memory.Descriptor(("vmem", layout.out * _LANES), ("hbm", 0),
+                                   (8 * cols, 8 * rows), (1, _LANES * cols), (1, np_), _F_OUT)
     for at, descriptor in ((_DX, step_x), (_DW, step_w), (_DO, out)):
         smem[at:at + tc.DESCRIPTOR_WORDS] = tc.descriptor_words(descriptor)
     for i, entry in enumerate(blocks):
         smem[_TABLE + _ENTRY * i:_TABLE + _ENTRY * (i + 1)] = entry
 
-    program = _Writer(rows=rows, lag=lag, k_tiles=k_tiles, n_cols=np_, blocks=len(blocks),
-                      layout=layout, relu=activation == "relu").program()
+    program = _Writer(rows=rows, cols=cols, lag=lag, k_tiles=k_tiles, n_cols=np_,
+                      blocks=len(blocks), layout=layout, relu=activation == "relu").program()
     return MatmulKernel(program=program, hbm=hbm, vmem=vmem, smem=smem, out_base=out_base,
-                        shape=(m, n), padded=(mp, np_), rows=rows, lag=lag,
+                        shape=(m, n), padded=(mp, np_), rows=rows, cols=cols, lag=lag,
                         mxu_results=8 * (lag + 1),
-                        lhs_pushes=len(blocks) * k_tiles * rows)
+                        lhs_pushes=len(blocks) * k_tiles * rows * cols)
 
 
 class _VmemLayout:
     """VMEM lines: the constant, two LHS buffers, two weight buffers, the output buffer."""
 
-    def __init__(self, rows):
+    def __init__(self, rows, cols):
         self.x = (1, 1 + 8 * rows)
-        self.w = (1 + 16 * rows, 9 + 16 * rows)
-        self.out = 17 + 16 * rows
-        self.lines = self.out + 8 * rows
+        self.w = (1 + 16 * rows, 1 + 16 * rows + 8 * cols)
+        self.out = 1 + 16 * rows + 16 * cols
+        self.lines = self.out + 8 * rows * cols
 
 
 class _Writer:
@@ -194,11 +223,22 @@ class _Writer:
     s10..s13 constants (the buffer toggles, the weight stride of a step).
     """
 
-    def __init__(self, *, rows, lag, k_tiles, n_cols, blocks, layout, relu):
-        self.rows, self.lag, self.k_tiles, self.blocks = rows, lag, k_tiles, blocks
-        self.n_cols, self.layout, self.relu = n_cols, layout, relu
-        self.step_words = 64 * rows + 64
+    def __init__(self, *, rows, cols, lag, k_tiles, n_cols, blocks, layout, relu):
+        self.rows, self.cols, self.lag, self.k_tiles = rows, cols, lag, k_tiles
+        self.n_cols, self.blocks, self.layout, self.relu = n_cols, blocks, layout, relu
+        self.sums = rows * cols
+        self.step_words = 64 * (rows + cols)
+        self.out_words = 64 * self.sums
+        # LHS tiles: used once each with one N-tile (a rotation suffices), else kept for
+        # every N-tile of the step.
+        self.x_regs = _X_ROTATING if cols == 1 else tuple(range(self.sums, self.sums + rows))
         self.lines = []
+
+    def sum_reg(self, q):
+        """The sum vreg of a step's ``q``-th LHS push (N-tile ``q // rows``, M-tile
+        ``q % rows``)."""
+        c, b = divmod(q, self.rows)
+        return b * self.cols + c
 
     def emit(self, *ops, label=None):
         text = " | ".join(op for op in ops if op)
@@ -228,7 +268,7 @@ class _Writer:
         self.li("s9", _TABLE)
         self.li("s8", self.blocks)
         self.emit(f"vld v{_NEG}, {_CONST_LINE}, 0", f"xor v{_ZERO}, v{_ZERO}, v{_ZERO}")
-        self.emit(f"fadd f{_F_OUT}, {64 * self.rows}")   # the output buffer starts free
+        self.emit(f"fadd f{_F_OUT}, {self.out_words}")   # the output buffer starts free
         # The first step's tiles.
         self.emit("lw s1, 0(s9)")
         self.emit("lw s2, 1(s9)")
@@ -247,38 +287,43 @@ class _Writer:
         self.emit(f"sw s6, {_DW + 2}(s0)")
         self.emit(f"dma {_DW}")
 
+    def _pairs(self, op, regs):
+        """``op vR, vR, <operand>`` on every vreg of ``regs``, two ALU slots a bundle."""
+        for i in range(0, len(regs), 2):
+            self.emit(*(op.format(r=r) for r in regs[i:i + 2]))
+
     def _block(self):
-        rows, lag = self.rows, self.lag
+        sums, lag = self.sums, self.lag
+        tail = [self.sum_reg(q) for q in range(sums - lag, sums)]
         self.emit("nop", label="block")
-        for b in range(0, rows, 2):
-            ops = [f"xor v{r}, v{r}, v{r}" for r in range(b, min(b + 2, rows))]
-            self.emit(*ops)
+        self._pairs("xor v{r}, v{r}, v{r}", range(sums))
         if lag:
             self.emit(f"push_weights v{_ZERO}")
-            for slot in range(rows - lag, rows):
-                self.emit(f"push_lhs_acc v{_NEG}, v{slot}")
+            for reg in tail:
+                self.emit(f"push_lhs_acc v{_NEG}, v{reg}")
         if self.k_tiles > 1:
             self.li("s7", self.k_tiles - 1)
             self._step(label="step", last=False)
             self.emit("loop s7, step")
         self._step(label=None, last=True)
-        for slot in range(rows - lag, rows):
-            self.emit(f"pop v{slot}")
+        for reg in tail:
+            self.emit(f"pop v{reg}")
         if self.relu:
-            for b in range(0, rows, 2):
-                self.emit(*(f"max v{r}, v{r}, v{_ZERO}" for r in range(b, min(b + 2, rows))))
-        self.emit(f"waitc f{_F_OUT}, {64 * rows}")
-        for b in range(rows):
-            self.emit(f"vst v{b}, {self.layout.out + 8 * b}, 1")
+            self._pairs(f"max v{{r}}, v{{r}}, v{_ZERO}", range(sums))
+        self.emit(f"waitc f{_F_OUT}, {self.out_words}")
+        for b in range(self.rows):
+            for c in range(self.cols):
+                self.emit(f"vst v{b * self.cols + c}, {self.layout.out + 8 * b * self.cols + c}, "
+                          f"{self.cols}")
         self.emit("lw s15, 2(s9)")
         self.emit(f"sw s15, {_DO + 2}(s0)")
         self.emit(f"dma {_DO}")
         self.emit(f"addi s9, s9, {_ENTRY} | loop s8, block")
 
     def _step(self, *, label, last):
-        """One K-tile: wait for its tiles, fetch the next step's, push the weight tile and
-        every LHS tile, popping ``lag`` pushes behind."""
-        rows, lag = self.rows, self.lag
+        """One K-tile: wait for its tiles, fetch the next step's, then per N-tile push the
+        weight tile and every LHS tile, popping ``lag`` pushes behind."""
+        rows, cols, lag = self.rows, self.cols, self.lag
         self.emit(f"waitc f{_F_TILES}, {self.step_words}", label=label)
         if last:
             # The next block's first step, unless this is the last block.
@@ -292,11 +337,35 @@ class _Writer:
         else:
             self.emit("addi s1, s1, 8 | add s2, s2, s14")
             self._fetch()
-        self.emit(f"vld v{_W[0]}, s4+0, 1")
-        self.emit(f"push_weights v{_W[0]}")
-        for b in range(rows):
-            x = _X[b % len(_X)]
-            pop = f"pop v{(b - lag) % rows}"
-            self.emit(f"vld v{x}, s3+{8 * b}, 1", f"push_lhs_acc v{x}, v{b}", pop)
+        # Each tile is loaded from VMEM up to LOAD_AHEAD pushes before the push that needs
+        # it (a vld's latency is longer than a push's 8 cycles), but never into a vreg an
+        # earlier push still has to read: a vld issues before its bundle's push.
+        loads, pushes = [], []          # loads: (text, vreg, index of its push)
+        for c in range(cols):
+            weights = _W[c % len(_W)]
+            loads.append((f"vld v{weights}, s4+{c}, {cols}", weights, len(pushes)))
+            pushes.append((f"push_weights v{weights}", None, weights))
+            for b in range(rows):
+                q = c * rows + b
+                x = self.x_regs[b % len(self.x_regs)]
+                if c == 0 or cols == 1:
+                    loads.append((f"vld v{x}, s3+{8 * b}, 1", x, len(pushes)))
+                pop = f"pop v{self.sum_reg((q - lag) % self.sums)}"
+                pushes.append((f"push_lhs_acc v{x}, v{self.sum_reg(q)}", pop, x))
+        # The first push a load may share a bundle with: after the last earlier reader.
+        earliest = [1 + max((i for i in range(user) if pushes[i][2] == reg), default=-1)
+                    for _, reg, user in loads]
+        k = 0
+        while k < min(LOAD_AHEAD, len(loads)) and earliest[k] <= 0:
+            self.emit(loads[k][0])
+            k += 1
+        for i, (push, pop, _) in enumerate(pushes):
+            while k + 1 < len(loads) and loads[k + 1][2] <= i:     # overdue: alone first
+                self.emit(loads[k][0])
+                k += 1
+            load = None
+            if k < len(loads) and earliest[k] <= i:
+                load, k = loads[k][0], k + 1
+            self.emit(load, push, pop)
         self.emit("xor s3, s3, s10 | xor s4, s4, s11")
         self.emit("xor s5, s5, s12 | xor s6, s6, s13")

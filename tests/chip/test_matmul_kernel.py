@@ -6,7 +6,7 @@ import pytest
 
 from golden import tensorcore as tc
 from sim.kernels import plan_matmul
-from sim.kernels.matmul import MAX_ROWS
+from sim.kernels.matmul import MAX_SUMS
 
 from .operands import expected, operands
 
@@ -22,13 +22,14 @@ def _iss(kernel, numerics):
 
 @pytest.mark.parametrize("numerics", ["tpu", "ieee"])
 @pytest.mark.parametrize("activation", [None, "relu"])
-@pytest.mark.parametrize("shape, max_rows", [
-    ((1, 1, 1), 16), ((5, 13, 7), 16), ((8, 8, 8), 1), ((17, 9, 23), 2), ((40, 33, 17), 16),
-    ((24, 40, 8), 3), ((64, 24, 16), 16),
+@pytest.mark.parametrize("shape, max_rows, cols", [
+    ((1, 1, 1), None, None), ((5, 13, 7), None, None), ((8, 8, 8), 1, None),
+    ((17, 9, 23), 2, 1), ((40, 33, 17), None, None), ((24, 40, 8), 3, None),
+    ((64, 24, 16), None, 1), ((17, 9, 40), None, 3), ((8, 8, 30), 1, 4),
 ])
-def test_kernel_is_bit_exact_on_the_iss(rng, numerics, activation, shape, max_rows):
+def test_kernel_is_bit_exact_on_the_iss(rng, numerics, activation, shape, max_rows, cols):
     x, w = operands(rng, *shape, special=0.2)
-    kernel = plan_matmul(x, w, activation=activation, max_rows=max_rows)
+    kernel = plan_matmul(x, w, activation=activation, max_rows=max_rows, cols=cols)
     got = _iss(kernel, numerics)
     np.testing.assert_array_equal(got, expected(x, w, activation=activation,
                                                 numerics=numerics))
@@ -59,16 +60,22 @@ def test_blocks_and_lag_follow_the_shape():
     x = np.zeros((256, 8), np.uint16)
     w = np.zeros((8, 8), np.uint16)
     kernel = plan_matmul(x, w)
-    assert (kernel.rows, kernel.lag, kernel.mxu_results) == (16, 7, 64)
+    assert (kernel.rows, kernel.cols, kernel.lag, kernel.mxu_results) == (16, 1, 7, 64)
     assert kernel.padded == (256, 8)
     small = plan_matmul(np.zeros((9, 8), np.uint16), w)
-    assert (small.rows, small.lag) == (2, 1)                 # lag < the block's M-tiles
-    assert plan_matmul(np.zeros((200, 8), np.uint16), w, max_rows=MAX_ROWS).rows == 13
+    assert (small.rows, small.lag) == (2, 1)                 # lag < the block's sums
+    assert plan_matmul(np.zeros((200, 8), np.uint16), w, max_rows=MAX_SUMS).rows == 13
+    # Two N-tiles a block once N spans two: 8 M-tiles x 2 N-tiles (the vregs' limit is 9),
+    # spread evenly over 256 rows, and N padded to whole blocks.
+    wide = plan_matmul(x, np.zeros((8, 24), np.uint16))
+    assert (wide.rows, wide.cols, wide.padded) == (8, 2, (256, 32))
 
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(activation="gelu"), "activation must be None or 'relu'"),
-    (dict(max_rows=0), "max_rows must be an integer in 1..24"),
+    (dict(max_rows=0), "max_rows must be an integer in 1..24 with cols=1"),
+    (dict(cols=2, max_rows=10), "max_rows must be an integer in 1..9 with cols=2"),
+    (dict(cols=0), "cols must be a positive integer"),
     (dict(lag=-1), "lag must be a non-negative integer"),
     (dict(vmem_lines=32), "needs 41 VMEM lines, more than 32"),
 ])

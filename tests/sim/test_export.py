@@ -79,7 +79,7 @@ def test_presets_and_params():
     assert set(BLOCKS) == {"fp32_add", "bf16_mul", "fp32_to_bf16", "fp32_mul", "fp32_div",
                            "fp32_sqrt", "fp32_rcp", "fp32_rsqrt", "fp32_exp", "pe", "mxu", "dma",
                            "router", "sparsecore", "vpu", "vpu_core",
-                           "vpu_transcendental"}
+                           "vpu_transcendental", "tensorcore"}
 
 
 @pytest.mark.parametrize("args, message", [
