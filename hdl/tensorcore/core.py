@@ -3,7 +3,7 @@
 # elaborate: if the core is never elaborated, the warning about it is the one that counts.)
 """The TensorCore: sequencer, IMEM, SMEM, the vector queue, the VPU and the MXU."""
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -14,9 +14,10 @@ from ..memory.layouts import descriptor_layout
 from ..memory.vmem import VMEM
 from ..mxu.matrix_unit import MXU
 from ..vpu import ERRORS as VPU_ERRORS
+from ..vpu import isa as vpu_isa
 from ..vpu.layouts import SUBLANES
 from ..vpu.vpu import VPU
-from .isa import BUNDLE_WORDS, ERROR_CODES
+from .isa import BUNDLE_WORDS, ERROR_CODES, VECTOR_SLOTS
 from .sequencer import Sequencer, State
 from .vector_queue import VectorQueue
 
@@ -73,6 +74,8 @@ class TensorCore(wiring.Component):
         The sequencer's.
     drained : Out(1)
         The vector queue is empty and the VPU has finished every instruction it took.
+        (A ``dma`` waits for less: every ``vld``/``vst`` before it performed, whatever
+        else the VPU and MXU still do.)
     done : Out(1)
         The core has stopped (halted or an error) and is ``drained`` (a chip waits for
         its DMAs too).
@@ -122,6 +125,22 @@ class TensorCore(wiring.Component):
             "drained": Out(1), "done": Out(1), "vpu_error": Out(range(len(VPU_ERRORS))),
         })
 
+    def _vmem_fence(self, m, seq, vpu):
+        """High when every ``vld``/``vst`` sent to the vector queue has been performed:
+        none is waiting in the queue or the VPU, and the load/store unit is idle (or the
+        VPU has stopped, dropping the rest). Unlike ``drained`` it does not wait for the
+        MXU, the ALUs or pops, so a DMA can start while the MXU works."""
+        nop = vpu_isa.OPS["nop"].opcode
+        words = seq.vector.payload.words
+        entering = seq.vector.valid & seq.vector.ready
+        loads_stores = [words[VECTOR_SLOTS.index(slot)][26:] != nop for slot in ("vld", "vst")]
+        waiting = Signal(16)          # at most two per bundle the queue and the VPU hold
+        m.d.sync += waiting.eq(waiting + Mux(entering, loads_stores[0] + loads_stores[1], 0)
+                               - vpu.vmem_issue)
+        fence = Signal()
+        m.d.comb += fence.eq(((waiting == 0) & vpu.vmem_idle) | (vpu.error != 0))
+        return fence
+
     def elaborate(self, platform):
         m = Module()
         m.submodules.sequencer = seq = self.sequencer
@@ -147,7 +166,7 @@ class TensorCore(wiring.Component):
         stopped = (seq.state == State.HALTED) | (seq.state == State.ERROR)
         m.d.comb += [
             seq.flag_values.eq(self.flag_values), seq.start.eq(self.start),
-            seq.fence.eq(self.drained),
+            seq.fence.eq(self._vmem_fence(m, seq, vpu)),
             *(getattr(self, name).eq(getattr(seq, name))
               for name in ("state", "pc", "error_pc", "bundles", "error", "waiting",
                            "dma_busy")),

@@ -93,7 +93,7 @@ class Sequencer(wiring.Component):
     dma : Out(stream.Signature(descriptor_layout))
         Issued descriptors, for the DMA engine, each offered once ``fence`` is high.
     fence : In(1)
-        The VPU has performed every VMEM access issued so far (queue empty, VPU idle).
+        The VPU has performed every VMEM access (``vld``, ``vst``) issued so far.
     vector : Out(stream.Signature(VECTOR_LAYOUT))
         A bundle's vector words, offered only when the rest of the bundle can commit; a
         bundle waits for ``ready``.

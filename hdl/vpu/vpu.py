@@ -117,6 +117,11 @@ class VPU(wiring.Component):
         streams.
     idle : Out(1)
         No instruction taken so far is still executing.
+    vmem_issue, vmem_idle : Out(1)
+        A ``vld`` or ``vst`` issues to the load/store unit in this cycle; the load/store
+        unit has no access in progress. With a count of the ``vld``/``vst`` words sent
+        and not yet issued, they tell when every VMEM access sent so far has been
+        performed, however much other work is still under way (a DMA's VMEM fence).
     error, error_index : Out(3), Out(32)
         The stop reason and the index of the instruction that caused it.
     executed, dual : Out(32)
@@ -144,7 +149,8 @@ class VPU(wiring.Component):
             "program": In(stream.Signature(PROGRAM_LAYOUT)),
             "vmem": Out(MemoryPortSignature(addr_width=line_addr_width(vmem_lines),
                                             words=lanes)),
-            "idle": Out(1), "error": Out(range(len(ERRORS))), "error_index": Out(32),
+            "idle": Out(1), "vmem_issue": Out(1), "vmem_idle": Out(1),
+            "error": Out(range(len(ERRORS))), "error_index": Out(32),
             "executed": Out(32), "dual": Out(32),
         }
         if mxu:
@@ -352,5 +358,7 @@ class VPU(wiring.Component):
             claimed = claimed | Mux(go[k] & d.writes, _one_hot(d.dest), 0)
         m.d.sync += busy.eq((busy & ~cleared) | claimed)
 
-        m.d.comb += self.idle.eq(~busy.any() & lsu.issue.ready & pusher.issue.ready)
+        m.d.comb += [self.idle.eq(~busy.any() & lsu.issue.ready & pusher.issue.ready),
+                     self.vmem_issue.eq(lsu.issue.valid & lsu.issue.ready),
+                     self.vmem_idle.eq(lsu.issue.ready)]
         return m
