@@ -96,6 +96,7 @@ class MatmulKernel:
     padded: tuple
     rows: int
     cols: int
+    k_per_step: int
     lag: int
     mxu_results: int
     lhs_pushes: int
@@ -124,16 +125,18 @@ def _most_rows(cols):
     return min(MAX_SUMS // cols, (32 - len(_W) - 2) // (cols + 1))
 
 
-def plan_matmul(x, w, *, activation=None, max_rows=None, cols=None, lag=MAX_LAG,
-                vmem_lines=None):
+def plan_matmul(x, w, *, activation=None, max_rows=None, cols=None, k_per_step=None,
+                lag=MAX_LAG, vmem_lines=None):
     """Plan ``act(x @ w)`` (``x`` bf16 [M, K], ``w`` bf16 [K, N]); returns a
     :class:`MatmulKernel`.
 
     ``cols`` is the N-tiles per block (default 2 when N spans two tiles, else 1); ``max_rows``
     bounds the M-tiles per block (default, and at most, what the vregs hold: 24 with one
-    N-tile, 8 with two); ``lag`` the pops' trail (0..:data:`MAX_LAG`, less than the block's
-    sums). ``activation`` is None or ``"relu"``. Raises ValueError on bad shapes or
-    parameters.
+    N-tile, 8 with two); ``k_per_step`` the K-tiles each DMA fetch brings (default 2 when K
+    spans two tiles, else 1: fewer, larger steps); ``lag`` the pops' trail
+    (0..:data:`MAX_LAG`, less than the block's sums). ``vmem_lines`` is the VMEM to fit:
+    the defaults shrink (``k_per_step``, then the M-tiles of a block) until they fit.
+    ``activation`` is None or ``"relu"``. Raises ValueError on bad shapes or parameters.
     """
     if activation not in (None, "relu"):
         raise ValueError(f"activation must be None or 'relu', not {activation!r}")
@@ -153,18 +156,32 @@ def plan_matmul(x, w, *, activation=None, max_rows=None, cols=None, lag=MAX_LAG,
         raise ValueError(f"cols must be a positive integer that leaves vregs for a block, "
                          f"not {cols!r}")
     most = _most_rows(cols)
-    if max_rows is None:
+    chosen_rows, chosen_ks = max_rows is None, k_per_step is None
+    if chosen_rows:
         max_rows = most
     if not isinstance(max_rows, int) or not 1 <= max_rows <= most:
         raise ValueError(f"max_rows must be an integer in 1..{most} with cols={cols}, "
                          f"not {max_rows!r}")
+    if chosen_ks:
+        k_per_step = 2 if _tiles(k) >= 2 else 1
+    if not isinstance(k_per_step, int) or k_per_step < 1:
+        raise ValueError(f"k_per_step must be a positive integer, not {k_per_step!r}")
     rows = _spread(_tiles(m), max_rows)
+    if vmem_lines is not None:
+        while _VmemLayout(rows, cols, k_per_step).lines > vmem_lines:
+            if chosen_ks and k_per_step > 1:
+                k_per_step -= 1
+            elif chosen_rows and max_rows > 1:
+                max_rows -= 1
+                rows = _spread(_tiles(m), max_rows)
+            else:
+                break
     if not isinstance(lag, int) or lag < 0:
         raise ValueError(f"lag must be a non-negative integer, not {lag!r}")
     lag = min(lag, MAX_LAG, rows * cols - 1)
-    m_blocks, k_tiles = -(-_tiles(m) // rows), _tiles(k)
+    m_blocks, k_steps = -(-_tiles(m) // rows), -(-_tiles(k) // k_per_step)
     n_blocks = -(-_tiles(n) // cols)
-    mp, kp, np_ = 8 * rows * m_blocks, 8 * k_tiles, 8 * cols * n_blocks
+    mp, kp, np_ = 8 * rows * m_blocks, 8 * k_per_step * k_steps, 8 * cols * n_blocks
 
     xp = np.full((mp, kp), NEG_ZERO_BF16, np.uint32)
     xp[:m, :k] = x
@@ -174,10 +191,10 @@ def plan_matmul(x, w, *, activation=None, max_rows=None, cols=None, lag=MAX_LAG,
     out_base = w_base + kp * np_
     hbm = np.concatenate([xp.ravel(), wp.ravel(), np.zeros(mp * np_, np.uint32)])
 
-    layout = _VmemLayout(rows, cols)
+    layout = _VmemLayout(rows, cols, k_per_step)
     if vmem_lines is not None and layout.lines > vmem_lines:
-        raise ValueError(f"a block of {rows}x{cols} tiles needs {layout.lines} VMEM lines, "
-                         f"more than {vmem_lines}")
+        raise ValueError(f"a block of {rows}x{cols} tiles, {k_per_step} K-tiles a step, needs "
+                         f"{layout.lines} VMEM lines, more than {vmem_lines}")
     vmem = np.zeros(layout.lines * _LANES, np.uint32)
     vmem[_CONST_LINE * _LANES:(_CONST_LINE + 1) * _LANES] = NEG_ZERO_BF16
 
@@ -185,10 +202,10 @@ def plan_matmul(x, w, *, activation=None, max_rows=None, cols=None, lag=MAX_LAG,
                out_base + ib * 8 * rows * np_ + 8 * cols * jb)
               for jb in range(n_blocks) for ib in range(m_blocks)]
     smem = np.zeros(_TABLE + _ENTRY * (len(blocks) + 1), np.uint32)
-    step_x = golden_memory.Descriptor(("hbm", 0), ("vmem", 0), (8, 8 * rows), (1, kp),
-                                      (1, _LANES), _F_TILES)
-    step_w = golden_memory.Descriptor(("hbm", 0), ("vmem", 0), (8 * cols, 8), (1, np_),
-                                      (1, _LANES * cols), _F_TILES)
+    step_x = golden_memory.Descriptor(("hbm", 0), ("vmem", 0), (8 * k_per_step, 8 * rows),
+                                      (1, kp), (1, _LANES * k_per_step), _F_TILES)
+    step_w = golden_memory.Descriptor(("hbm", 0), ("vmem", 0), (8 * cols, 8 * k_per_step),
+                                      (1, np_), (1, _LANES * cols), _F_TILES)
     out = golden_memory.Descriptor(("vmem", layout.out * _LANES), ("hbm", 0),
                                    (8 * cols, 8 * rows), (1, _LANES * cols), (1, np_), _F_OUT)
     for at, descriptor in ((_DX, step_x), (_DW, step_w), (_DO, out)):
@@ -196,21 +213,23 @@ def plan_matmul(x, w, *, activation=None, max_rows=None, cols=None, lag=MAX_LAG,
     for i, entry in enumerate(blocks):
         smem[_TABLE + _ENTRY * i:_TABLE + _ENTRY * (i + 1)] = entry
 
-    program = _Writer(rows=rows, cols=cols, lag=lag, k_tiles=k_tiles, n_cols=np_,
-                      blocks=len(blocks), layout=layout, relu=activation == "relu").program()
+    program = _Writer(rows=rows, cols=cols, k_per_step=k_per_step, lag=lag, k_steps=k_steps,
+                      n_cols=np_, blocks=len(blocks), layout=layout,
+                      relu=activation == "relu").program()
     return MatmulKernel(program=program, hbm=hbm, vmem=vmem, smem=smem, out_base=out_base,
-                        shape=(m, n), padded=(mp, np_), rows=rows, cols=cols, lag=lag,
-                        mxu_results=8 * (lag + 1),
-                        lhs_pushes=len(blocks) * k_tiles * rows * cols)
+                        shape=(m, n), padded=(mp, np_), rows=rows, cols=cols,
+                        k_per_step=k_per_step, lag=lag, mxu_results=8 * (lag + 1),
+                        lhs_pushes=len(blocks) * kp // 8 * rows * cols)
 
 
 class _VmemLayout:
     """VMEM lines: the constant, two LHS buffers, two weight buffers, the output buffer."""
 
-    def __init__(self, rows, cols):
-        self.x = (1, 1 + 8 * rows)
-        self.w = (1 + 16 * rows, 1 + 16 * rows + 8 * cols)
-        self.out = 1 + 16 * rows + 16 * cols
+    def __init__(self, rows, cols, k_per_step):
+        x, w = 8 * rows * k_per_step, 8 * cols * k_per_step
+        self.x = (1, 1 + x)
+        self.w = (1 + 2 * x, 1 + 2 * x + w)
+        self.out = 1 + 2 * x + 2 * w
         self.lines = self.out + 8 * rows * cols
 
 
@@ -223,11 +242,12 @@ class _Writer:
     s10..s13 constants (the buffer toggles, the weight stride of a step).
     """
 
-    def __init__(self, *, rows, cols, lag, k_tiles, n_cols, blocks, layout, relu):
-        self.rows, self.cols, self.lag, self.k_tiles = rows, cols, lag, k_tiles
+    def __init__(self, *, rows, cols, k_per_step, lag, k_steps, n_cols, blocks, layout, relu):
+        self.rows, self.cols, self.lag, self.k_steps = rows, cols, lag, k_steps
+        self.k_per_step = k_per_step
         self.n_cols, self.blocks, self.layout, self.relu = n_cols, blocks, layout, relu
         self.sums = rows * cols
-        self.step_words = 64 * (rows + cols)
+        self.step_words = 64 * k_per_step * (rows + cols)
         self.out_words = 64 * self.sums
         # LHS tiles: used once each with one N-tile (a rotation suffices), else kept for
         # every N-tile of the step.
@@ -237,7 +257,7 @@ class _Writer:
     def sum_reg(self, q):
         """The sum vreg of a step's ``q``-th LHS push (N-tile ``q // rows``, M-tile
         ``q % rows``)."""
-        c, b = divmod(q, self.rows)
+        c, b = divmod(q % self.sums, self.rows)
         return b * self.cols + c
 
     def emit(self, *ops, label=None):
@@ -260,7 +280,7 @@ class _Writer:
         self.li("s11", lay.w[0] ^ lay.w[1])
         self.li("s12", x_words[0] ^ x_words[1])
         self.li("s13", w_words[0] ^ w_words[1])
-        self.li("s14", 8 * self.n_cols)
+        self.li("s14", 8 * self.k_per_step * self.n_cols)
         self.li("s3", lay.x[0])
         self.li("s4", lay.w[0])
         self.li("s5", x_words[0])
@@ -301,8 +321,8 @@ class _Writer:
             self.emit(f"push_weights v{_ZERO}")
             for reg in tail:
                 self.emit(f"push_lhs_acc v{_NEG}, v{reg}")
-        if self.k_tiles > 1:
-            self.li("s7", self.k_tiles - 1)
+        if self.k_steps > 1:
+            self.li("s7", self.k_steps - 1)
             self._step(label="step", last=False)
             self.emit("loop s7, step")
         self._step(label=None, last=True)
@@ -335,23 +355,26 @@ class _Writer:
             self._fetch()
             self.emit("nop", label=skip)
         else:
-            self.emit("addi s1, s1, 8 | add s2, s2, s14")
+            self.emit(f"addi s1, s1, {8 * self.k_per_step} | add s2, s2, s14")
             self._fetch()
         # Each tile is loaded from VMEM up to LOAD_AHEAD pushes before the push that needs
         # it (a vld's latency is longer than a push's 8 cycles), but never into a vreg an
         # earlier push still has to read: a vld issues before its bundle's push.
         loads, pushes = [], []          # loads: (text, vreg, index of its push)
-        for c in range(cols):
-            weights = _W[c % len(_W)]
-            loads.append((f"vld v{weights}, s4+{c}, {cols}", weights, len(pushes)))
-            pushes.append((f"push_weights v{weights}", None, weights))
-            for b in range(rows):
-                q = c * rows + b
-                x = self.x_regs[b % len(self.x_regs)]
-                if c == 0 or cols == 1:
-                    loads.append((f"vld v{x}, s3+{8 * b}, 1", x, len(pushes)))
-                pop = f"pop v{self.sum_reg((q - lag) % self.sums)}"
-                pushes.append((f"push_lhs_acc v{x}, v{self.sum_reg(q)}", pop, x))
+        ks = self.k_per_step
+        for kk in range(ks):
+            for c in range(cols):
+                weights = _W[(kk * cols + c) % len(_W)]
+                loads.append((f"vld v{weights}, s4+{8 * kk * cols + c}, {cols}", weights,
+                              len(pushes)))
+                pushes.append((f"push_weights v{weights}", None, weights))
+                for b in range(rows):
+                    q = (kk * cols + c) * rows + b
+                    x = self.x_regs[b % len(self.x_regs)]
+                    if c == 0 or cols == 1:
+                        loads.append((f"vld v{x}, s3+{8 * b * ks + kk}, {ks}", x, len(pushes)))
+                    pop = f"pop v{self.sum_reg((q - lag) % self.sums)}"
+                    pushes.append((f"push_lhs_acc v{x}, v{self.sum_reg(q)}", pop, x))
         # The first push a load may share a bundle with: after the last earlier reader.
         earliest = [1 + max((i for i in range(user) if pushes[i][2] == reg), default=-1)
                     for _, reg, user in loads]

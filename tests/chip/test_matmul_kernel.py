@@ -36,6 +36,28 @@ def test_kernel_is_bit_exact_on_the_iss(rng, numerics, activation, shape, max_ro
 
 
 @pytest.mark.parametrize("numerics", ["tpu", "ieee"])
+@pytest.mark.parametrize("shape, k_per_step, cols", [
+    ((40, 33, 17), 2, 2), ((17, 45, 9), 3, 1), ((30, 20, 50), 4, 2), ((9, 70, 16), 5, 2),
+])
+def test_steps_of_several_k_tiles_are_bit_exact(rng, numerics, shape, k_per_step, cols):
+    x, w = operands(rng, *shape, special=0.2)
+    kernel = plan_matmul(x, w, activation="relu", k_per_step=k_per_step, cols=cols)
+    assert kernel.k_per_step == k_per_step
+    np.testing.assert_array_equal(_iss(kernel, numerics),
+                                  expected(x, w, activation="relu", numerics=numerics))
+
+
+def test_the_defaults_shrink_to_fit_vmem():
+    x, w = np.zeros((256, 64), np.uint16), np.zeros((64, 8), np.uint16)
+    roomy = plan_matmul(x, w)
+    assert (roomy.rows, roomy.cols, roomy.k_per_step) == (16, 1, 2)
+    fitted = plan_matmul(x, w, vmem_lines=512)          # 16 x 1 x 2 needs 673 lines
+    assert (fitted.rows, fitted.k_per_step) == (16, 1)
+    with pytest.raises(ValueError, match="needs 673 VMEM lines, more than 512"):
+        plan_matmul(x, w, max_rows=16, k_per_step=2, vmem_lines=512)
+
+
+@pytest.mark.parametrize("numerics", ["tpu", "ieee"])
 def test_a_negative_zero_sum_survives_the_k_padding(numerics):
     # 2**-126 + (-1.5 * 2**-126) = -2**-127: a subnormal, flushed to -0.0 in "tpu" mode.
     # K = 2 pads to 8; the six padded products must leave -0.0 (and -2**-127) unchanged,
