@@ -5,16 +5,17 @@ DMA engine while the MXU works on the previous tile, keeps the output block's fp
 sums in vregs, and writes each finished block back to HBM.
 
 Decomposition. ``x`` [M, K] and ``w`` [K, N] are padded to whole 8x8 tiles; the output is
-cut into blocks of ``rows`` M-tiles by ``cols`` N-tiles. For each block, for each K-tile
-``t`` (a *step*), for each of its N-tiles ``c``: load the weight tile
-``w[8t:8t+8, n-tile c]``, then for each M-tile ``b`` push its LHS tile with
+cut into blocks of ``rows`` M-tiles by ``cols`` N-tiles, and K into *steps* of
+``k_per_step`` K-tiles, one DMA fetch each. For each block, for each K-tile ``t``, for
+each of its N-tiles ``c``: load the weight tile ``w[8t:8t+8, n-tile c]``, then for each
+M-tile ``b`` push its LHS tile with
 ``push_lhs_acc`` so that the MXU adds the products to the block's partial sums
 ``A[b, c]``, in the order ``golden.mxu.matmul`` adds them (one chain over the whole K).
 An LHS tile fetched once serves all ``cols`` N-tiles, which divides the DMA traffic per
 MAC by about ``cols``. After the last step the sums get the activation (``max(A, +0.0)``
 for ReLU) and go to HBM.
 
-Padding. Padded K positions hold ``x = -0.0`` and ``w = +0.0``: their product is -0.0,
+Padding. K is padded to whole steps. Padded K positions hold ``x = -0.0`` and ``w = +0.0``: their product is -0.0,
 and ``a + (-0.0) == a`` for every ``a`` (signed zeros, NaN, infinities, subnormals), so
 the chain's value does not change. Padded M rows and N columns are computed and dropped.
 
@@ -24,20 +25,23 @@ Pipelining.
   of a block fetches the next block's first step.
 - *MXU results*: pops trail pushes by ``lag`` LHS pushes, so the MXU's pipeline stays
   full: the pop after push ``q`` takes the result of push ``q - lag``, cyclically over
-  the block's ``rows * cols`` sums. Before a block's first step, ``lag`` pushes of -0.0 LHS rows
-  through an all-zero weight tile prime the queue (each gives back its sum, +0.0,
-  unchanged); after the last step ``lag`` pops drain it.
+  the block's ``rows * cols`` sums. Before a block's first step, ``lag`` pushes of -0.0
+  LHS rows through an all-zero weight tile prime the queue (each gives back its sum,
+  +0.0, unchanged); after the last step ``lag`` pops drain it.
+- *VMEM loads*: each tile is loaded into a vreg :data:`LOAD_AHEAD` pushes before its
+  push needs it, since a ``vld`` takes longer than a push.
 - *Output*: a block's sums go through an output buffer; the next block waits for that
   buffer's DMA (flag 2) only when it stores its own sums.
 
 Layouts (HBM, words; one bf16 in the low half of a word): ``x`` [Mp, Kp] row-major at
 ``x_base``, ``w`` [Kp, Np] at ``w_base``, ``out`` [Mp, Np] fp32 at ``out_base``. VMEM
-line 0 holds the bf16 -0.0 constant; then two LHS buffers of ``8 * rows`` lines (line
-``8b + r`` is row ``r`` of M-tile ``b``), two weight buffers of ``8 * cols`` lines (line
-``s * cols + c`` is row ``s`` of N-tile ``c``), and the output buffer of
-``8 * rows * cols`` lines (line ``(8b + r) * cols + c``): each buffer is a row-major
-block of its matrix, so every DMA is two-dimensional. SMEM holds the three DMA descriptor records and a table of
-the blocks' base addresses.
+line 0 holds the bf16 -0.0 constant; then, with ``S = k_per_step``, two LHS buffers of
+``8 * rows * S`` lines (line ``(8b + r) * S + kk`` is row ``r`` of M-tile ``b`` in the
+step's K-tile ``kk``), two weight buffers of ``8 * cols * S`` lines (line
+``(8kk + s) * cols + c`` is row ``s`` of K-tile ``kk`` and N-tile ``c``), and the output
+buffer of ``8 * rows * cols`` lines (line ``(8b + r) * cols + c``): each buffer is a
+row-major block of its matrix, so every DMA is two-dimensional. SMEM holds the three DMA
+descriptor records and a table of the blocks' base addresses.
 """
 
 from dataclasses import dataclass
