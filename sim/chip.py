@@ -14,7 +14,7 @@ from golden import tensorcore as tc
 from golden.formats import check_numerics
 
 from .backends import check_backend
-from .backends.whole_run import WholeRun, pack_words, run_whole, unpack_words
+from .backends.whole_run import WholeRun, memory_depth, pack_words, run_whole, unpack_words
 from .kernels import plan_matmul
 from .transactors import SimulationHang
 
@@ -69,8 +69,9 @@ class ChipRun:
     seconds: float
 
 
-def _power_of_two_at_least(n, least):
-    return max(least, 1 << max(0, int(n) - 1).bit_length())
+def _flag_values(flags, n_flags):
+    """The ``flags`` port's packed value as ``n_flags`` words."""
+    return [(flags >> (32 * i)) & 0xFFFFFFFF for i in range(n_flags)]
 
 
 def _image(name, words, size, per_entry=1):
@@ -89,8 +90,7 @@ def _explain(program_words, outputs, n_flags):
     bundle = "outside the program"
     if 0 <= pc < len(program_words):
         bundle = tc.disassemble(program_words[pc:pc + 1]).strip().splitlines()[-1].strip()
-    flags = outputs.get("flags", 0)
-    values = [(flags >> (32 * i)) & 0xFFFFFFFF for i in range(n_flags)]
+    values = _flag_values(outputs.get("flags", 0), n_flags)
     shown = ", ".join(f"f{i}={v}" for i, v in enumerate(values) if v)
     return f"pc {pc} ({bundle}); flags: {shown or 'all 0'}"
 
@@ -133,8 +133,9 @@ def run(program, *, hbm=None, vmem=None, smem=None, numerics="tpu", backend="ver
     per_hbm_line = params.get("words_per_cycle", 1)
     hbm = np.zeros(0, np.uint32) if hbm is None else np.asarray(hbm, np.uint32).ravel()
     smem = np.zeros(0, np.uint32) if smem is None else np.asarray(smem, np.uint32).ravel()
-    params.setdefault("hbm_words", _power_of_two_at_least(hbm.size, tc.DEFAULT_HBM_WORDS))
-    params.setdefault("smem_words", _power_of_two_at_least(smem.size, tc.DEFAULT_SMEM_WORDS))
+    # Powers of two, so that images of similar sizes share a build.
+    params.setdefault("hbm_words", max(tc.DEFAULT_HBM_WORDS, memory_depth(hbm.size)))
+    params.setdefault("smem_words", max(tc.DEFAULT_SMEM_WORDS, memory_depth(smem.size)))
     imem_depth = params.setdefault("imem_depth", 256)
     if len(words) > imem_depth:
         raise ValueError(f"the program has {len(words)} bundles, more than IMEM's "
@@ -157,12 +158,11 @@ def run(program, *, hbm=None, vmem=None, smem=None, numerics="tpu", backend="ver
     if out["error"]:
         raise ChipError(f"the core stopped with error {tc.ERRORS[out['error']]}: "
                         f"{_explain(words, {**out, 'pc': out['error_pc']}, n_flags)}")
-    flags = out["flags"]
     return ProgramRun(
         hbm=unpack_words(result.memories["hbm"], per_hbm_line),
         vmem=unpack_words(result.memories["vmem"], lanes),
         smem=unpack_words(result.memories["smem"], 1),
-        flags=np.array([(flags >> (32 * i)) & 0xFFFFFFFF for i in range(n_flags)], np.uint32),
+        flags=np.array(_flag_values(out["flags"], n_flags), np.uint32),
         cycles=result.cycles, bundles=out["bundles"], mxu_beats=out["mxu_beats"],
         dma_cycles=out["dma_cycles"], overlap_cycles=out["overlap_cycles"],
         seconds=result.seconds)

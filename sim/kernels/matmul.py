@@ -15,9 +15,10 @@ An LHS tile fetched once serves all ``cols`` N-tiles, which divides the DMA traf
 MAC by about ``cols``. After the last step the sums get the activation (``max(A, +0.0)``
 for ReLU) and go to HBM.
 
-Padding. K is padded to whole steps. Padded K positions hold ``x = -0.0`` and ``w = +0.0``: their product is -0.0,
-and ``a + (-0.0) == a`` for every ``a`` (signed zeros, NaN, infinities, subnormals), so
-the chain's value does not change. Padded M rows and N columns are computed and dropped.
+Padding. K is padded to whole steps. Padded K positions hold ``x = -0.0`` and ``w =
++0.0``: their product is -0.0, and ``a + (-0.0) == a`` for every ``a`` (signed zeros, NaN,
+infinities, subnormals), so the chain's value does not change. Padded M rows and N columns
+are computed and dropped.
 
 Pipelining.
 - *DMA*: step ``s + 1``'s tiles are fetched during step ``s`` into the other buffer
@@ -87,7 +88,8 @@ class MatmulKernel:
 
     ``program`` is assembly text; ``hbm``, ``vmem`` and ``smem`` the initial images;
     ``out_base`` and ``(Mp, Np)`` say where the padded result lands in HBM, of which
-    ``[:M, :N]`` is the product; a block is ``rows`` M-tiles by ``cols`` N-tiles. ``mxu_results`` is the MXU result queue the program
+    ``[:M, :N]`` is the product; a block is ``rows`` M-tiles by ``cols`` N-tiles,
+    a step ``k_per_step`` K-tiles. ``mxu_results`` is the MXU result queue the program
     needs (rows), ``lhs_pushes`` the LHS pushes it makes (the MXU's busy beats are
     ``8 * lhs_pushes``).
     """
