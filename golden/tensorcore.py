@@ -1135,7 +1135,7 @@ class _Core:
 
 def run(program, *, hbm=None, vmem=None, smem=None, sregs=None, vregs=None, flags=None,
         numerics="tpu", lanes=8, n_flags=16, n_chips=1, imem_bundles=None, mxu=True,
-        mxu_results=None, races="error", max_bundles=100_000):
+        mxu_results=None, races="error", max_bundles=100_000, trace=None):
     """Execute a TensorCore program from pc 0 until it halts, faults, blocks or hits the
     watchdog; returns the final :class:`CoreState`.
 
@@ -1166,6 +1166,9 @@ def run(program, *, hbm=None, vmem=None, smem=None, sregs=None, vregs=None, flag
         Whether a break of the memory-ordering contract stops the core (``race``).
     max_bundles : int
         Watchdog: the most bundles to issue.
+    trace : callable, optional
+        ``trace(pc, bundle, sregs)`` after each bundle issues: its decoded :class:`Bundle`
+        and the scalar registers it read. For coverage of what a program did.
 
     Raises
     ------
@@ -1217,7 +1220,11 @@ def run(program, *, hbm=None, vmem=None, smem=None, sregs=None, vregs=None, flag
                  if has_mxu else None)
     stop = None
     while stop is None and core.bundles < max_bundles:
+        pc, issued = core.pc, core.bundles
+        before = core.sregs.copy() if trace is not None else None
         stop = core.step()
+        if trace is not None and core.bundles > issued:
+            trace(pc, core.decoded[pc], before)
     return _result(core, stop, max_bundles)
 
 

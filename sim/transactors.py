@@ -17,10 +17,12 @@ __all__ = ["StreamSource", "StreamSink", "SimulationHang", "run_transactors"]
 class SimulationHang(RuntimeError):
     """No stream transferred anything for longer than the watchdog allows.
 
-    ``outputs``, where known, maps the block's plain output ports to their values then.
+    ``outputs``, where known, maps the block's plain output ports to their values then,
+    and ``memories`` the contents of the memories the run dumps.
     """
 
     outputs = None
+    memories = None
 
 
 class _Transactor:

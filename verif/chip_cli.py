@@ -8,7 +8,8 @@
 ``matmul`` runs ``sim.chip.matmul`` (HBM -> DMA -> VMEM -> MXU -> VPU -> DMA -> HBM, from
 the assembled kernel of :mod:`sim.kernels.matmul`) on random bf16 operands, checks every
 result word against ``golden.mxu.matmul`` (and ReLU), and prints the verdict, the cycles,
-the MXU's utilization and the DMA/compute overlap. The exit status is 1 on any mismatch.
+the MXU's utilization, the DMA/compute overlap and the sequencer's stall cycles by cause.
+The exit status is 1 on any mismatch.
 """
 
 __all__ = ["add_parser", "cmd_chip_matmul"]
@@ -76,6 +77,11 @@ def cmd_chip_matmul(args):
     print(f"  result: {verdict} against golden.mxu.matmul")
     print(f"  cycles: {run.cycles:,}   MXU utilization: {run.utilization:.3f}   "
           f"DMA/compute overlap: {run.overlap:.3f}")
+    stalled = {cause: n for cause, n in run.stalls.items() if n}
+    if stalled:
+        # Where the cycles that issued no bundle went: what to attack for utilization.
+        print("  sequencer stalls: " + ", ".join(
+            f"{cause} {n:,} ({n / run.cycles:.1%})" for cause, n in stalled.items()))
     if args.waves:
         print(f"  waves: {args.waves}")
     if wrong:

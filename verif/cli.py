@@ -395,7 +395,10 @@ def _parser():
                                    "or function-numerics such as rsqrt-ieee) and ends with a "
                                    "table of them.")
     p.add_argument("suite", help="arith, mxu, dma, sparsecore, vpu (random vector programs "
-                                 "against the golden executor), bf16_mul_exhaustive (all "
+                                 "against the golden executor), tensorcore (random "
+                                 "programs on the chip against the instruction-set "
+                                 "simulator), "
+                                 "bf16_mul_exhaustive (all "
                                  "2^32 multiplier operand pairs on a compiled Verilator "
                                  "harness) or vpu_transcendental_exhaustive (all 2^32 inputs "
                                  "of rcp, rsqrt and exp, likewise)")

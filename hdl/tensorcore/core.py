@@ -18,7 +18,7 @@ from ..vpu import isa as vpu_isa
 from ..vpu.layouts import SUBLANES
 from ..vpu.vpu import VPU
 from .isa import BUNDLE_WORDS, ERROR_CODES, VECTOR_SLOTS
-from .sequencer import Sequencer, State
+from .sequencer import STALL_LAYOUT, Sequencer, State
 from .vector_queue import VectorQueue
 
 __all__ = ["TensorCore"]
@@ -70,7 +70,7 @@ class TensorCore(wiring.Component):
         The flags' values, for ``fadd`` and ``waitc``.
     dma : Out(stream.Signature(descriptor_layout))
         Issued DMA descriptors, already checked, each after the VMEM fence.
-    state, pc, error, error_pc, bundles, waiting, dma_busy : Out
+    state, pc, error, error_pc, bundles, waiting, dma_busy, stall : Out
         The sequencer's.
     drained : Out(1)
         The vector queue is empty and the VPU has finished every instruction it took.
@@ -122,6 +122,7 @@ class TensorCore(wiring.Component):
             "dma": Out(stream.Signature(descriptor_layout)),
             "state": Out(State), "pc": Out(32), "error_pc": Out(32), "bundles": Out(32),
             "error": Out(range(len(ERROR_CODES))), "waiting": Out(1), "dma_busy": Out(1),
+            "stall": Out(STALL_LAYOUT),
             "drained": Out(1), "done": Out(1), "vpu_error": Out(range(len(VPU_ERRORS))),
         })
 
@@ -169,7 +170,7 @@ class TensorCore(wiring.Component):
             seq.fence.eq(self._vmem_fence(m, seq, vpu)),
             *(getattr(self, name).eq(getattr(seq, name))
               for name in ("state", "pc", "error_pc", "bundles", "error", "waiting",
-                           "dma_busy")),
+                           "dma_busy", "stall")),
             self.vpu_error.eq(vpu.error),
             self.drained.eq(queue.empty & vpu.idle),
             self.done.eq(stopped & self.drained),

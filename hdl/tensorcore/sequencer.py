@@ -21,9 +21,18 @@ from .isa import (BUNDLE_WORDS, DEFAULT_HBM_WORDS, DESCRIPTOR_WORDS, ERROR_CODES
 from .scalar_alu import branch_taken, scalar_result
 from .vector_queue import VECTOR_LAYOUT
 
-__all__ = ["Sequencer", "State"]
+__all__ = ["Sequencer", "State", "STALL_CAUSES", "STALL_LAYOUT"]
 
 _BASE_LOW, _BASE_BITS = VPU_FIELDS["base"]
+
+#: Why the bundle at ``pc`` did not issue in a cycle, one cause per stalled cycle, in
+#: priority order: ``fetch`` (no bundle yet: the fetch after ``start`` or after a stall
+#: that lost the IMEM request), ``delay`` (a ``delay x`` still counting), ``dma`` (this
+#: or an earlier ``dma`` reads its record, is judged, or waits for the VMEM fence or the
+#: DMA engine), ``wait`` (a ``wait``/``waitc`` not met), ``smem`` (an ``lw`` reading, or
+#: an ``sw`` SMEM does not take) and ``vector`` (the vector queue is full).
+STALL_CAUSES = ("fetch", "delay", "dma", "wait", "smem", "vector")
+STALL_LAYOUT = data.StructLayout({cause: 1 for cause in STALL_CAUSES})
 
 
 class State(enum.Enum, shape=3):
@@ -116,6 +125,9 @@ class Sequencer(wiring.Component):
     dma_busy : Out(1)
         A ``dma``'s descriptor is being read or judged, or waits for the fence or the DMA
         engine: with ``waiting``, what a watchdog reports the core is waiting on.
+    stall : Out(STALL_LAYOUT)
+        Running, no bundle issued this cycle, and why (:data:`STALL_CAUSES`; at most one
+        bit is set): for performance counters and functional coverage.
 
     Pipeline: ``fetch`` requests IMEM[pc]; in ``issue`` the bundle is the IMEM response,
     decoded and checked combinationally, and the commit cycle requests the next pc's
@@ -164,6 +176,7 @@ class Sequencer(wiring.Component):
             "flag_values": In(data.ArrayLayout(32, n_flags)),
             "state": Out(State), "pc": Out(32), "error_pc": Out(32), "bundles": Out(32),
             "error": Out(range(len(ERROR_CODES))), "waiting": Out(1), "dma_busy": Out(1),
+            "stall": Out(STALL_LAYOUT),
         })
 
     def elaborate(self, platform):
@@ -300,6 +313,10 @@ class Sequencer(wiring.Component):
         ]
         with m.If(self.smem.req.valid & self.smem.req.ready & ~s0.store):
             m.d.sync += load_state.eq(1)
+        self._stall_causes(m, present=present, delay=delay, dma=issue.busy | (clear & is_dma),
+                           wait=self.waiting,
+                           smem=clear & ((s0.load & (load_state != 2)) | ~store_ok),
+                           vector=ready & store_ok, commit=commit)
 
         # ---- commit: registers, flags, MXU counts, the next pc
         values = [scalar_result(m, s, a=r["ra"], b=r["rb"], d=r["rd"], loaded=loaded,
@@ -364,3 +381,16 @@ class Sequencer(wiring.Component):
                         with m.If(~self.imem.req.ready):
                             m.d.sync += self.state.eq(State.FETCH)
         return m
+
+    def _stall_causes(self, m, *, present, delay, dma, wait, smem, vector, commit):
+        """Drive ``stall``: each argument but ``present`` and ``commit`` is the condition
+        under which that cause holds a present bundle, tried in :data:`STALL_CAUSES` order."""
+        running = (self.state == State.FETCH) | (self.state == State.ISSUE)
+        causes = {"fetch": running & ~present, "delay": present & delay.any(),
+                  "dma": present & dma, "wait": present & wait, "smem": present & smem,
+                  "vector": present & vector}
+        taken = Const(0)
+        for cause in STALL_CAUSES:
+            hit = causes[cause] & ~commit & ~taken
+            m.d.comb += self.stall[cause].eq(hit)
+            taken = taken | hit

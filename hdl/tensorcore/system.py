@@ -11,7 +11,7 @@ from ..memory.dma import COUNT_BITS
 from ..memory.dma_system import DmaSystem
 from .core import TensorCore
 from .isa import DEFAULT_HBM_WORDS, ERROR_CODES
-from .sequencer import State
+from .sequencer import STALL_CAUSES, State
 
 __all__ = ["TensorCoreSystem"]
 
@@ -58,6 +58,9 @@ vector_queue, ops
     mxu_beats, dma_cycles, overlap_cycles : Out(32)
         Performance counters from ``start``: LHS rows the MXU took (each a cycle of
         the whole array), cycles with a DMA transfer in flight, and cycles with both.
+    stall_fetch, stall_delay, stall_dma, stall_wait, stall_smem, stall_vector : Out(32)
+        Cycles the sequencer issued nothing, by cause
+        (``hdl.tensorcore.sequencer.STALL_CAUSES``).
 
     Attributes
     ----------
@@ -88,6 +91,7 @@ vector_queue, ops
             "flags": Out(data.ArrayLayout(32, n_flags)), "dma_rejected": Out(COUNT_BITS),
             "drained": Out(1), "done": Out(1), "busy": Out(1),
             "mxu_beats": Out(32), "dma_cycles": Out(32), "overlap_cycles": Out(32),
+            **{f"stall_{cause}": Out(32) for cause in STALL_CAUSES},
         })
 
     def elaborate(self, platform):
@@ -113,4 +117,7 @@ vector_queue, ops
             m.d.sync += [self.mxu_beats.eq(self.mxu_beats + computing),
                          self.dma_cycles.eq(self.dma_cycles + moving),
                          self.overlap_cycles.eq(self.overlap_cycles + (computing & moving))]
+            for cause in STALL_CAUSES:
+                counter = getattr(self, f"stall_{cause}")
+                m.d.sync += counter.eq(counter + core.stall[cause])
         return m

@@ -271,6 +271,7 @@ def finish(run, status, recorded, seconds, memories=None):
                else "the simulation stopped before the run was done")
         hang = SimulationHang(f"{run.block} hung at cycle {status['cycles']}: {why}; {progress}")
         hang.outputs = outputs          # the block's plain outputs then, for a runner to explain
+        hang.memories = dict(memories or {})    # and its dumped memories
         raise hang
     return WholeRunResult(recorded, streams, status["cycles"], seconds, outputs,
                           dict(memories or {}))

@@ -4,6 +4,8 @@ reported with the pc, its bundle and the flags."""
 import numpy as np
 import pytest
 
+from golden import tensorcore as tc
+from hdl.tensorcore.sequencer import STALL_CAUSES
 from sim import chip
 from verif.cli import main
 
@@ -54,3 +56,18 @@ def test_a_program_larger_than_imem_is_refused():
 def test_cli_rejects_an_empty_dimension(capsys):
     assert main(["chip", "matmul", "--m", "0", "--k", "2", "--n", "2"]) == 2
     assert "--m must be at least 1, not 0" in capsys.readouterr().err
+
+
+def test_stall_counters_account_for_every_cycle():
+    # Two delays (12 cycles, as the ISS counts them) and an lw whose result is used at
+    # once: every cycle from start to halt either issues a bundle or names one cause.
+    program = "delay 5\nnop\ndelay 7\nli s1, 3\nsw s1, 4(s0)\nlw s2, 4(s0)\naddi s3, s2, 1\nhalt"
+    iss = tc.run(program)
+    run = chip.execute(program, backend="amaranth", chip=_SMALL)
+    assert run.status == "halted" and run.bundles == iss.bundles == 8
+    stalls = {cause: run.counters[f"stall_{cause}"] for cause in STALL_CAUSES}
+    assert stalls["delay"] == iss.delay_cycles == 12
+    assert stalls["fetch"] == 1 and stalls["smem"] >= 1
+    assert stalls["dma"] == stalls["wait"] == stalls["vector"] == 0
+    assert run.cycles == run.bundles + sum(stalls.values())
+    assert run.sregs[3] == 4

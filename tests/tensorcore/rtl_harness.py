@@ -18,6 +18,7 @@ from hdl.memory.sync_flags import SyncFlags
 from hdl.memory.vmem import VMEM
 from hdl.tensorcore.core import TensorCore
 from hdl.tensorcore.sequencer import Sequencer, State
+from verif.suites.tensorcore.suite import differences
 
 CLOCK = 1e-8
 STATUS = {State.HALTED: "halted", State.ERROR: "error"}
@@ -226,23 +227,9 @@ class CoreRunner:
 
 
 def compare(rtl, iss, *, context=""):
-    """Assert that an RTL run ends as the ISS's ``CoreState`` does, naming what differs."""
-    where = f" ({context})" if context else ""
-    assert rtl.vpu_error == 0, f"the VPU stopped with {rtl.vpu_error}{where}"
-    assert rtl.dma_rejected == 0, \
-        f"the DMA engine rejected {rtl.dma_rejected} descriptors{where}"
-    assert (rtl.status, rtl.error, rtl.error_pc) == (iss.status, iss.error, iss.error_pc), \
-        f"stop: RTL {rtl.status} {rtl.error} at {rtl.error_pc} ({rtl.message}), ISS " \
-        f"{iss.status} {iss.error} at {iss.error_pc}: {iss.message}{where}"
-    assert rtl.pc == iss.pc, f"pc: RTL {rtl.pc}, ISS {iss.pc}{where}"
-    if iss.status == "blocked":
-        assert rtl.waiting == iss.waiting, f"waiting: {rtl.waiting} != {iss.waiting}{where}"
-    assert rtl.bundles == iss.bundles, f"bundles: RTL {rtl.bundles}, ISS {iss.bundles}{where}"
-    for name in ("sregs", "smem", "flags", "vregs", "vmem", "hbm"):
-        if getattr(rtl, name) is None:
-            continue                            # a top without a VPU
-        mine, theirs = getattr(rtl, name), np.asarray(getattr(iss, name), np.uint32)
-        if not np.array_equal(mine, theirs):
-            bad = tuple(int(i) for i in np.argwhere(mine != theirs)[0])
-            raise AssertionError(f"{name}{list(bad)}: RTL {int(mine[bad]):#010x}, ISS "
-                                 f"{int(theirs[bad]):#010x}{where}")
+    """Assert that an RTL run ends as the ISS's ``CoreState`` does, naming what differs
+    (``verif.suites.tensorcore.suite.differences``, and a blocked wait's flag and value)."""
+    found = differences(rtl, iss)
+    if iss.status == "blocked" and rtl.waiting != iss.waiting:
+        found.append(f"waiting: chip {rtl.waiting}, ISS {iss.waiting}")
+    assert not found, "; ".join(found) + (f" ({context})" if context else "")

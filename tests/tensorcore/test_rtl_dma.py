@@ -11,9 +11,10 @@ from golden import memory
 from golden import tensorcore as tc
 
 from hdl.tensorcore.system import TensorCoreSystem
+from verif.suites.tensorcore.programs import (
+    dma_program, initial_sregs, random_descriptor_words)
 
 from .rtl_harness import CoreRunner, compare
-from .rtl_programs import dma_program, initial_sregs, random_descriptor_words
 
 SMEM, IMEM, VMEM_LINES, N_FLAGS, HBM = 128, 48, 64, 8, 256
 RECORDS = 72                       # descriptor records live at SMEM 72, 84, 96, 108

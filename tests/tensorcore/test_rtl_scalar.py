@@ -9,9 +9,9 @@ import pytest
 from golden import tensorcore as tc
 from hdl.tensorcore.core import TensorCore
 from hdl.tensorcore.sequencer import Sequencer
+from verif.suites.tensorcore.programs import initial_sregs, scalar_program
 
 from .rtl_harness import CoreRunner, LocalCore, compare
-from .rtl_programs import initial_sregs, scalar_program
 
 SMEM, IMEM, VMEM_LINES, N_FLAGS = 64, 64, 16, 8
 PARAMS = dict(imem_depth=IMEM, smem_words=SMEM, n_flags=N_FLAGS, lanes=1, ops=(),

@@ -5,8 +5,8 @@ with golden.tensorcore.run: vaddr patching and the 16-bit rule, slot order withi
 bundle, faults known at issue (VMEM range, the MXU counts), and the decoupled queue.
 
 The whole MXU data path (an 8-lane VPU with its MXU) is slow to build, so here the MXU
-faults are checked on a sequencer without a VPU; ``python -m tests.tensorcore.rtl_cosim``
-runs programs through the real MXU."""
+faults are checked on a sequencer without a VPU; ``tpu-rtl regress tensorcore`` runs
+random programs through the real MXU on the whole chip."""
 
 import numpy as np
 import pytest
@@ -14,9 +14,10 @@ from amaranth.sim import Simulator
 
 from golden import tensorcore as tc
 from hdl.tensorcore.vector_queue import VectorQueue
+from verif.suites.tensorcore.programs import (
+    initial_sregs, mxu_program, scalar_program, vector_slots)
 
 from .rtl_harness import CoreRunner, LocalCore, SequencerTop, compare
-from .rtl_programs import initial_sregs, mxu_program, scalar_program, vector_slots
 
 SMEM, IMEM, VMEM_LINES, N_FLAGS = 64, 64, 32, 8
 OPS = ("add", "mul", "max", "iadd", "xor", "select", "f32_to_bf16", "rsum")

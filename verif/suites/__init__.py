@@ -10,9 +10,11 @@ from .arith import suite as arith
 from .dma import suite as dma
 from .mxu import suite as mxu
 from .sparsecore import suite as sparsecore
+from .tensorcore import suite as tensorcore
 from .vpu import suite as vpu
 
 __all__ = ["SUITES"]
 
 #: Suites whose seeds a regression worker runs: name -> module with ``runs``.
-SUITES = {"arith": arith, "mxu": mxu, "dma": dma, "sparsecore": sparsecore, "vpu": vpu}
+SUITES = {"arith": arith, "mxu": mxu, "dma": dma, "sparsecore": sparsecore,
+          "tensorcore": tensorcore, "vpu": vpu}

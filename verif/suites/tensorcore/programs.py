@@ -3,7 +3,7 @@
 A program is straight-line bundles, forward branches and counted loops, so it ends
 (with a halt, a fault, or a wait that blocks). s28 is a small VMEM line base, s30 a small
 SMEM pointer and s31 the loop counter; random ALU ops write s1..s27 (and now and then s0,
-whose writes drop).
+whose writes drop), and now and then s28 a new value below 8.
 """
 
 import numpy as np
@@ -76,7 +76,10 @@ def scalar_bundle(rng, smem_words, *, fault=0.003, n_flags=16):
         parts.append(alu_op(rng))
     else:
         parts.append("snop")
-    if rng.random() < 0.75:
+    if rng.random() < 0.04:
+        # s28 moves within 0..7, so that a vld/vst base register is sometimes just written.
+        parts.append(f"andi s28, s{_reg(rng)}, 7")
+    elif rng.random() < 0.75:
         parts.append(alu_op(rng))
     m = rng.random()
     if m < 0.06:
@@ -169,6 +172,14 @@ def _vmem_op(rng, op, vmem_lines, fault):
     return f"{op} v{rng.integers(0, 8)}, {reg}{base}, {stride}"
 
 
+def lhs_push(rng):
+    """An MXU LHS push: ``push_lhs``, or (a third of the time) ``push_lhs_acc``, whose sums
+    start from a second vreg."""
+    if rng.random() < 1 / 3:
+        return f"push_lhs_acc v{rng.integers(0, 8)}, v{rng.integers(0, 8)}"
+    return f"push_lhs v{rng.integers(0, 8)}"
+
+
 def vector_slots(ops, *, vmem_lines, mxu=False, fault=0.003):
     """A function ``extra(rng)`` for :func:`scalar_program`: random vector slots, in
     slot order, using the ALU-slot ops ``ops`` (and the MXU link with ``mxu``)."""
@@ -181,8 +192,8 @@ def vector_slots(ops, *, vmem_lines, mxu=False, fault=0.003):
             alu[0] = "vnop"
         parts += [a for a in alu if a]
         if mxu and rng.random() < 0.4:
-            op = "push_weights" if rng.random() < 0.5 else "push_lhs"
-            parts.append(f"{op} v{rng.integers(0, 8)}")
+            parts.append(f"push_weights v{rng.integers(0, 8)}" if rng.random() < 0.5
+                         else lhs_push(rng))
         if mxu and rng.random() < 0.25:
             parts.append(f"pop v{rng.integers(0, 8)}")
         if rng.random() < 0.3:
@@ -210,7 +221,7 @@ def mxu_program(rng, *, lanes, smem_words, vmem_lines, bundles=30, mxu_results=1
             push = f"push_weights v{rng.integers(0, 8)}"
             shadow += 8
         elif rng.random() < fault or (queued + 8 <= mxu_results and rng.random() < 0.5):
-            push = f"push_lhs v{rng.integers(0, 8)}"
+            push = lhs_push(rng)
             shadow = 0 if shadow == lanes else shadow
             queued += 8
         if rng.random() < fault or (queued >= 8 and rng.random() < 0.5):
@@ -222,6 +233,35 @@ def mxu_program(rng, *, lanes, smem_words, vmem_lines, bundles=30, mxu_results=1
     lines.append("halt")
     return "\n".join(lines)
 
+
+def dense_program(rng, *, lanes, smem_words, vmem_lines, ops, bundles=12, mxu_results=16,
+                  n_flags=16):
+    """Bundles with every slot full: an ``lw`` or ``sw`` and an ALU op, a misc op that
+    never blocks (``fset``, ``fadd``, ``delay``), ``vld``, two ALU-slot ops, an MXU push
+    and a pop (each while :func:`mxu_program`'s counts allow it) and ``vst``; then
+    ``halt``. Only an SMEM access through ``s30`` near either end of SMEM faults."""
+    shadow = queued = 0
+    lines = []
+    for _ in range(bundles):
+        misc = rng.choice([f"fset f{rng.integers(n_flags)}, s{_reg(rng)}+{rng.integers(0, 50)}",
+                           f"fadd f{rng.integers(n_flags)}, {rng.integers(-50, 50)}",
+                           f"delay {rng.integers(0, 3)}"])
+        parts = [memory_op(rng, smem_words, fault=0.0), alu_op(rng), str(misc),
+                 _vmem_op(rng, "vld", vmem_lines, 0.0), _valu(rng, ops), _valu(rng, ops)]
+        if shadow + 8 <= lanes:
+            parts.append(f"push_weights v{rng.integers(0, 8)}")
+            shadow += 8
+        elif queued + 8 <= mxu_results:
+            parts.append(lhs_push(rng))
+            shadow = 0 if shadow == lanes else shadow
+            queued += 8
+        if queued >= 8:
+            parts.append(f"pop v{rng.integers(0, 8)}")
+            queued -= 8
+        parts.append(_vmem_op(rng, "vst", vmem_lines, 0.0))
+        lines.append(" | ".join(parts))
+    lines.append("halt")
+    return "\n".join(lines)
 
 
 def random_descriptor_words(rng, *, hbm_words, vmem_words, n_flags, flags=4, bad=0.1):

@@ -1,0 +1,68 @@
+"""Regression suite ``tensorcore``: registered, its programs alone reach every bin that
+does not need the chip, and a chip run of one program matches the ISS word for word but
+for the one word a broken golden flips."""
+
+import numpy as np
+import pytest
+
+from golden import tensorcore as tc
+from verif.suites import SUITES
+from verif.suites.tensorcore import suite
+from verif.suites.tensorcore.coverage import STOPS, Tracer
+
+
+def test_is_registered():
+    assert SUITES["tensorcore"] is suite
+    assert [case.name for case in suite.runs(1)] == ["tensorcore-tpu", "tensorcore-ieee"]
+
+
+def test_stimulus_alone_reaches_every_bin_but_the_stalls():
+    """Four Verilator seeds' programs, on the ISS: every slot kind, pair, hazard and stop
+    (the stall bins come from the chip's counters, which the regression reads)."""
+    missing = suite.stimulus_coverage(range(1, 5))
+    assert missing and all(hole.startswith("tensorcore.stall: ") for hole in missing), missing
+
+
+def test_programs_are_reproducible_and_never_race():
+    one = suite.make_program(3, "ieee", 1, "dma")
+    two = suite.make_program(3, "ieee", 1, "dma")
+    assert one.text == two.text and one.seed == two.seed
+    assert np.array_equal(one.hbm, two.hbm) and np.array_equal(one.vregs, two.vregs)
+    assert suite.expected(one, "ieee").error != "race"
+
+
+def test_differences_names_the_first_differing_word():
+    program = suite.make_program(1, "tpu", 0, "mxu")
+    want = suite.expected(program, "tpu")
+    got = suite.expected(program, "tpu")
+    assert suite.differences(got, want) == []
+    got.vmem[5] ^= 1 << 31
+    got.pc += 1
+    found = suite.differences(got, want)
+    assert len(found) == 2 and found[0].startswith("pc: chip ")
+    assert found[1].startswith("vmem[5]: chip ") and "(1 words differ)" in found[1]
+
+
+def test_the_tracer_sees_a_load_use_hazard_and_a_taken_loop():
+    tracer = Tracer()
+    program = "li s31, 2\nL: lw s1, 0(s0)\naddi s2, s1, 1 | loop s31, L\nhalt"
+    state = tc.run(program, trace=tracer)
+    samples = tracer.bundles(state.pc)
+    assert samples[0][0] == {"scalar0": "alu"} and samples[1][0] == {"scalar0": "lw"}
+    assert [s[0].get("scalar1") for s in samples] == [
+        None, None, "loop_taken", None, "loop_exit", None]
+    assert "load_use" in samples[2][2] and "load_use" in samples[4][2]
+    assert set(STOPS) >= {"halted"}
+
+
+@pytest.mark.slow
+def test_a_program_matches_the_iss_but_for_a_broken_golden_on_amaranth():
+    """One program on the chip RTL (the suite's chip, elaborated in Amaranth, about a
+    minute): with the golden's one flipped scalar register, that word is the only
+    difference the check reports."""
+    program = suite.make_program(1, "tpu", 0, "dense")
+    tally = suite._Tally()
+    suite._check_program(tally, "tensorcore seed 1", program, "tpu", backend="amaranth",
+                         waves=None, inject="golden-fault", samplers=None)
+    assert tally.programs == 1 and tally.mismatches == 1
+    assert tally.first.startswith("tensorcore seed 1: sregs[") and ";" not in tally.first

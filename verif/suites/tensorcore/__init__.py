@@ -1,0 +1,1 @@
+"""Regression suite ``tensorcore``: random programs co-simulated on the chip and the ISS."""
