@@ -349,9 +349,15 @@ def _check_params(traffic, rate, packet_flits, vcs, buffer_flits, link_latency,
 def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flits=8,
               link_latency=2, cycles, warmup, seed=0, backend="verilator", local_ports=1,
               message_packets=8, source_queue=64, watchdog=None, corrupt_every=0,
-              malformed_every=0, waves=None, progress=None):
+              malformed_every=0, stall=0.0, waves=None, progress=None):
     """One network run; returns :class:`NetworkStats` (no integrity check: see
-    :meth:`NetworkStats.problems`). Parameters as :func:`run`.
+    :meth:`NetworkStats.problems`). Parameters as :func:`run`, and the test knobs:
+
+    ``corrupt_every``, ``malformed_every``: every n-th packet of a generator is sent with
+    a payload bit flipped, or a malformed header (0: none). ``stall``: the probability,
+    0 to 1 in steps of 2**-16, that a torus output of a router is held (sends nothing)
+    in a cycle, drawn per output and cycle from the seed (``hdl.system.NetworkNode``);
+    0 (the default) never holds, and leaves every figure as it was.
 
     Raises
     ------
@@ -367,6 +373,7 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
     _check_params(traffic, rate, packet_flits, vcs, buffer_flits, link_latency,
                   cycles, warmup, seed, local_ports, message_packets, source_queue, watchdog,
                   corrupt_every, malformed_every)
+    _number("stall", stall, 0, 1)
     check_backend(backend)
     params = system_params(topology, vcs=vcs, buffer_flits=buffer_flits,
                            link_latency=link_latency, local_ports=local_ports,
@@ -388,7 +395,7 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
                 "mode": mode, "threshold": threshold, "packet_flits": packet_flits,
                 "message_packets": message_packets, "cycles": cycles, "warmup": warmup,
                 "watchdog": watchdog, "corrupt_every": corrupt_every,
-                "malformed_every": malformed_every})
+                "malformed_every": malformed_every, "stall": round(stall * (1 << 16))})
     result = _simulate(whole, backend=backend, waves=waves, progress=progress)
     return _stats(topology, result, whole, nodes=int(sends.sum()), window=cycles - warmup,
                   packet_flits=packet_flits, watchdog=watchdog)

@@ -397,7 +397,7 @@ def _parser():
     p.add_argument("suite", help="arith, mxu, dma, sparsecore, vpu (random vector programs "
                                  "against the golden executor), tensorcore (random "
                                  "programs on the chip against the instruction-set "
-                                 "simulator), "
+                                 "simulator), network (random topologies and traffic), "
                                  "bf16_mul_exhaustive (all "
                                  "2^32 multiplier operand pairs on a compiled Verilator "
                                  "harness) or vpu_transcendental_exhaustive (all 2^32 inputs "

@@ -47,6 +47,8 @@ class Allocator(wiring.Component):
     n_in, n_out, vcs, buffer_flits : int
     n_eject : int
         Ejection outputs, at least 1 (default 1), fewer than ``n_out``.
+    observe : bool
+        Add the ``hold`` input and the ``starved`` output (default False: neither).
 
     Ports
     -----
@@ -64,6 +66,11 @@ class Allocator(wiring.Component):
         The output VC of each output's flit.
     credit_error : Out(1)
         Pulse: a credit came back to an output VC that already had ``buffer_flits``.
+    hold : In(n_out - n_eject), with ``observe``
+        Bit o: torus output o sends nothing this cycle (its heads wait as for a credit).
+    starved : Out(vcs).array(n_out - n_eject), with ``observe``
+        Bit w of entry o: a valid head asks for output VC (o, w), which has no credit
+        left, this cycle (a credit-empty stall; ``hold`` does not count).
 
     All outputs are combinational from ``heads``, ``eject_free`` and the registered
     state (ownership, credits, arbiter pointers), which they update at the clock edge;
@@ -71,14 +78,16 @@ class Allocator(wiring.Component):
     one per output.
     """
 
-    def __init__(self, *, n_in, n_out, vcs, buffer_flits, n_eject=1):
+    def __init__(self, *, n_in, n_out, vcs, buffer_flits, n_eject=1, observe=False):
         check_int("n_in", n_in, least=1)
         check_int("n_out", n_out, least=2)
         check_int("vcs", vcs, least=1)
         check_int("buffer_flits", buffer_flits, least=1)
         check_int("n_eject", n_eject, least=1, most=n_out - 1)
         self.n_in, self.n_out, self.vcs, self.buffer_flits = n_in, n_out, vcs, buffer_flits
-        self.n_eject = n_eject
+        self.n_eject, self.observe = n_eject, bool(observe)
+        observed = {"hold": In(n_out - n_eject),
+                    "starved": Out(vcs).array(n_out - n_eject)} if observe else {}
         super().__init__({
             "heads": In(head_layout).array(n_in, vcs),
             "credit": In(vcs).array(n_out - n_eject),
@@ -88,6 +97,7 @@ class Allocator(wiring.Component):
             "send": Out(n_out),
             "send_vc": Out(2).array(n_out),
             "credit_error": Out(1),
+            **observed,
         })
 
     def elaborate(self, platform):
@@ -107,8 +117,13 @@ class Allocator(wiring.Component):
         free = [[Signal(name=f"free{o}_{w}") for w in range(out_vcs[o])] for o in range(n_out)]
         for o in range(n_out):
             for w in range(out_vcs[o]):
-                m.d.comb += [room[o][w].eq(credits[o][w].any() if o < eject
-                                           else self.eject_free[o - eject]),
+                if o >= eject:
+                    has_room = self.eject_free[o - eject]
+                elif self.observe:
+                    has_room = credits[o][w].any() & ~self.hold[o]
+                else:
+                    has_room = credits[o][w].any()
+                m.d.comb += [room[o][w].eq(has_room),
                              free[o][w].eq(room[o][w] & ~owned[o][w])]
 
         picks = []
@@ -159,4 +174,10 @@ class Allocator(wiring.Component):
             m.d.comb += [self.grant[i].eq(Mux(won[i], arb.grant, 0)),
                          arb.advance.eq(won[i])]
         m.d.comb += self.credit_error.eq(Cat(*credit_errors).any())
+        if self.observe:
+            for o in range(eject):
+                for w in range(vcs):
+                    wants = Cat(h.valid & is_value(h.port, o) & is_value(h.vc, w)
+                                for row in self.heads for h in row)
+                    m.d.comb += self.starved[o][w].eq(wants.any() & ~credits[o][w].any())
         return m

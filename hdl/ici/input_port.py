@@ -88,6 +88,13 @@ class InputPort(wiring.Component):
     malformed, overflow : Out(1)
         Pulses: a malformed header arrived; a flit arrived at a full buffer (the sender
         broke the credit protocol; the flit is lost).
+    dateline : Out(1)
+        Pulse: a well-formed header arrived whose hop takes a dateline link, i.e. its
+        entry is ``fixed`` and ``straight`` with an odd ``vc``. (Escape hops are fixed
+        too, but on an even escape VC, or with ``straight`` 0 when the escape VC is 1,
+        so the rule picks out exactly ``tables.dateline & ~tables.escape``.) Its output
+        port and VC are ``entry.port`` and ``entry.vc``. For coverage; nothing else
+        uses it.
 
     Latency: with ``bypass``, a flit arriving at an empty buffer is a head in the same
     cycle; otherwise it is one cycle later. Throughput: one arrival a cycle, and one
@@ -116,6 +123,7 @@ class InputPort(wiring.Component):
             "data": Out(32 * flit_words),
             "malformed": Out(1),
             "overflow": Out(1),
+            "dateline": Out(1),
         })
 
     def _route(self, m):
@@ -146,7 +154,7 @@ class InputPort(wiring.Component):
         m = Module()
         layout = self.entry_layout
         hdr_port, hdr_vc, hdr_bad, hdr_length = self._route(m)
-        malformed, overflow, data_out = [], [], 0
+        malformed, overflow, headers, data_out = [], [], [], 0
         for v in range(self.vcs):
             m.submodules[f"vc{v}"] = fifo = SyncFIFO(width=layout.size,
                                                      depth=self.buffer_flits)
@@ -174,6 +182,7 @@ class InputPort(wiring.Component):
                 with m.If(arrive):
                     m.d.sync += remaining.eq(remaining - 1)
             malformed.append(arrive & is_head & hdr_bad)
+            headers.append(arrive & is_head)
 
             # The oldest flit: the buffer's, or with bypass the arriving one when it is empty.
             head, head_valid = layout(fifo.r_data), fifo.r_rdy
@@ -195,6 +204,10 @@ class InputPort(wiring.Component):
             m.d.sync += self.link.credit[v].eq(consume)
             overflow.append(fifo.w_en & ~fifo.w_rdy)
             data_out = data_out | Mux(self.grant[v], head.data, 0)
+        entry = self.entry
         m.d.comb += [self.data.eq(data_out), self.malformed.eq(Cat(*malformed).any()),
-                     self.overflow.eq(Cat(*overflow).any())]
+                     self.overflow.eq(Cat(*overflow).any()),
+                     self.dateline.eq(Cat(*headers).any() & ~hdr_bad & entry.fixed
+                                      & entry.straight & entry.vc[0]
+                                      & (entry.port < self.n_ports))]
         return m

@@ -85,6 +85,10 @@ class Router(wiring.Component):
     local_ports : int
         Injection and ejection ports, 1 (default) or 2 (with 2 torus dimensions up to 4:
         switch outputs are numbered in 3 bits).
+    observe : bool
+        Add the verification ports below (``hold``, ``switched``, ``starved``,
+        ``dateline``, ``dateline_hops``); default False, the router alone. They change
+        nothing else, and with ``hold`` low the router behaves as without them.
 
     Ports
     -----
@@ -109,6 +113,20 @@ class Router(wiring.Component):
     overflow : Out(1)
         Sticky: a neighbour broke the credit protocol (a flit arrived at a full buffer, or
         a credit came back that was never spent). Never set in a correct network.
+    hold : In(2*dims), with ``observe``
+        Bit p: torus output p sends nothing this cycle; its flits wait as they would for
+        a credit (a link stall, for the regression's random stalls).
+    switched : Out(2*dims + local_ports).array(2*dims + local_ports), with ``observe``
+        Entry o, one-hot or 0: the input (torus port i, or ``2*dims + j`` for injection
+        port j) whose flit crosses the switch to output o this cycle.
+    starved : Out(vcs).array(2*dims), with ``observe``
+        Bit w of entry o: a flit at the head of a buffer waits for output VC (o, w),
+        which has no credit left, this cycle.
+    dateline : Out(vcs).array(2*dims), with ``observe``
+        Bit w of entry o: a header arrived this cycle whose next hop is the dateline link
+        out of port o, on VC w (``InputPort.dateline``).
+    dateline_hops : Out(range(2*dims + local_ports + 1)), with ``observe``
+        How many such headers arrived this cycle.
 
     Latency per hop, at zero load: ``pipeline`` cycles in the router (input to output
     register) plus the link's latency; a flit injected in cycle ``t`` of an idle router
@@ -123,7 +141,7 @@ class Router(wiring.Component):
     """
 
     def __init__(self, *, dims=2, vcs=2, buffer_flits=8, flit_words=1, n_nodes=256,
-                 pipeline=1, local_ports=1):
+                 pipeline=1, local_ports=1, observe=False):
         check_int("dims", dims, least=2, most=3)
         check_int("vcs", vcs, least=2, most=MAX_VCS)
         check_int("buffer_flits", buffer_flits, least=1)
@@ -133,6 +151,7 @@ class Router(wiring.Component):
         self.dims, self.vcs, self.buffer_flits = dims, vcs, buffer_flits
         self.flit_words, self.n_nodes, self.pipeline = flit_words, n_nodes, pipeline
         self.n_ports, self.local_ports = 2 * dims, local_ports
+        self.observe = bool(observe)
         link = LinkSignature(vcs=vcs, flit_words=flit_words)
         flit = stream.Signature(flit_layout(flit_words))
         local = {}
@@ -147,7 +166,15 @@ class Router(wiring.Component):
             "forwarded": Out(COUNTER_BITS).array(self.n_ports + local_ports),
             "dropped": Out(COUNTER_BITS),
             "overflow": Out(1),
+            **(self._observed() if self.observe else {}),
         })
+
+    def _observed(self):
+        n_io = self.n_ports + self.local_ports
+        return {"hold": In(self.n_ports), "switched": Out(n_io).array(n_io),
+                "starved": Out(self.vcs).array(self.n_ports),
+                "dateline": Out(self.vcs).array(self.n_ports),
+                "dateline_hops": Out(range(n_io + 1))}
 
     @staticmethod
     def local_name(kind, j):
@@ -197,7 +224,7 @@ class Router(wiring.Component):
 
         m.submodules.allocator = alloc = Allocator(n_in=n_ports + k, n_out=n_ports + k,
                                                    vcs=vcs, buffer_flits=self.buffer_flits,
-                                                   n_eject=k)
+                                                   n_eject=k, observe=self.observe)
         ejects = [self.local("eject", j) for j in range(k)]
         eject_free = [~e.valid | e.ready for e in ejects]
         m.d.comb += alloc.eject_free.eq(Cat(*eject_free))
@@ -229,7 +256,22 @@ class Router(wiring.Component):
                 m.d.comb += eject.payload.eq(held)
             m.d.sync += self.forwarded[o].eq(self.forwarded[o] + alloc.send[o])
 
+        if self.observe:
+            self._observe(m, alloc, inputs)
         m.d.sync += self.dropped.eq(self.dropped + sum(p.malformed for p in inputs))
         with m.If(alloc.credit_error | Cat(*(p.overflow for p in inputs)).any()):
             m.d.sync += self.overflow.eq(1)
         return m
+
+    def _observe(self, m, alloc, inputs):
+        """The ``observe`` ports: views of the allocator and the input ports."""
+        m.d.comb += alloc.hold.eq(self.hold)
+        for o in range(self.n_ports + self.local_ports):
+            m.d.comb += self.switched[o].eq(Mux(alloc.send[o], alloc.select[o], 0))
+        for o in range(self.n_ports):
+            m.d.comb += self.starved[o].eq(alloc.starved[o])
+            for w in range(self.vcs):
+                m.d.comb += self.dateline[o][w].eq(Cat(
+                    p.dateline & (p.entry.port == o) & (p.entry.vc == w)
+                    for p in inputs).any())
+        m.d.comb += self.dateline_hops.eq(sum(p.dateline for p in inputs))

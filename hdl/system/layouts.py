@@ -82,6 +82,18 @@ STATS = (
     "protocol",         # 1: the router saw the credit protocol broken
     "held",             # flits that entered the router and did not leave (at the end)
     "queued",           # packets waiting in the source queues or being injected
+    # Observed coverage (``verif.suites.network``), over the whole run; bitmaps are sticky.
+    "turns_lo",         # bitmap, bit 8*i + o: a flit crossed the switch from input i to
+                        # output o (torus ports 0 .. 2D-1; local port j is 2D + j)
+    "turns_hi",         # its bits 32-63
+    "link_vcs",         # bitmap, bit 4*p + v: a flit left torus port p on VC v
+    "datelines",        # bitmap, bit 4*p + v: a header's hop took the dateline link out
+                        # of port p, on VC v
+    "dateline_hops",    # headers whose hop out of this router took a dateline link
+    "starved",          # bitmap, bit 4*p + v: a flit waited for output VC (p, v) with no
+                        # credit left
+    "starved_cycles",   # cycles in which some flit waited for an output VC with no credit
+    "stalled",          # port-cycles the stall knob held a torus output
 )
 N_STATS = len(STATS)
 #: The histogram's first statistics address.

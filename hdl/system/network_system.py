@@ -157,6 +157,10 @@ class NetworkSystem(wiring.Component):
         Bit d: node d is alive (its generators may send to it).
     mode, threshold, packet_flits, message_packets, corrupt_every, malformed_every : In
         The traffic (:class:`~hdl.system.generator.TrafficGenerator`).
+    stall : In(17)
+        The link stall knob: each torus output of each node is held (sends nothing) in a
+        seeded random fraction ``stall / 2**16`` of the cycles (``NetworkNode``); 0
+        never.
     cycles, warmup, watchdog : In(32)
     finished : Out(1)
         The read-out is over.
@@ -191,6 +195,7 @@ class NetworkSystem(wiring.Component):
             "ocs": In(stream.Signature(ocs_layout(self.dims))),
             "stats": Out(stream.Signature(32)),
             "alive": In(n), "mode": In(2), "threshold": In(GAP_BITS + 1),
+            "stall": In(GAP_BITS + 1),
             "packet_flits": In(range(MAX_PACKET_FLITS + 1)), "message_packets": In(16),
             "corrupt_every": In(16), "malformed_every": In(16),
             "cycles": In(32), "warmup": In(32), "watchdog": In(32),
@@ -225,8 +230,8 @@ class NetworkSystem(wiring.Component):
         row = self.tables.payload
 
         traffic = {name: getattr(self, name) for name in
-                   ("mode", "threshold", "packet_flits", "message_packets", "alive",
-                    "corrupt_every", "malformed_every")}
+                   ("mode", "threshold", "stall", "packet_flits", "message_packets",
+                    "alive", "corrupt_every", "malformed_every")}
         window = Signal()
         for c, node in enumerate(nodes):
             m.submodules[f"node{c}"] = node

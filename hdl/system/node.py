@@ -9,13 +9,20 @@ from amaranth.lib.wiring import In, Out
 from ..ici import Link, LinkSignature, Router
 from ..ici.layouts import CHIP_BITS, MAX_VCS, route_entry_layout
 from ..lib.memory_port import check_int
-from ..lib.xorshift import GAP_BITS
+from ..lib.xorshift import GAP_BITS, Xorshift32
 from .generator import TrafficGenerator
 from .layouts import (FLIT_WORDS, HIST_BASE, HOP_BITS, MAX_LOCAL_PORTS, MAX_PACKET_FLITS,
                       STAT_ADDR_BITS, STATS, node_layout)
 from .sink import TrafficSink
 
-__all__ = ["NetworkNode", "node_signature", "node_row_layout", "traffic_signature"]
+__all__ = ["NetworkNode", "node_signature", "node_row_layout", "traffic_signature",
+           "stall_salt"]
+
+
+def stall_salt(port):
+    """The value torus port ``port``'s stall generator XORs into the node's seed (distinct
+    from the traffic generators' ``seed_salts``)."""
+    return 0xC2B2_AE35 * (2 * port + 1) & 0xFFFF_FFFF
 
 
 def node_row_layout(dims):
@@ -28,9 +35,9 @@ def node_row_layout(dims):
 
 def traffic_signature(n_nodes):
     """The run's traffic settings, the same for every node (``hdl.system.NetworkSystem``'s
-    plain inputs of those names)."""
+    plain inputs of those names). ``stall`` is the link stall knob (``NetworkNode``)."""
     return wiring.Signature({
-        "mode": Out(2), "threshold": Out(GAP_BITS + 1),
+        "mode": Out(2), "threshold": Out(GAP_BITS + 1), "stall": Out(GAP_BITS + 1),
         "packet_flits": Out(range(MAX_PACKET_FLITS + 1)), "message_packets": Out(16),
         "alive": Out(n_nodes), "corrupt_every": Out(16), "malformed_every": Out(16),
     })
@@ -100,6 +107,16 @@ class NetworkNode(wiring.Component):
         ``layouts.STATS[stat_addr]`` (counters summed over the local ports, the largest
         latency of them for ``latency_max``), or histogram
         bin ``stat_addr - HIST_BASE`` (summed), combinationally.
+
+    Link stalls: each torus output has a xorshift32 generator (seeded with the node's
+    seed XOR ``stall_salt(p)``, stepping while ``go``); in a cycle whose low 16 bits are
+    below ``traffic.stall``, the router's output p sends nothing (``Router.hold``), so
+    a fraction ``stall / 2**16`` of its cycles the link carries no flit and its flits
+    wait, as for a missing credit. ``stall`` 0 (the default of every run) never holds.
+
+    Coverage: the router is built with ``observe``, and the statistics from ``turns_lo``
+    on (``layouts.STATS``) record what it saw: the switch's input-to-output turns, the
+    VCs used on each link, dateline hops, and credit-empty stalls.
     """
 
     def __init__(self, *, dims=2, vcs=2, buffer_flits=8, link_latency=2, n_nodes=16,
@@ -122,7 +139,7 @@ class NetworkNode(wiring.Component):
         ports, k = 2 * self.dims, self.local_ports
         m.submodules.router = router = Router(
             dims=self.dims, vcs=self.vcs, buffer_flits=self.buffer_flits,
-            flit_words=FLIT_WORDS, n_nodes=self.n_nodes, local_ports=k)
+            flit_words=FLIT_WORDS, n_nodes=self.n_nodes, local_ports=k, observe=True)
         generators = [TrafficGenerator(n_nodes=self.n_nodes, lane=j, local_ports=k,
                                        source_queue=self.source_queue) for j in range(k)]
         sinks = [TrafficSink(n_nodes=self.n_nodes, local_ports=k) for _ in range(k)]
@@ -205,6 +222,8 @@ class NetworkNode(wiring.Component):
         stats["held"] = held
         stats["queued"] = sum(g.queued for g in generators)
 
+        stats |= self._coverage(m, router, settings, ports, k)
+
         # Padded to HIST_BASE entries, so that every index of its bits names one.
         scalar = Array(stats.get(name, 0) for name in STATS + ("",) * (HIST_BASE - len(STATS)))
         hist = sum(s.hist_data for s in sinks)[:32]
@@ -214,3 +233,48 @@ class NetworkNode(wiring.Component):
                                           scalar[self.stat_addr[:(HIST_BASE - 1).bit_length()]],
                                           hist))
         return m
+
+    def _coverage(self, m, router, settings, ports, k):
+        """The link stall generators, and the coverage statistics (class docstring)."""
+        held = []
+        for p in range(ports):
+            m.submodules[f"stall{p}"] = rand = Xorshift32()
+            hold = Signal(name=f"hold{p}")
+            m.d.comb += [rand.seed.eq(settings.seed ^ stall_salt(p)), rand.run.eq(self.go),
+                         hold.eq(self.go & (rand.value[:GAP_BITS] < self.traffic.stall))]
+            held.append(hold)
+        m.d.comb += router.hold.eq(Cat(*held))
+
+        def sticky(name, bits):
+            bitmap = Signal(64 if name == "turns" else 32, name=f"seen_{name}")
+            m.d.sync += bitmap.eq(bitmap | bits)
+            return bitmap
+
+        n_io = ports + k
+        turns = 0
+        for o in range(n_io):
+            for i in range(n_io):
+                turns = turns | (router.switched[o][i] << (8 * i + o))
+        turns = sticky("turns", turns)
+        link_vcs = 0
+        for p in range(ports):
+            for v in range(self.vcs):
+                used = router.tx[p].valid & (router.tx[p].vc == v)
+                link_vcs = link_vcs | (used << (4 * p + v))
+        per_vc = {name: 0 for name in ("datelines", "starved")}
+        for p in range(ports):
+            for v in range(self.vcs):
+                per_vc["datelines"] |= router.dateline[p][v] << (4 * p + v)
+                per_vc["starved"] |= router.starved[p][v] << (4 * p + v)
+        stats = {"turns_lo": turns[:32], "turns_hi": turns[32:],
+                 "link_vcs": sticky("link_vcs", link_vcs),
+                 "datelines": sticky("datelines", per_vc["datelines"]),
+                 "starved": sticky("starved", per_vc["starved"])}
+        for name, step in (("dateline_hops", router.dateline_hops),
+                           ("starved_cycles", Cat(*(router.starved[p] for p in range(ports)))
+                            .any()),
+                           ("stalled", sum(held))):
+            count = Signal(32, name=name)
+            m.d.sync += count.eq(count + step)
+            stats[name] = count
+        return stats

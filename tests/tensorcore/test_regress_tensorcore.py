@@ -57,8 +57,8 @@ def test_the_tracer_sees_a_load_use_hazard_and_a_taken_loop():
 
 @pytest.mark.slow
 def test_a_program_matches_the_iss_but_for_a_broken_golden_on_amaranth():
-    """One program on the chip RTL (the suite's chip, elaborated in Amaranth, about a
-    minute): with the golden's one flipped scalar register, that word is the only
+    """One program on the chip RTL (the suite's chip, elaborated in Amaranth: about 40 s
+    here): with the golden's one flipped scalar register, that word is the only
     difference the check reports."""
     program = suite.make_program(1, "tpu", 0, "dense")
     tally = suite._Tally()

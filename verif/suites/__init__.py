@@ -9,6 +9,7 @@ whole run (stimulus in, results out).
 from .arith import suite as arith
 from .dma import suite as dma
 from .mxu import suite as mxu
+from .network import suite as network
 from .sparsecore import suite as sparsecore
 from .tensorcore import suite as tensorcore
 from .vpu import suite as vpu
@@ -16,5 +17,5 @@ from .vpu import suite as vpu
 __all__ = ["SUITES"]
 
 #: Suites whose seeds a regression worker runs: name -> module with ``runs``.
-SUITES = {"arith": arith, "mxu": mxu, "dma": dma, "sparsecore": sparsecore,
+SUITES = {"arith": arith, "mxu": mxu, "dma": dma, "network": network, "sparsecore": sparsecore,
           "tensorcore": tensorcore, "vpu": vpu}

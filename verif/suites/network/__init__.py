@@ -1,0 +1,1 @@
+"""Suite ``network``: random ICI networks, traffic and link stalls, and the OCS under traffic."""

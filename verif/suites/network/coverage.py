@@ -1,0 +1,109 @@
+"""Functional coverage of the ICI network (cocotb-coverage), observed in the hardware.
+
+The bins of the issue are sampled from what the routers recorded and the network top
+read out at the end of each run (``hdl.system.layouts.STATS`` from ``turns_lo`` on), not
+from the stimulus:
+
+* ``network.turn``: every switch turn that dimension-order routing can take, by port
+  name: ``inject to P`` (any torus port), ``from P to eject``, ``from P to Q`` going
+  straight on (Q the opposite port of P's axis) or turning to a later axis (x before y
+  before z). 30 bins, 16 of them in 2-D. (Escape hops around a failed chip can take
+  other turns; they are checked, not binned.) "from -x" is the port a flit arrived on:
+  it travels in +x.
+* ``network.link_vc``: a flit left torus port P on VC v: 6 ports x 4 VCs.
+* ``network.dateline``: a header took the dateline link out of port P, on VC 1 (class 0)
+  or VC 3 (class 1, with 4 VCs): 12 bins.
+* ``network.credit_empty_port`` and ``network.credit_empty_vc``: a flit at the head of a
+  buffer waited for an output VC that had no credit left: per port, and per VC.
+* ``network.stall``: the link stall knob held some link (``held``) or none (``none``),
+  counted by the hardware.
+
+Per run, from the stimulus (what was asked for): ``network.topology`` (regular, twisted,
+mesh, failed), ``network.dims`` (2, 3), ``network.traffic`` (the six patterns) and
+``network.vcs`` (2, 4).
+
+From the OCS reconfiguration case (:mod:`.ocs`), read from the OCS's own ``status``
+register after each commit: ``network.ocs_commit``: ``ok`` (switched under traffic),
+``timeout`` (a link that did not drain: refused, old map kept), and the refused maps
+``self_loop``, ``asymmetric``, ``target_range`` and ``port_range``; and
+``network.ocs_drain``: a commit during which an affected link still carried flits after
+the OCS raised ``quiesce`` (``busy``), or whose affected links were already idle
+(``idle``).
+"""
+
+from cocotb_coverage.coverage import CoverPoint, coverage_section
+
+from golden.topology import PORT_NAMES
+from sim.network import TRAFFIC
+
+__all__ = ["TURNS", "LINK_VCS", "DATELINES", "OCS_COMMITS", "OCS_DRAINS", "turn_name",
+           "Sampler"]
+
+
+def _dor_turns():
+    out = [f"inject to {p}" for p in PORT_NAMES]
+    for axis in range(3):
+        for sign in range(2):
+            port = 2 * axis + sign
+            out += [f"from {PORT_NAMES[port]} to eject",
+                    f"from {PORT_NAMES[port]} to {PORT_NAMES[port ^ 1]}"]
+            out += [f"from {PORT_NAMES[port]} to {PORT_NAMES[q]}"
+                    for q in range(2 * axis + 2, 6)]
+    return out
+
+
+#: The turns of dimension-order routing (module docstring).
+TURNS = tuple(_dor_turns())
+LINK_VCS = tuple(f"{p} vc{v}" for p in PORT_NAMES for v in range(4))
+DATELINES = tuple(f"{p} vc{v}" for p in PORT_NAMES for v in (1, 3))
+OCS_COMMITS = ("ok", "timeout", "self_loop", "asymmetric", "target_range", "port_range")
+OCS_DRAINS = ("busy", "idle")
+
+
+def turn_name(i, o, n_ports):
+    """The name of the turn from switch input ``i`` to output ``o`` of a router with
+    ``n_ports`` torus ports (``i`` or ``o`` >= ``n_ports``: injection, ejection)."""
+    source = "inject" if i >= n_ports else f"from {PORT_NAMES[i]}"
+    return f"{source} to {'eject' if o >= n_ports else PORT_NAMES[o]}"
+
+
+def _point(name, bins):
+    return coverage_section(CoverPoint(name, xf=lambda value: value, bins=list(bins)))(
+        lambda value: None)
+
+
+class Sampler:
+    """A fresh model (call after ``coverage_db.clear()``): one sampling function per
+    item, each taking the bin's value."""
+
+    def __init__(self):
+        self.turn = _point("network.turn", TURNS)
+        self.link_vc = _point("network.link_vc", LINK_VCS)
+        self.dateline = _point("network.dateline", DATELINES)
+        self.credit_empty_port = _point("network.credit_empty_port", PORT_NAMES)
+        self.credit_empty_vc = _point("network.credit_empty_vc", range(4))
+        self.stall = _point("network.stall", ("none", "held"))
+        self.topology = _point("network.topology", ("regular", "twisted", "mesh", "failed"))
+        self.dims = _point("network.dims", (2, 3))
+        self.traffic = _point("network.traffic", TRAFFIC)
+        self.vcs = _point("network.vcs", (2, 4))
+        self.ocs_commit = _point("network.ocs_commit", OCS_COMMITS)
+        self.ocs_drain = _point("network.ocs_drain", OCS_DRAINS)
+
+    def observed(self, per_node, n_ports, alive):
+        """Sample every live node's observation bitmaps (``NetworkStats.per_node``)."""
+        for c in alive:
+            turns = int(per_node["turns_lo"][c]) | int(per_node["turns_hi"][c]) << 32
+            for bit in _bits(turns):
+                self.turn(turn_name(bit // 8, bit % 8, n_ports))
+            for bit in _bits(int(per_node["link_vcs"][c])):
+                self.link_vc(f"{PORT_NAMES[bit // 4]} vc{bit % 4}")
+            for bit in _bits(int(per_node["datelines"][c])):
+                self.dateline(f"{PORT_NAMES[bit // 4]} vc{bit % 4}")
+            for bit in _bits(int(per_node["starved"][c])):
+                self.credit_empty_port(PORT_NAMES[bit // 4])
+                self.credit_empty_vc(bit % 4)
+
+
+def _bits(word):
+    return [b for b in range(word.bit_length()) if word >> b & 1]

@@ -1,0 +1,164 @@
+"""Random network configurations for the ``network`` regression: one build per seed, and
+whole runs on it.
+
+A seed's **build** (``hdl.system.NetworkSystem`` parameters, one Verilator model) is its
+shape, VCs, buffer flits per VC and link latency. The dimensionality, the VCs and the
+shape are dealt round robin by seed (:data:`DEAL`, :func:`shape_of`), so that any four
+consecutive seeds have a 2-D and a 3-D network with 2 and with 4 VCs each, and any eight
+every shape of :data:`SHAPES_2D` and :data:`SHAPES_3D` (dealt, not drawn: a drawn shape
+left the rarer ones, which alone reach some bins, to chance); the rest is drawn from the
+seed's generator:
+
+* buffer flits per VC: 1 (the least the router takes) to 8;
+* link latency: 0 (a wire) to 3 cycles.
+
+Its **runs** share that build (a topology of one shape is only streamed-in data). The
+first four are a regular torus, the twisted torus (a second regular one where the shape
+cannot twist), a mesh and a torus with one failed chip (drawn); the rest draw their kind.
+The runs deal the traffic patterns (``sim.network.TRAFFIC``, transpose only on shapes that
+read the same both ways) in a shuffled order, so that a seed of 8 runs has each; each
+run draws its packet length (1 to 8 flits), offered load (0.05 to 1.0 flits
+per node per cycle), all-to-all message length, random link stalls (none in one run of
+four, else holding each link 2% to 40% of the cycles) and the seed of every random choice
+in the hardware (creation, destinations, stalls).
+
+Everything comes from ``numpy.random.default_rng([seed, ...])``: a seed is reproducible
+alone.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from golden import topology as topo
+from sim.network import TRAFFIC
+
+__all__ = ["SHAPES_2D", "SHAPES_3D", "DEAL", "KINDS", "Build", "Run", "build", "shape_of", "runs",
+           "topology_of", "RUNS", "CYCLES"]
+
+#: 2-D shapes, in the order seeds deal them: ``2x4`` twists (k x 2k); the rings of 3 and 4
+#: have datelines; the meshes of 3 and more go straight through a router; ``4x4`` and
+#: ``3x3`` take transpose traffic.
+SHAPES_2D = ("4x4", "3x4", "2x4", "3x3")
+#: 3-D shapes: ``2x2x4`` twists (k x k x 2k); both have z rings with a dateline.
+SHAPES_3D = ("2x2x4", "2x2x3")
+#: (dimensions, VCs) by ``(seed - 1) % 4``.
+DEAL = ((2, 2), (3, 4), (2, 4), (3, 2))
+#: Topology kinds of a run.
+KINDS = ("regular", "twisted", "mesh", "failed")
+#: Runs per seed, by simulator: Verilator runs the full set; the others, being slower
+#: by orders of magnitude, the four kinds on short runs.
+RUNS = {"verilator": 8, "icarus": 4, "amaranth": 4}
+#: Cycles of traffic per run (creation stops after them; the drain then delivers all).
+CYCLES = {"verilator": 4000, "icarus": 300, "amaranth": 150}
+#: Shapes small enough for the slower simulators.
+SLOW_SHAPES = {2: ("2x4",), 3: ("2x2x3",)}
+
+
+@dataclass(frozen=True)
+class Build:
+    """One seed's network top: ``shape`` and the ``sim.network.run_stats`` parameters
+    that make its build."""
+    shape: str
+    vcs: int
+    buffer_flits: int
+    link_latency: int
+
+    @property
+    def dims(self):
+        return tuple(int(x) for x in self.shape.split("x"))
+
+    def can_twist(self):
+        dims = self.dims
+        k = min(dims)
+        return k >= 2 and set(dims) == {k, 2 * k}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One whole run on a :class:`Build`: the topology (``kind``, and the ``failed``
+    chip), and the traffic (``sim.network.run_stats`` parameters)."""
+    kind: str
+    failed: int | None
+    traffic: str
+    packet_flits: int
+    rate: float
+    message_packets: int
+    stall: float
+    seed: int
+    cycles: int
+
+    def settings(self):
+        """The keyword arguments of ``sim.network.run_stats`` for this run."""
+        return dict(traffic=self.traffic, rate=self.rate, packet_flits=self.packet_flits,
+                    message_packets=self.message_packets, stall=self.stall, seed=self.seed,
+                    cycles=self.cycles, warmup=self.cycles // 4)
+
+    def describe(self):
+        failed = f" (chip {self.failed} failed)" if self.failed is not None else ""
+        stall = f", links stalled {self.stall:.0%}" if self.stall else ""
+        return (f"{self.kind}{failed}, {self.traffic} at {self.rate:.2f}, "
+                f"{self.packet_flits}-flit packets{stall}, run seed {self.seed}")
+
+
+def shape_of(seed, backend="verilator"):
+    """The shape dealt to ``seed``: the 2-D seeds (odd) take :data:`SHAPES_2D` in turn;
+    the 3-D seeds (even) take :data:`SHAPES_3D` in the order that gives each with 2 and
+    with 4 VCs within 8 seeds."""
+    dims, _ = DEAL[(seed - 1) % len(DEAL)]
+    if backend != "verilator":
+        shapes = SLOW_SHAPES[dims]
+    elif dims == 2:
+        shapes = SHAPES_2D
+    else:
+        shapes = SHAPES_3D[::-1] if (seed - 1) // 4 % 2 else SHAPES_3D
+    return shapes[(seed - 1) // 2 % len(shapes)]
+
+
+def build(seed, backend="verilator"):
+    """The :class:`Build` of ``seed``."""
+    rng = np.random.default_rng([seed, 0x4E7])
+    _, vcs = DEAL[(seed - 1) % len(DEAL)]
+    return Build(shape=shape_of(seed, backend), vcs=vcs,
+                 buffer_flits=int(rng.integers(1, 9)), link_latency=int(rng.integers(0, 4)))
+
+
+def topology_of(b, run):
+    """The ``golden.topology.Topology`` of ``run`` on build ``b``."""
+    if run.kind == "twisted":
+        return topo.torus(b.shape, twist=True)
+    if run.kind == "mesh":
+        return topo.torus(b.shape, wrap=False)
+    if run.kind == "failed":
+        return topo.torus(b.shape, failed=[run.failed])
+    return topo.torus(b.shape)
+
+
+def _traffics(rng, b, count):
+    """``count`` patterns: every one ``b`` can take, shuffled, then again."""
+    symmetric = b.dims == b.dims[::-1]
+    choices = [t for t in TRAFFIC if symmetric or t != "transpose"]
+    out = []
+    while len(out) < count:
+        out += [choices[k] for k in rng.permutation(len(choices))]
+    return out[:count]
+
+
+def runs(seed, b, backend="verilator"):
+    """The :class:`Run` s of ``seed`` on its build ``b``."""
+    rng = np.random.default_rng([seed, 0x52C])
+    n = int(np.prod(b.dims))
+    out = []
+    traffics = _traffics(rng, b, RUNS[backend])
+    for index in range(RUNS[backend]):
+        kind = KINDS[index] if index < len(KINDS) else KINDS[int(rng.integers(len(KINDS)))]
+        if kind == "twisted" and not b.can_twist():
+            kind = "regular"
+        failed = int(rng.integers(n)) if kind == "failed" else None
+        stall = 0.0 if index % 4 == 3 else round(float(rng.uniform(0.02, 0.4)), 3)
+        out.append(Run(kind=kind, failed=failed, traffic=traffics[index],
+                       packet_flits=int(rng.integers(1, 9)),
+                       rate=round(float(rng.uniform(0.05, 1.0)), 3),
+                       message_packets=int(rng.integers(1, 9)), stall=stall,
+                       seed=int(rng.integers(1, 1 << 31)), cycles=CYCLES[backend]))
+    return out
