@@ -82,6 +82,8 @@ def cmd_chip_matmul(args):
         # Where the cycles that issued no bundle went: what to attack for utilization.
         print("  sequencer stalls: " + ", ".join(
             f"{cause} {n:,} ({n / run.cycles:.1%})" for cause, n in stalled.items()))
+    print(f"  simulated in {run.seconds:.2f} s: {run.cycles / max(run.seconds, 1e-9):,.0f} "
+          f"cycles/s on {args.backend} (loading and read-back included, the build not)")
     if args.waves:
         print(f"  waves: {args.waves}")
     if wrong:

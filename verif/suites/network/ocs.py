@@ -2,7 +2,7 @@
 
 The network top configures its OCS before traffic starts, so switching under traffic is
 checked here, around an :class:`hdl.ocs.OpticalCircuitSwitch` with a credit-based
-wormhole sender and a receiver at every port (a model, as ``tests/ocs/harness.py``; the
+wormhole sender and a receiver at every port (the model of :mod:`.ocs_ports`; the
 OCS is small, so the Amaranth simulator runs it with the model acting every cycle,
 whatever the regression's simulator). A seed draws the OCS (10 or 12 ports: not a power
 of two, so that out-of-range ports and targets can be encoded), its dark cycles, a
@@ -23,13 +23,12 @@ The statuses and the drains are sampled into ``network.ocs_commit`` and
 ``network.ocs_drain`` (:mod:`.coverage`).
 """
 
-from collections import deque
-
 import numpy as np
-from amaranth.hdl import Cat, Module, Signal
 from amaranth.sim import Simulator
 
 from hdl.ocs import STATUSES, OpticalCircuitSwitch, config_beats
+
+from .ocs_ports import OcsCheckError, Routers, random_map, send_beats
 
 __all__ = ["EVENTS", "plan", "run_case"]
 
@@ -41,151 +40,12 @@ MAX_LEN = 4
 DRAIN_TIMEOUT = 120
 
 
-class OcsCheckError(AssertionError):
-    """What the model saw go wrong."""
-
-
-def _random_map(rng, ports, lit=0.8):
-    order = rng.permutation(ports)
-    m = [-1] * ports
-    for a, b in zip(order[0::2], order[1::2]):
-        if rng.random() < lit:
-            m[a], m[b] = int(b), int(a)
-    return m
-
-
-class _Ends:
-    """The link ends at every OCS port (``tests/ocs/harness.Routers``' protocol): sender i
-    sends packets of 1 to ``MAX_LEN`` flits on a random VC, a flit only with a credit, on
-    the ports lit in the map it believes in force (``view``); while ``quiesce[i]`` it
-    finishes its packet, starts none, and says ``idle`` with every credit home. Receiver
-    j frees a slot (returns a credit) with probability 0.7 a cycle unless stalled."""
-
-    def __init__(self, ocs, rng):
-        self.ocs, self.rng, self.n, self.vcs = ocs, rng, ocs.ports, ocs.credit_width
-        self.vc_bits = max(1, (self.vcs - 1).bit_length())
-        self.view, self.pending = [-1] * self.n, None
-        self.credits = [[BUFFER] * self.vcs for _ in range(self.n)]
-        self.packet = [None] * self.n
-        self.buffers = [[deque() for _ in range(self.vcs)] for _ in range(self.n)]
-        self.stalled, self.sent, self.received = set(), {}, {}
-        self.uid = self.cycle = 0
-        self.stop = False
-        self.log = []                 # per cycle: (quiesce bits, ports that sent)
-        m = Module()
-        m.submodules.ocs = ocs
-        w, c = ocs.payload_width, ocs.credit_width
-        n = self.n
-        self.valid, self.payload, self.credit = Signal(n), Signal(n * w), Signal(n * c)
-        self.out_valid, self.out_payload, self.back = Signal(n), Signal(n * w), Signal(n * c)
-        for i in range(n):
-            m.d.comb += [ocs.ingress[i].valid.eq(self.valid[i]),
-                         ocs.ingress[i].payload.eq(self.payload.word_select(i, w)),
-                         ocs.egress[i].credit.eq(self.credit.word_select(i, c))]
-        m.d.comb += [self.out_valid.eq(Cat(p.valid for p in ocs.egress)),
-                     self.out_payload.eq(Cat(p.payload for p in ocs.egress)),
-                     self.back.eq(Cat(p.credit for p in ocs.ingress))]
-        self.top = m
-
-    def empty(self):
-        return (all(p is None for p in self.packet)
-                and all(not q for bufs in self.buffers for q in bufs)
-                and all(c == BUFFER for cs in self.credits for c in cs))
-
-    async def run(self, ctx):
-        ocs, n, w, c = self.ocs, self.n, self.ocs.payload_width, self.ocs.credit_width
-        was = 0
-        while not (self.stop and self.empty()):
-            quiesce = ctx.get(ocs.quiesce)
-            if was & ~quiesce and self.pending is not None \
-                    and STATUSES[ctx.get(ocs.status.code)] == "ok":
-                self.view, self.pending = self.pending, None
-            was = quiesce
-            flits, credits, idle = {}, {}, 0
-            for i in range(n):
-                q = quiesce >> i & 1
-                flit = self._send(i, q)
-                if flit is not None:
-                    flits[i] = flit
-                if credit := self._drain(i):
-                    credits[i] = credit
-                if q and self.packet[i] is None and flit is None \
-                        and all(k == BUFFER for k in self.credits[i]):
-                    idle |= 1 << i
-            ctx.set(self.valid, sum(1 << i for i in flits))
-            ctx.set(self.payload, sum(f << (w * i) for i, f in flits.items()))
-            ctx.set(self.credit, sum(b << (c * j) for j, b in credits.items()))
-            ctx.set(ocs.idle, idle)
-            _, _, valid, payload, back = await ctx.tick().sample(
-                self.out_valid, self.out_payload, self.back)
-            self._check(flits, credits,
-                        {j: payload >> (w * j) & ((1 << w) - 1) for j in range(n)
-                         if valid >> j & 1},
-                        {i: back >> (c * i) & ((1 << c) - 1) for i in range(n)
-                         if back >> (c * i) & ((1 << c) - 1)})
-            self.log.append((quiesce, set(flits)))
-            self.cycle += 1
-
-    def _send(self, i, quiesced):
-        rng = self.rng
-        if self.packet[i] is None:
-            if self.view[i] < 0 or quiesced or self.stop or rng.random() >= 0.8:
-                return None
-            self.packet[i] = [int(rng.integers(self.vcs)), int(rng.integers(1, MAX_LEN + 1))]
-        vc, left = self.packet[i]
-        if not self.credits[i][vc] or rng.random() >= 0.8:
-            return None
-        self.credits[i][vc] -= 1
-        self.packet[i] = None if left == 1 else [vc, left - 1]
-        uid, self.uid = self.uid, self.uid + 1
-        if uid >= 1 << (self.ocs.payload_width - self.vc_bits):
-            raise OcsCheckError("flit ids ran out")
-        self.sent[uid] = (i, self.view[i], self.cycle)
-        return uid << self.vc_bits | vc
-
-    def _drain(self, j):
-        if j in self.stalled or self.rng.random() >= 0.7:
-            return 0
-        full = [vc for vc in range(self.vcs) if self.buffers[j][vc]]
-        if not full:
-            return 0
-        vc = full[int(self.rng.integers(len(full)))]
-        self.buffers[j][vc].popleft()
-        return 1 << vc
-
-    def _check(self, flits, credits, got_flits, got_credits):
-        where = f"cycle {self.cycle}"
-        want = {self.view[i]: f for i, f in flits.items()}
-        if got_flits != want:
-            raise OcsCheckError(f"{where}: flits out {got_flits}, expected {want} "
-                                f"(sent {flits}, map {self.view})")
-        for j, flit in got_flits.items():
-            uid, vc = flit >> self.vc_bits, flit & ((1 << self.vc_bits) - 1)
-            if uid in self.received:
-                raise OcsCheckError(f"{where}: flit {uid} delivered twice")
-            self.received[uid] = (j, self.cycle)
-            self.buffers[j][vc].append(uid)
-            if len(self.buffers[j][vc]) > BUFFER:
-                raise OcsCheckError(f"{where}: the buffer of port {j} VC {vc} overflowed")
-        want = {self.view[j]: k for j, k in credits.items()}
-        if got_credits != want:
-            raise OcsCheckError(f"{where}: credits back {got_credits}, expected {want}")
-        for i, k in got_credits.items():
-            for vc in range(self.vcs):
-                self.credits[i][vc] += k >> vc & 1
-
-    def lost(self):
-        """Flits sent and not delivered to the partner in force, in that cycle."""
-        return [uid for uid, (_, dst, cycle) in self.sent.items()
-                if self.received.get(uid) != (dst, cycle)]
-
-
 def plan(seed):
     """The OCS case of ``seed``: (ports, reconfig_cycles, start map, events, rng)."""
     rng = np.random.default_rng([seed, 0x0C5])
     ports = int(rng.choice([10, 12]))
     events = [EVENTS[k] for k in rng.permutation(len(EVENTS))]
-    return ports, int(rng.integers(0, 6)), _random_map(rng, ports), events, rng
+    return ports, int(rng.integers(0, 6)), random_map(rng, ports), events, rng
 
 
 def _bad_map(kind, current, rng, ports):
@@ -219,24 +79,21 @@ def run_case(seed, sample=None):
     ports, reconfig_cycles, start, events, rng = plan(seed)
     ocs = OpticalCircuitSwitch(ports=ports, payload_width=20, credit_width=2,
                                reconfig_cycles=reconfig_cycles, drain_timeout=DRAIN_TIMEOUT)
-    ends = _Ends(ocs, rng)
+    ends = Routers(ocs, rng, buffer=BUFFER, max_len=MAX_LEN)
     results = []                     # (event, expected status, status got)
     state = {}
 
     async def commit(ctx, beats, new=None):
         ends.pending = new
-        for beat in beats:
-            ctx.set(ocs.config.payload, beat)
-            ctx.set(ocs.config.valid, 1)
-            await ctx.tick().until(ocs.config.ready)
-        ctx.set(ocs.config.valid, 0)
+        await send_beats(ctx, ocs, beats)
         start = ends.cycle
         await ctx.tick().until(~ocs.busy)
         await ctx.tick()             # the model takes the new map as quiesce falls
         if ends.pending is not None:  # refused: the old map stays
             ends.pending = None
         # The drain: did an affected (quiesced) port carry flits after quiesce rose?
-        busy = any(q & sum(1 << p for p in sent) for q, sent in ends.log[start:])
+        busy = any(seen["quiesce"] & sum(1 << p for p in seen["sent"])
+                   for seen in ends.log[start:])
         return STATUSES[ctx.get(ocs.status.code)], busy
 
     async def control(ctx):
@@ -308,7 +165,7 @@ def _new_map(event, current, rng, ports):
             new[a], new[b] = int(b), int(a)
             return new
     while True:
-        new = _random_map(rng, ports)
+        new = random_map(rng, ports)
         if new != current and (event != "stuck" or _stuck_port(current, new) is not None):
             return new
 
