@@ -56,7 +56,9 @@ class CoreRun:
     the waiting bundle). ``sregs`` [32], ``vregs`` [32, 8, lanes], ``smem``, ``vmem`` and
     ``hbm`` (flat) are uint32; ``cycles`` counts from ``start`` to done (None when
     blocked); ``counters`` maps each of :data:`COUNTERS` to its value; ``vpu_error`` is
-    the VPU's stop reason (0 unless the chip lacks an op the program uses).
+    the VPU's stop reason (0 unless the chip lacks an op the program uses);
+    ``dma_rejected`` counts descriptors the DMA engine refused (0: the core judges each
+    ``dma`` before it issues).
     """
     status: str
     error: str
@@ -72,6 +74,7 @@ class CoreRun:
     cycles: int
     counters: dict
     vpu_error: int
+    dma_rejected: int
     seconds: float
     message: str
 
@@ -232,7 +235,8 @@ def execute(program, *, hbm=None, vmem=None, smem=None, sregs=None, vregs=None,
         hbm=unpack_words(memories.get("hbm", []), per_hbm_line),
         flags=np.array(_flag_values(out.get("flags", 0), n_flags), np.uint32),
         cycles=cycles, counters={name: out.get(name, 0) for name in COUNTERS},
-        vpu_error=out.get("vpu_error", 0), seconds=seconds, message=message)
+        vpu_error=out.get("vpu_error", 0), dma_rejected=out.get("dma_rejected", 0),
+        seconds=seconds, message=message)
 
 
 def run(program, *, hbm=None, vmem=None, smem=None, numerics="tpu", backend="verilator",

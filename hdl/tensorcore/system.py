@@ -59,8 +59,9 @@ vector_queue, ops
         Performance counters from ``start``: LHS rows the MXU took (each a cycle of
         the whole array), cycles with a DMA transfer in flight, and cycles with both.
     stall_fetch, stall_delay, stall_dma, stall_wait, stall_smem, stall_vector : Out(32)
-        Cycles the sequencer issued nothing, by cause
-        (``hdl.tensorcore.sequencer.STALL_CAUSES``).
+        Cycles from ``start`` until the core halts or faults in which the sequencer
+        issued nothing, one cause each (``hdl.tensorcore.sequencer.STALL_CAUSES``); the
+        cycles after a halt in which the VPU and DMA engine finish count in none.
 
     Attributes
     ----------

@@ -36,6 +36,8 @@ from cocotb_coverage.coverage import CoverPoint, coverage_section
 from golden.topology import PORT_NAMES
 from sim.network import TRAFFIC
 
+from .stimulus import KINDS
+
 __all__ = ["TURNS", "LINK_VCS", "DATELINES", "OCS_COMMITS", "OCS_DRAINS", "turn_name",
            "Sampler"]
 
@@ -83,7 +85,7 @@ class Sampler:
         self.credit_empty_port = _point("network.credit_empty_port", PORT_NAMES)
         self.credit_empty_vc = _point("network.credit_empty_vc", range(4))
         self.stall = _point("network.stall", ("none", "held"))
-        self.topology = _point("network.topology", ("regular", "twisted", "mesh", "failed"))
+        self.topology = _point("network.topology", KINDS)
         self.dims = _point("network.dims", (2, 3))
         self.traffic = _point("network.traffic", TRAFFIC)
         self.vcs = _point("network.vcs", (2, 4))

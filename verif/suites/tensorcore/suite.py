@@ -134,12 +134,13 @@ def expected(program, numerics, trace=None):
 def differences(rtl, iss):
     """What differs between a chip's final state (``sim.chip.CoreRun``, or a test
     harness's run with the same fields) and the ISS's ``CoreState``: a list of one-line
-    descriptions, empty when they agree. ``None`` fields of ``rtl`` (a part the top
-    lacks) are not compared."""
+    descriptions, empty when they agree. A VPU error or a descriptor the DMA engine
+    rejected is always a difference (the ISS has neither); ``None`` memory or register
+    fields of ``rtl`` (a part the top lacks) are not compared."""
     found = []
-    if getattr(rtl, "vpu_error", 0):
+    if rtl.vpu_error:
         found.append(f"the VPU stopped with error {rtl.vpu_error}")
-    if getattr(rtl, "dma_rejected", 0):
+    if rtl.dma_rejected:
         found.append(f"the DMA engine rejected {rtl.dma_rejected} descriptors")
     stop, want = (rtl.status, rtl.error, rtl.error_pc), (iss.status, iss.error, iss.error_pc)
     if stop != want:
@@ -183,11 +184,17 @@ def _check_program(tally, label, program, numerics, *, backend, waves, inject, s
     tally.faults += want.status == "error"
     tally.blocked += want.status == "blocked"
     if samplers:
-        sample_bundle, sample_program = samplers
-        for sample in tracer.bundles(want.pc):
-            sample_bundle(sample)
-        stop = want.error if want.status == "error" else want.status
-        sample_program((program.kind, numerics, stop, stall_causes(got.counters)))
+        _sample(samplers, tracer, want, program.kind, numerics, stall_causes(got.counters))
+
+
+def _sample(samplers, tracer, state, kind, numerics, stalls):
+    """Sample one program's coverage: each bundle it issued (``tracer``), and how it ended
+    (the ISS's final ``state``) with the stall causes the chip counted."""
+    sample_bundle, sample_program = samplers
+    for sample in tracer.bundles(state.pc):
+        sample_bundle(sample)
+    stop = state.error if state.status == "error" else state.status
+    sample_program((kind, numerics, stop, stalls))
 
 
 def check_case(seed, numerics, *, backend, coverage=None, waves=None, inject=None):
@@ -230,16 +237,13 @@ def stimulus_coverage(seeds, *, backend="verilator"):
     runs) leave uncovered when only the ISS runs them, as :func:`.coverage.uncovered`
     lists them. The stall bins need the chip's counters, so they are always listed."""
     coverage_db.clear()
-    sample_bundle, sample_program = sampler()
+    samplers = sampler()
     for seed in seeds:
         for numerics in NUMERICS:
             for index in range(PROGRAMS[backend]):
                 for kind in KINDS:
-                    program = make_program(seed, numerics, index, kind)
                     tracer = Tracer()
-                    want = expected(program, numerics, trace=tracer)
-                    for sample in tracer.bundles(want.pc):
-                        sample_bundle(sample)
-                    stop = want.error if want.status == "error" else want.status
-                    sample_program((kind, numerics, stop, []))
+                    want = expected(make_program(seed, numerics, index, kind), numerics,
+                                    trace=tracer)
+                    _sample(samplers, tracer, want, kind, numerics, [])
     return uncovered()
