@@ -91,7 +91,7 @@ __all__ = [
     "CONTROL_FIELDS",
     "ScalarInstruction", "MiscInstruction", "Bundle", "IllegalBundle",
     "encode_bundle", "decode_bundle", "descriptor_words", "descriptor_from_words",
-    "assemble", "disassemble", "program_words", "CoreState", "run",
+    "assemble", "disassemble", "program_words", "CoreState", "run", "Session",
     "DEFAULT_HBM_WORDS", "DEFAULT_SMEM_WORDS",
 ]
 
@@ -922,6 +922,14 @@ class _Transfer:
     reads: np.ndarray
     writes: np.ndarray
     pc: int
+    source: int | None = None     # a push landed from this chip (Session.land); pc unused
+
+    def __post_init__(self):
+        # Word extents, so that most accesses are cleared without a set lookup.
+        both = np.concatenate([self.reads, self.writes])
+        self.span = (int(both.min()), int(both.max())) if both.size else None
+        self.write_span = (int(self.writes.min()), int(self.writes.max())) \
+            if self.writes.size else None
 
 
 def _image(name, value, default_words):
@@ -1062,12 +1070,18 @@ class _Core:
         if lines[-1] * self.lanes >= len(self.vmem):
             return None                                 # the VPU reports vmem_range
         touched = (lines[:, None] * self.lanes + np.arange(self.lanes)).ravel()
+        lo, hi = int(touched.min()), int(touched.max())
         for t in self.transfers:
+            span = t.write_span if ins.op == "vld" else t.span
+            if span is None or span[1] < lo or span[0] > hi:
+                continue
             hit = touched[np.isin(touched, t.writes if ins.op == "vld"
                                   else np.concatenate([t.reads, t.writes]))]
             if hit.size:
-                return _Fault("race", f"{ins} touches VMEM word {hit[0]} of the DMA issued at "
-                                      f"pc {t.pc} before a wait covers it")
+                what = f"the DMA issued at pc {t.pc}" if t.source is None else \
+                    f"a push landed from chip {t.source}"
+                return _Fault("race", f"{ins} touches VMEM word {hit[0]} of {what} before a "
+                                      f"wait covers it")
         return None
 
     def _misc_check(self, misc, operand):
@@ -1086,6 +1100,18 @@ class _Core:
         if rejected:
             raise _Fault(f"dma_{rejected.reason}", f"descriptor at SMEM {address} is rejected: "
                                                    f"{rejected.reason} ({rejected.address})")
+        landed = [t for t in self.transfers if t.source is not None] if self.races else ()
+        if landed:
+            # A push from another chip is not ordered with this chip's DMAs: until a wait
+            # covers it, a DMA must not read or write its words either.
+            src, dst = memory.addresses(d)
+            touched = np.concatenate([src if d.src[0] == "vmem" else src[:0],
+                                      dst if d.dst == ("vmem", d.dst[-1]) else dst[:0]])
+            for t in landed:
+                hit = touched[np.isin(touched, t.writes)]
+                if hit.size:
+                    raise _Fault("race", f"{misc} touches VMEM word {hit[0]} of a push landed "
+                                         f"from chip {t.source} before a wait covers it")
         return d
 
     def _commit(self, b, pc, operand, scalar, vector, dma):
@@ -1133,48 +1159,10 @@ class _Core:
                           if not (t.flag == flag and value > done - t.words)]
 
 
-def run(program, *, hbm=None, vmem=None, smem=None, sregs=None, vregs=None, flags=None,
-        numerics="tpu", lanes=8, n_flags=16, n_chips=1, imem_bundles=None, mxu=True,
-        mxu_results=None, races="error", max_bundles=100_000, trace=None):
-    """Execute a TensorCore program from pc 0 until it halts, faults, blocks or hits the
-    watchdog; returns the final :class:`CoreState`.
-
-    Parameters
-    ----------
-    program : str or integer words
-        Assembly text, or an IMEM image ``[n, 10]`` (or flat).
-    hbm, vmem, smem : 1-D uint32 arrays, optional
-        Initial images (not modified); default zeros of :data:`DEFAULT_HBM_WORDS`,
-        ``golden.vpu.DEFAULT_VMEM_LINES`` lines and :data:`DEFAULT_SMEM_WORDS` words.
-    sregs : uint32 [32], optional
-        Initial scalar registers (default 0; ``s0`` must be 0).
-    vregs : uint32 [32, 8, lanes], optional
-    flags : uint32 [n_flags], optional
-    numerics : "tpu" or "ieee"
-    lanes : int
-        Words per VMEM line and vreg sublane; the MXU needs a multiple of 8.
-    n_flags, n_chips : int
-        Sync flags (1..128), and chips a remote push may name.
-    imem_bundles : int, optional
-        IMEM size in bundles (default the program's length); the rest is zero, which is
-        illegal.
-    mxu : bool
-        Whether the core has an MXU (it needs ``lanes`` a multiple of 8).
-    mxu_results : int, optional
-        The MXU result queue's capacity in rows (default unbounded).
-    races : "error" or "ignore"
-        Whether a break of the memory-ordering contract stops the core (``race``).
-    max_bundles : int
-        Watchdog: the most bundles to issue.
-    trace : callable, optional
-        ``trace(pc, bundle, sregs)`` after each bundle issues: its decoded :class:`Bundle`
-        and the scalar registers it read. For coverage of what a program did.
-
-    Raises
-    ------
-    ValueError
-        On bad arguments (never for a program fault: that is in the result).
-    """
+def _new_core(program, *, hbm, vmem, smem, sregs, vregs, flags, numerics, lanes, n_flags,
+              n_chips, imem_bundles, mxu, mxu_results, races, max_bundles):
+    """A validated :class:`_Core` at pc 0 and the checked ``max_bundles`` (``run``'s
+    arguments and errors)."""
     check_numerics(numerics)
     lanes = _positive("lanes", lanes)
     n_flags = _positive("n_flags", n_flags, memory.MAX_FLAGS)
@@ -1218,6 +1206,56 @@ def run(program, *, hbm=None, vmem=None, smem=None, sregs=None, vregs=None, flag
                  n_flags=n_flags, n_chips=n_chips, races=races,
                  mxu=vpu.MXUState(lanes=lanes, numerics=numerics, capacity=mxu_results)
                  if has_mxu else None)
+    return core, max_bundles
+
+
+def run(program, *, hbm=None, vmem=None, smem=None, sregs=None, vregs=None, flags=None,
+        numerics="tpu", lanes=8, n_flags=16, n_chips=1, imem_bundles=None, mxu=True,
+        mxu_results=None, races="error", max_bundles=100_000, trace=None):
+    """Execute a TensorCore program from pc 0 until it halts, faults, blocks or hits the
+    watchdog; returns the final :class:`CoreState`.
+
+    Parameters
+    ----------
+    program : str or integer words
+        Assembly text, or an IMEM image ``[n, 10]`` (or flat).
+    hbm, vmem, smem : 1-D uint32 arrays, optional
+        Initial images (not modified); default zeros of :data:`DEFAULT_HBM_WORDS`,
+        ``golden.vpu.DEFAULT_VMEM_LINES`` lines and :data:`DEFAULT_SMEM_WORDS` words.
+    sregs : uint32 [32], optional
+        Initial scalar registers (default 0; ``s0`` must be 0).
+    vregs : uint32 [32, 8, lanes], optional
+    flags : uint32 [n_flags], optional
+    numerics : "tpu" or "ieee"
+    lanes : int
+        Words per VMEM line and vreg sublane; the MXU needs a multiple of 8.
+    n_flags, n_chips : int
+        Sync flags (1..128), and chips a remote push may name.
+    imem_bundles : int, optional
+        IMEM size in bundles (default the program's length); the rest is zero, which is
+        illegal.
+    mxu : bool
+        Whether the core has an MXU (it needs ``lanes`` a multiple of 8).
+    mxu_results : int, optional
+        The MXU result queue's capacity in rows (default unbounded).
+    races : "error" or "ignore"
+        Whether a break of the memory-ordering contract stops the core (``race``).
+    max_bundles : int
+        Watchdog: the most bundles to issue.
+    trace : callable, optional
+        ``trace(pc, bundle, sregs)`` after each bundle issues: its decoded :class:`Bundle`
+        and the scalar registers it read. For coverage of what a program did.
+
+    Raises
+    ------
+    ValueError
+        On bad arguments (never for a program fault: that is in the result).
+    """
+    core, max_bundles = _new_core(
+        program, hbm=hbm, vmem=vmem, smem=smem, sregs=sregs, vregs=vregs, flags=flags,
+        numerics=numerics, lanes=lanes, n_flags=n_flags, n_chips=n_chips,
+        imem_bundles=imem_bundles, mxu=mxu, mxu_results=mxu_results, races=races,
+        max_bundles=max_bundles)
     stop = None
     while stop is None and core.bundles < max_bundles:
         pc, issued = core.pc, core.bundles
@@ -1241,3 +1279,65 @@ def _result(core, stop, max_bundles):
                      dmas=core.dmas, pushes=core.pushes, error=stop.error,
                      error_pc=core.pc if stop.status == "error" else None,
                      waiting=stop.waiting, message=stop.message)
+
+
+class Session:
+    """One core run in pieces, for a multi-chip model (``golden.system``): :meth:`resume`
+    runs like :func:`run` until the core halts, faults, blocks on a wait or has issued
+    ``max_bundles`` more bundles; :meth:`land` delivers remote pushes from other chips;
+    a blocked core then resumes at its waiting bundle (a blocked wait changes nothing).
+
+    Takes :func:`run`'s keyword arguments except ``max_bundles`` and ``trace``, with the
+    same defaults and errors.
+
+    Received pushes and the memory-ordering contract: with ``races="error"`` each landed
+    push is tracked like a DMA of this core on its ``flag`` whose writes are its VMEM
+    words, so touching them (``vld``, ``vst``, or a ``dma`` reading or writing them)
+    before a wait on that flag covers the push stops the core with ``race``: on hardware
+    the push may land later, and it is not ordered with this chip's own DMAs.
+    """
+
+    def __init__(self, program, **kwargs):
+        unknown = set(kwargs) - set(_SESSION_ARGS)
+        if unknown:
+            raise ValueError(f"Session takes run's keyword arguments except max_bundles and "
+                             f"trace, not {', '.join(sorted(unknown))}")
+        args = dict(_SESSION_ARGS, **kwargs)
+        self._core, _ = _new_core(program, max_bundles=1, **args)
+        self._final = None          # the CoreState of a halt or a fault: the core is done
+        self._sent = 0              # pushes already handed out by resume
+
+    def resume(self, max_bundles=100_000):
+        """Issue bundles until a stop; returns the :class:`CoreState`, whose ``pushes`` are
+        only those sent during this call (a halted or faulted core stays as it stopped,
+        sending nothing more)."""
+        max_bundles = _positive("max_bundles", max_bundles)
+        if self._final is not None:
+            return dataclasses.replace(self._final, pushes=[])
+        core, limit, stop = self._core, self._core.bundles + max_bundles, None
+        while stop is None and core.bundles < limit:
+            stop = core.step()
+        state = _result(core, stop, max_bundles)
+        pushes, self._sent = core.pushes[self._sent:], len(core.pushes)
+        if state.status in ("halted", "error"):
+            self._final = dataclasses.replace(state, pushes=list(core.pushes))
+        return dataclasses.replace(state, pushes=pushes)
+
+    def land(self, pushes, *, source=None):
+        """Deliver remote pushes (``golden.memory.Push``) to this core: each writes its
+        words and adds its word count to its flag, as ``golden.memory.land`` (which raises
+        ``ValueError`` for a push outside this chip's memories or flags). ``source`` is the
+        sending chip, for race messages."""
+        core = self._core
+        core.hbm, core.vmem, core.flags = memory.land(core.hbm, core.vmem, core.flags, pushes)
+        if core.races:
+            for p in pushes:
+                d = p.descriptor
+                writes = memory.addresses(d)[1] if d.dst[2] == "vmem" else np.zeros(0, int)
+                core.transfers.append(_Transfer(d.flag, d.words, np.zeros(0, np.int64),
+                                                np.unique(writes), -1, source))
+
+
+_SESSION_ARGS = dict(hbm=None, vmem=None, smem=None, sregs=None, vregs=None, flags=None,
+                     numerics="tpu", lanes=8, n_flags=16, n_chips=1, imem_bundles=None,
+                     mxu=True, mxu_results=None, races="error")

@@ -44,7 +44,8 @@ BLOCKS = {
     # "vpu" every result stays in memories without ports, and synthesis drops the datapath).
     "vpu_core": VPU,
     "vpu_transcendental": TranscendentalUnit,
-    # A TensorCore on its memory system (no router yet): what sim.chip runs.
+    # A TensorCore on its memory system: what sim.chip runs (hdl.system.ChipNode adds the
+    # router, for sim.system).
     "tensorcore": TensorCoreSystem,
 }
 

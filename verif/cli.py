@@ -37,8 +37,10 @@ def _progress_printer(label):
 
 
 def _cmd_demo(args):
-    from .demo import arith_demo, mxu_demo
-    ok = mxu_demo(seed=args.seed, backend=args.backend, out=_flushed)
+    from .demo import arith_demo, mxu_demo, system_demo
+    ok = system_demo(seed=args.seed, out=_flushed)
+    _flushed()
+    ok &= mxu_demo(seed=args.seed, backend=args.backend, out=_flushed)
     _flushed()
     ok &= arith_demo(seed=args.seed, backend=args.backend, out=_flushed)
     if not ok:
@@ -292,8 +294,10 @@ def _parser():
                         help="show a traceback instead of a one-line error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    p = sub.add_parser("demo", help="the main job: odd-shaped matmuls with special values on "
-                                    "an 8x8 MXU, and arithmetic corner cases, against golden")
+    p = sub.add_parser("demo", help="the main job: a data-parallel step, all-reduce and "
+                                    "all-to-all on a 2x2 torus of chips, odd-shaped matmuls "
+                                    "with special values on an 8x8 MXU, and arithmetic corner "
+                                    "cases, against golden")
     p.add_argument("--seed", type=int, default=1, help="seed of every random choice (default 1)")
     _add_backend(p)
     p.set_defaults(func=_cmd_demo)
@@ -398,6 +402,8 @@ def _parser():
                                  "against the golden executor), tensorcore (random "
                                  "programs on the chip against the instruction-set "
                                  "simulator), network (random topologies and traffic), "
+                                 "system (random collectives on multi-chip systems "
+                                 "against golden.collectives), "
                                  "bf16_mul_exhaustive (all "
                                  "2^32 multiplier operand pairs on a compiled Verilator "
                                  "harness) or vpu_transcendental_exhaustive (all 2^32 inputs "
@@ -449,6 +455,8 @@ def _parser():
     add_network_parser(sub)
     from .chip_cli import add_parser as add_chip_parser
     add_chip_parser(sub)
+    from .system_cli import add_parser as add_system_parser
+    add_system_parser(sub)
     return parser
 
 

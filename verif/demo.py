@@ -72,3 +72,72 @@ def arith_demo(*, seed, n_random=500, backend="amaranth", out=print):
             if not board.passed:
                 out(f"    first mismatch: {board.first_mismatch}")
     return ok
+
+
+#: The system demo's torus, and its collectives' message size S in bytes.
+SYSTEM_TOPOLOGY = "2x2"
+SYSTEM_BYTES = 4096
+
+
+def system_demo(*, seed, backend="verilator", out=print, plots=None):
+    """On a 2x2 torus of TensorCore chips: a data-parallel step, then an all-reduce and an
+    all-to-all, each checked bit for bit against golden; True if all are.
+
+    The data-parallel step: each chip's shard of a batch is multiplied by the shared
+    weights on the 8x8 MXU RTL (``sim.mxu.matmul``), and the chips all-reduce the fp32
+    products (``sim.system.collective``); golden is ``golden.collectives.collective`` of
+    ``golden.mxu.matmul``'s products. Writes the all-reduce's link heat map under
+    ``plots`` (default ``build/system``).
+    """
+    from pathlib import Path
+
+    from golden import collectives, mxu
+    from golden import topology as topo
+    from sim import mxu as sim_mxu
+    from sim import system
+
+    from .system_cli import collective_table, plot_links, random_inputs
+
+    topology = topo.torus(tuple(int(x) for x in SYSTEM_TOPOLOGY.split("x")))
+    chips = topology.n_chips
+    rng = np.random.default_rng(seed)
+    out(f"System {SYSTEM_TOPOLOGY}: {chips} TensorCore chips, ICI routers and the OCS "
+        f"(seed {seed}, backend {backend}; the first run builds the system, a few minutes)")
+    rows, verdicts, runs = [], [], {}
+
+    def check(label, kind, inputs, golden_out):
+        run = system.collective(kind, inputs, topology=topology, backend=backend, seed=seed)
+        wrong = int(np.count_nonzero(run.out.view(np.uint32) != golden_out.view(np.uint32)))
+        rows.append(dict(size=collectives.message_bytes(kind, inputs.shape), cycles=run.cycles,
+                         algbw=run.algbw, busbw=run.busbw, fraction=run.busbw / run.bus_bound,
+                         wrong=wrong))
+        verdicts.append(label)
+        runs[label] = run
+        return wrong == 0
+
+    # Data-parallel step: 4 shards of 8 rows, K = N = 8.
+    w = bf16_matrix(rng, (8, 8), special_density=0.05)
+    shards = [bf16_matrix(rng, (8, 8), special_density=0.05) for _ in range(chips)]
+    products = np.stack([sim_mxu.matmul(x, w, backend="amaranth").out.view(np.uint32)
+                         for x in shards]).reshape(chips, -1)
+    golden_products = np.stack([mxu.matmul(x, w).view(np.uint32)
+                                for x in shards]).reshape(chips, -1)
+    ok = bool((products == golden_products).all())
+    ok &= check("data-parallel step", "all_reduce", products,
+                collectives.collective("all_reduce", golden_products, topology=topology))
+    for kind in ("all_reduce", "all_to_all"):
+        inputs = random_inputs(kind, chips, SYSTEM_BYTES, "float32", rng)
+        ok &= check(kind, kind, inputs, collectives.collective(kind, inputs, topology=topology))
+    lines = collective_table(rows)
+    out(f"  {'step':<20}" + lines[0].lstrip() + "  verdict")
+    for label, line, row in zip(verdicts, lines[1:], rows):
+        out(f"  {label:<20}" + line.lstrip() + ("  bit-exact" if not row["wrong"]
+                                                else "  MISMATCH"))
+    if not (products == golden_products).all():
+        out("  the MXU products differ from golden.mxu.matmul")
+    path = plot_links(runs["all_reduce"].link_utilization, topology,
+                      Path(plots or "build/system") / f"links_all_reduce_{SYSTEM_TOPOLOGY}.png",
+                      f"all_reduce {SYSTEM_BYTES:,} B")
+    out(f"  busbw in bytes/cycle (a link carries {system.LINK_BYTES_PER_CYCLE} each way); "
+        f"link heat map: {path}")
+    return ok

@@ -1,19 +1,24 @@
-"""Network testbench tops (SPEC sections 4.4, 4.5): per node a router, a synthesizable
-traffic generator and a sink; nodes joined by links and OCS crossbars into any topology of
-``golden.topology``, with everything a measurement run needs in hardware.
+"""System tops (SPEC sections 4.4, 4.5, 4.8): chips or network-testbench nodes joined by
+links and OCS crossbars into any topology of ``golden.topology``.
 
-:class:`NetworkSystem` is the top (a block for whole runs: ``sim.network``);
-:class:`~hdl.system.node.NetworkNode` one node;
-:class:`~hdl.system.generator.TrafficGenerator` and :class:`~hdl.system.sink.TrafficSink`
-its traffic; :mod:`hdl.system.layouts` the probe-packet format, configuration layouts,
-statistics and latency histogram they share.
+:class:`ChipSystem` is the multi-chip system (a block for whole runs: ``sim.system``), of
+:class:`~hdl.system.chip_node.ChipNode` s, each a TensorCore chip with its router.
+:class:`NetworkSystem` is the network testbench (``sim.network``): per node
+(:class:`~hdl.system.node.NetworkNode`) a router, a synthesizable
+:class:`~hdl.system.generator.TrafficGenerator` and a :class:`~hdl.system.sink.TrafficSink`;
+:mod:`hdl.system.layouts` holds the probe-packet format, configuration layouts, statistics
+and latency histogram they share, and :mod:`hdl.system.fabric` the links and switches of
+both tops.
 """
 
+from .chip_node import ChipNode, chip_node_signature
+from .chip_system import SYSTEM_PHASES, ChipSystem
+from .fabric import face_ports, parse_dims, wired_neighbor
 from .generator import TrafficGenerator
-from .network_system import PHASES, NetworkSystem, face_ports, parse_dims, readout_beats, \
-    wired_neighbor
+from .network_system import PHASES, NetworkSystem, readout_beats
 from .node import NetworkNode, node_signature
 from .sink import TrafficSink
 
-__all__ = ["NetworkSystem", "NetworkNode", "TrafficGenerator", "TrafficSink", "PHASES",
-           "face_ports", "wired_neighbor", "parse_dims", "readout_beats", "node_signature"]
+__all__ = ["ChipSystem", "ChipNode", "NetworkSystem", "NetworkNode", "TrafficGenerator",
+           "TrafficSink", "PHASES", "SYSTEM_PHASES", "face_ports", "wired_neighbor",
+           "parse_dims", "readout_beats", "node_signature", "chip_node_signature"]

@@ -8,10 +8,12 @@ from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..ici.layouts import CHIP_BITS, MAX_VCS
+from ..ici.layouts import MAX_VCS
 from ..lib.memory_port import check_int
 from ..lib.xorshift import GAP_BITS
-from ..ocs import OpticalCircuitSwitch, config_layout, status_layout
+from ..ocs import status_layout
+from .fabric import (face_ports, ocs_layout, ocs_switches, parse_dims, record_refusal,
+                     tree_sum, wire_links, wired_neighbor)
 from .layouts import (BUCKETS, HIST_BASE, MAX_LOCAL_PORTS, MAX_PACKET_FLITS, N_STATS, STATS,
                       TIME_BITS, latency_bucket_hw, row_layout)
 from .node import NetworkNode, node_row_layout
@@ -21,82 +23,6 @@ __all__ = ["NetworkSystem", "PHASES", "parse_dims", "face_ports", "wired_neighbo
 
 #: The phases of a run, by their code on ``phase``.
 PHASES = ("config", "run", "drain", "readout", "done")
-
-
-def parse_dims(dims):
-    """``dims`` as a tuple of 2 or 3 ints from 1 to 256 with a product from 2 to 256: from
-    a tuple or a string such as ``"4x4x8"``. ValueError otherwise."""
-    if isinstance(dims, str):
-        try:
-            dims = tuple(int(x) for x in dims.lower().split("x"))
-        except ValueError:
-            raise ValueError(f"dims must look like '4x4x8', not {dims!r}") from None
-    try:
-        dims = tuple(dims)
-    except TypeError:
-        raise ValueError(f"dims must be 2 or 3 ints or a string like '4x4', not {dims!r}") \
-            from None
-    if len(dims) not in (2, 3) or not all(isinstance(n, int) and not isinstance(n, bool)
-                                          and n >= 1 for n in dims):
-        raise ValueError(f"dims must be 2 or 3 positive ints, not {dims!r}")
-    if not 2 <= math.prod(dims) <= 1 << CHIP_BITS:
-        raise ValueError(f"a network has 2 to {1 << CHIP_BITS} nodes, not "
-                         f"{math.prod(dims)} ({'x'.join(map(str, dims))})")
-    return dims
-
-
-def _coords(dims, chip):
-    out = []
-    for n in reversed(dims):     # row-major: the last axis varies fastest
-        chip, c = divmod(chip, n)
-        out.append(c)
-    return out[::-1]
-
-
-def face_ports(dims):
-    """The OCS ports of each axis: ``ports[a]`` lists ``(chip, torus port)`` by OCS port
-    number, first every ``+a`` port on the face ``x_a = dims[a] - 1``, then every ``-a``
-    port on the face ``x_a = 0`` (chips in id order). Empty for an axis of size 1, whose
-    ports are always dark."""
-    dims = parse_dims(dims)
-    n = math.prod(dims)
-    ports = []
-    for a, size in enumerate(dims):
-        if size == 1:
-            ports.append([])
-            continue
-        plus = [(c, 2 * a) for c in range(n) if _coords(dims, c)[a] == size - 1]
-        minus = [(c, 2 * a + 1) for c in range(n) if _coords(dims, c)[a] == 0]
-        ports.append(plus + minus)
-    return ports
-
-
-def wired_neighbor(dims, chip, port):
-    """The chip that torus port ``port`` of ``chip`` is wired to inside the torus, or None
-    when the port is on a face (it goes through the OCS) or its axis has size 1."""
-    dims = parse_dims(dims)
-    a, minus = divmod(port, 2)
-    x = _coords(dims, chip)[a]
-    stride = math.prod(dims[a + 1:])
-    if dims[a] == 1 or (minus and x == 0) or (not minus and x == dims[a] - 1):
-        return None
-    return chip - stride if minus else chip + stride
-
-
-def ocs_layout(dims):
-    """A beat of the ``ocs`` stream: the ``axis`` whose OCS takes ``beat``
-    (``hdl.ocs.config_layout`` of the largest OCS)."""
-    most = max(len(p) for p in face_ports(dims))
-    return data.StructLayout({"axis": 2, "beat": config_layout(most)})
-
-
-def tree_sum(values):
-    """The sum of ``values`` as a balanced adder tree (a chain of hundreds of additions
-    would nest too deep for the Verilog back end)."""
-    terms = list(values)
-    while len(terms) > 1:
-        terms = [a + b for a, b in zip(terms[::2], terms[1::2])] + terms[len(terms) & ~1:]
-    return terms[0]
 
 
 def readout_beats(n_nodes):
@@ -245,8 +171,10 @@ class NetworkSystem(wiring.Component):
             for name, value in traffic.items():
                 m.d.comb += getattr(node.traffic, name).eq(value)
 
-        self._links(m, nodes)
-        switches = self._switches(m, nodes, in_phase["config"])
+        wire_links(m, dims, nodes)
+        switches = ocs_switches(m, self.faces, nodes, config=self.ocs, vcs=self.vcs,
+                                reconfig_cycles=self.reconfig_cycles,
+                                configuring=in_phase["config"])
 
         # Forward progress and the packets in flight.
         moved = Cat(node.moved for node in nodes).any()
@@ -289,12 +217,8 @@ class NetworkSystem(wiring.Component):
                         m.d.sync += in_histogram.eq(1)
 
         status_ok = Cat(s.status.code == 1 for s in switches).all()
-        refused = Cat((s.status.code > 1) & ~s.busy for s in switches)
-        axes = [a for a, ports in enumerate(self.faces) if ports]
-        for i in reversed(range(len(switches))):    # the last assignment, the lowest axis, wins
-            with m.If(refused[i] & ~self.config_error):
-                m.d.sync += [self.ocs_status.axis.eq(axes[i]),
-                             self.ocs_status.status.eq(switches[i].status)]
+        refused = record_refusal(m, self.faces, switches, status=self.ocs_status,
+                                 config_error=self.config_error)
 
         def hang():
             m.d.sync += [self.hung.eq(1), self.hang_phase.eq(phase), phase.eq(code["readout"])]
@@ -324,50 +248,3 @@ class NetworkSystem(wiring.Component):
         m.d.comb += [self.finished.eq(in_phase["done"]),
                      self.busy.eq(in_phase["run"] | in_phase["drain"])]
         return m
-
-    def _links(self, m, nodes):
-        """The wired links inside the torus, each way lit while both ends' bits say so."""
-        for c, node in enumerate(nodes):
-            for p in range(2 * len(self.dims)):
-                q = wired_neighbor(self.dims, c, p)
-                if q is None:
-                    continue
-                lit = node.lit[p] & nodes[q].lit[p ^ 1]
-                tx, rx = node.tx[p], nodes[q].rx[p ^ 1]
-                m.d.comb += [rx.valid.eq(tx.valid & lit), rx.vc.eq(tx.vc),
-                             rx.data.eq(tx.data), tx.credit.eq(Mux(lit, rx.credit, 0))]
-
-    def _switches(self, m, nodes, configuring):
-        """One OCS per axis of size 2 or more, on that axis's face ports."""
-        vc_bits = len(nodes[0].tx[0].vc)
-        flit_bits = len(nodes[0].tx[0].data.as_value())
-        switches = []
-        for a, ports in enumerate(self.faces):
-            if not ports:
-                continue
-            ocs = OpticalCircuitSwitch(ports=len(ports), payload_width=vc_bits + flit_bits,
-                                       credit_width=self.vcs,
-                                       reconfig_cycles=self.reconfig_cycles)
-            m.submodules[f"ocs_{'xyz'[a]}"] = ocs
-            beat = self.ocs.payload.beat
-            mine = self.ocs.payload.axis == a
-            m.d.comb += [ocs.config.valid.eq(self.ocs.valid & mine),
-                         ocs.config.payload.commit.eq(beat.commit),
-                         ocs.config.payload.port.eq(beat.port),
-                         ocs.config.payload.lit.eq(beat.lit),
-                         ocs.config.payload.target.eq(beat.target),
-                         # Nothing moves while configuring: every link is drained.
-                         ocs.idle.eq(Mux(configuring, (1 << len(ports)) - 1, 0))]
-            with m.If(mine):
-                m.d.comb += self.ocs.ready.eq(ocs.config.ready)
-            for i, (c, p) in enumerate(ports):
-                tx, rx = nodes[c].tx[p], nodes[c].rx[p]
-                m.d.comb += [ocs.ingress[i].valid.eq(tx.valid),
-                             ocs.ingress[i].payload.eq(Cat(tx.vc, tx.data)),
-                             tx.credit.eq(ocs.ingress[i].credit),
-                             rx.valid.eq(ocs.egress[i].valid),
-                             rx.vc.eq(ocs.egress[i].payload[:vc_bits]),
-                             rx.data.eq(ocs.egress[i].payload[vc_bits:]),
-                             ocs.egress[i].credit.eq(rx.credit)]
-            switches.append(ocs)
-        return switches

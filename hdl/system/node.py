@@ -6,10 +6,11 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..ici import Link, LinkSignature, Router
+from ..ici import LinkSignature, Router
 from ..ici.layouts import CHIP_BITS, MAX_VCS, route_entry_layout
 from ..lib.memory_port import check_int
 from ..lib.xorshift import GAP_BITS, Xorshift32
+from .fabric import link_outputs
 from .generator import TrafficGenerator
 from .layouts import (FLIT_WORDS, HIST_BASE, HOP_BITS, MAX_LOCAL_PORTS, MAX_PACKET_FLITS,
                       STAT_ADDR_BITS, STATS, node_layout)
@@ -156,12 +157,8 @@ class NetworkNode(wiring.Component):
         with m.If(self.config_valid & (cfg.row == self.node)):
             m.d.sync += settings.eq(cfg.node)
 
-        for p in range(ports):
-            m.submodules[f"link{p}"] = link = Link(vcs=self.vcs, flit_words=FLIT_WORDS,
-                                                   latency=self.link_latency)
-            wiring.connect(m, router.tx[p], link.tx)
-            wiring.connect(m, link.rx, wiring.flipped(self.tx[p]))
-            wiring.connect(m, wiring.flipped(self.rx[p]), router.rx[p])
+        link_outputs(m, router, self, vcs=self.vcs, flit_words=FLIT_WORDS,
+                     latency=self.link_latency)
 
         traffic = self.traffic
         for j, (gen, sink) in enumerate(zip(generators, sinks)):

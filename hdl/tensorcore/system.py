@@ -4,9 +4,10 @@
 """A TensorCore joined to the memory system: DMA engine, HBM model, VMEM and sync flags."""
 
 from amaranth.hdl import Module, Signal
-from amaranth.lib import data, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..ici.layouts import CHIP_BITS, flit_layout
 from ..memory.dma import COUNT_BITS
 from ..memory.dma_system import DmaSystem
 from .core import TensorCore
@@ -23,9 +24,12 @@ class TensorCoreSystem(wiring.Component):
     """A :class:`~hdl.tensorcore.core.TensorCore` on a
     :class:`~hdl.memory.dma_system.DmaSystem`: the VPU loads and stores the system's
     VMEM, the sequencer sets and waits on its flags, and ``dma`` bundles go to its DMA
-    engine. This is a chip without a router: a run loads the memories
+    engine. On its own it is a chip without a router: a run loads the memories
     (:attr:`memory_images`), raises ``start`` and waits for ``done``; the final state
     then equals ``golden.tensorcore.run``'s with ``hbm`` and ``vmem`` of the same sizes.
+    With ``n_chips`` above 1 it also has the memory system's packet ports, for a router
+    (``hdl.system.ChipNode``): remote pushes leave on ``push``, and packets for this chip
+    arrive on ``receive``.
 
     Parameters
     ----------
@@ -36,6 +40,10 @@ vector_queue, ops
         HBM words (default ``golden.tensorcore.DEFAULT_HBM_WORDS``, at most ``2**24``).
     read_latency, words_per_cycle, outstanding : int
         The memory system's (:class:`~hdl.memory.dma_system.DmaSystem`).
+    n_chips : int
+        Chips a remote push may name (default 1: none, and no packet ports).
+    flit_words : int
+        Words per flit of the packet ports (default 1).
 
     Ports
     -----
@@ -55,6 +63,12 @@ vector_queue, ops
         Not ``done``, and not a wait that nothing in flight can end (the core waits on
         a flag while the system is ``drained``): a run's watchdog counts the cycles it
         is low.
+    push : Out(stream.Signature(flit_layout(flit_words))), with ``n_chips`` > 1
+        Packets of remote pushes, to the router's injection port.
+    receive : In(stream.Signature(flit_layout(flit_words))), with ``n_chips`` > 1
+        Packets for this chip, from the router's ejection port.
+    chip : In(8), with ``n_chips`` > 1
+        This chip's id.
     mxu_beats, dma_cycles, overlap_cycles : Out(32)
         Performance counters from ``start``: LHS rows the MXU took (each a cycle of
         the whole array), cycles with a DMA transfer in flight, and cycles with both.
@@ -72,21 +86,27 @@ vector_queue, ops
     def __init__(self, *, imem_depth=256, smem_words=1024, n_flags=16, lanes=8,
                  numerics="tpu", vmem_lines=256, mxu=None, mxu_results=16, vector_queue=4,
                  ops=None, hbm_words=DEFAULT_HBM_WORDS, read_latency=4, words_per_cycle=1,
-                 outstanding=4):
+                 outstanding=4, n_chips=1, flit_words=1):
         self.core = TensorCore(imem_depth=imem_depth, smem_words=smem_words, n_flags=n_flags,
                                lanes=lanes, numerics=numerics, vmem_lines=vmem_lines, mxu=mxu,
                                mxu_results=mxu_results, vector_queue=vector_queue, ops=ops,
-                               hbm_words=hbm_words)
+                               hbm_words=hbm_words, n_chips=n_chips)
         self.system = DmaSystem(hbm_size=hbm_words, vmem_lines=vmem_lines, lanes=lanes,
                                 n_flags=n_flags, read_latency=read_latency,
-                                words_per_cycle=words_per_cycle, outstanding=outstanding)
+                                words_per_cycle=words_per_cycle, outstanding=outstanding,
+                                n_chips=n_chips, flit_words=flit_words)
+        self.networked = n_chips > 1
         self.sequencer, self.lanes = self.core.sequencer, lanes
         self.memory_images = {name: (memory, f"core.{path}")
                               for name, (memory, path) in self.core.memory_images.items()}
         self.memory_images |= {"vmem": (self.system.vmem_words, "system.vmem.words"),
                                "hbm": (self.system.hbm_words, "system.hbm.words")}
+        packets = {}
+        if self.networked:
+            flits = stream.Signature(flit_layout(flit_words))
+            packets = {"push": Out(flits), "receive": In(flits), "chip": In(CHIP_BITS)}
         super().__init__({
-            "start": In(1), "state": Out(State), "pc": Out(32), "error_pc": Out(32),
+            **packets, "start": In(1), "state": Out(State), "pc": Out(32), "error_pc": Out(32),
             "bundles": Out(32), "error": Out(range(len(ERROR_CODES))), "waiting": Out(1),
             "dma_busy": Out(1), "vpu_error": Out(self.core.vpu_error.shape()),
             "flags": Out(data.ArrayLayout(32, n_flags)), "dma_rejected": Out(COUNT_BITS),
@@ -101,6 +121,10 @@ vector_queue, ops
         m.submodules.system = system = self.system
         wiring.connect(m, core.memory, system.core)
         wiring.connect(m, core.dma, system.descriptors)
+        if self.networked:
+            wiring.connect(m, system.push, wiring.flipped(self.push))
+            wiring.connect(m, wiring.flipped(self.receive), system.receive)
+            m.d.comb += system.chip.eq(self.chip)
         m.d.comb += [
             system.errors.ready.eq(1),                  # counted in ``rejected``
             core.flag_values.eq(system.flags), core.start.eq(self.start),

@@ -77,14 +77,9 @@ def _source_digest():
 
 
 def _design(run):
-    """(harness, Verilog text, repeated modules): the block's export, and the harness around
-    it as a black box."""
-    from .whole_run import make_harness
+    """(Verilog text, signature, repeated modules) of the block's export."""
     exported = export(run.block, run.params)
-    harness = make_harness(run, BlackBox(run.block, exported.signature))
-    text = exported.verilog + "\n" + amaranth_verilog.convert(
-        harness, name=HARNESS_MODULE, emit_src=False, strip_internal_attrs=True)
-    return harness, text, exported.modules[:-1]
+    return exported.verilog, exported.signature, exported.modules[:-1]
 
 
 def _no_inline(modules):
@@ -113,27 +108,41 @@ def build(run, *, simulator, images=None, waves=False):
     ``images`` maps the block's memories to their :class:`~sim.blocks.MemoryImage`
     (the testbench loads and dumps them); ``waves`` adds VCD tracing.
     """
-    images = images or {}
-    flags = VERILATOR_FLAGS + (("--trace",) if waves else ()) if simulator == "verilator" \
-        else ICARUS_FLAGS
     # The block's own source too: a block registered from outside ``hdl`` (a test's) counts.
     block_source = Path(inspect.getsourcefile(BLOCKS[run.block])).read_bytes()
-    key = [_source_digest(), block_source, run.block, sorted(run.params.items()), sorted(images),
+    return build_top(run, simulator=simulator, design=lambda: _design(run), key=[block_source],
+                     images=images, waves=waves, what=f"the {run.block} whole-run harness")
+
+
+def build_top(run, *, simulator, design, key, images=None, waves=False, what):
+    """The cached build folder of ``run``'s harness around a top exported by ``design()``,
+    built if need be: it returns the Verilog text of the top (module ``run.block``) and of
+    the modules it instantiates, the top's signature, and the names of the modules that
+    repeat (kept out of line). ``key`` lists what else shapes that text (a runner's export
+    code); ``images`` and ``waves`` as in :func:`build`.
+    """
+    from .whole_run import make_harness
+    images = images or {}
+    verilating = simulator == "verilator"
+    flags = VERILATOR_FLAGS + (("--trace",) if waves else ()) if verilating else ICARUS_FLAGS
+    key = [_source_digest(), *key, run.block, sorted(run.params.items()), sorted(images),
            run.until, run.busy, sorted(run.depths.items()),
            sorted((player, recorder) for player, (recorder, _) in run.loopbacks.items()),
            flags, _tool_version(simulator), amaranth_version()]
 
     def make(folder):
-        harness, text, repeated = _design(run)
-        if simulator == "icarus":
+        text, signature, repeated = design()
+        harness = make_harness(run, BlackBox(run.block, signature))
+        text += "\n" + amaranth_verilog.convert(harness, name=HARNESS_MODULE, emit_src=False,
+                                                strip_internal_attrs=True)
+        if not verilating:
             text = icarus_source(text)
         (folder / "design.v").write_text(text)
         (folder / "config.vlt").write_text(_no_inline(repeated))
         (folder / "tb.v").write_text(testbench_verilog(harness, module=HARNESS_MODULE,
                                                        images=images))
         compile_harness(folder, simulator=simulator, flags=flags,
-                        large=len(text) > LARGE_DESIGN_BYTES,
-                        what=f"the {run.block} whole-run harness")
+                        large=len(text) > LARGE_DESIGN_BYTES, what=what)
 
     return cached_build(f"whole-{simulator}", run.block, key, make)
 

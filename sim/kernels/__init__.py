@@ -4,6 +4,7 @@ Each kernel plans a computation: the assembly text and the HBM, VMEM and SMEM im
 runs on, so that the same plan runs on the instruction-set simulator and on the RTL.
 """
 
+from .collective import CollectivePlan, plan_collective
 from .matmul import MatmulKernel, plan_matmul
 
-__all__ = ["MatmulKernel", "plan_matmul"]
+__all__ = ["MatmulKernel", "plan_matmul", "CollectivePlan", "plan_collective"]

@@ -11,6 +11,7 @@ from .dma import suite as dma
 from .mxu import suite as mxu
 from .network import suite as network
 from .sparsecore import suite as sparsecore
+from .system import suite as system
 from .tensorcore import suite as tensorcore
 from .vpu import suite as vpu
 
@@ -18,4 +19,4 @@ __all__ = ["SUITES"]
 
 #: Suites whose seeds a regression worker runs: name -> module with ``runs``.
 SUITES = {"arith": arith, "mxu": mxu, "dma": dma, "network": network, "sparsecore": sparsecore,
-          "tensorcore": tensorcore, "vpu": vpu}
+          "system": system, "tensorcore": tensorcore, "vpu": vpu}

@@ -1,0 +1,136 @@
+# amaranth: UnusedElaboratable=no
+# (The chip is made here, so runs can reach its memories, and used by this component's
+# elaborate: if the node is never elaborated, the warning about it is the one that counts.)
+"""One chip of a multi-chip system: a TensorCore chip, its router, and its outgoing links."""
+
+from amaranth.hdl import Cat, Module, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..ici import LinkSignature, Router
+from ..ici.layouts import CHIP_BITS, MAX_VCS
+from ..lib.memory_port import check_int
+from ..tensorcore import TensorCoreSystem
+from ..tensorcore.isa import ERROR_CODES
+from ..tensorcore.sequencer import State
+from .fabric import link_outputs
+from .node import node_row_layout
+
+__all__ = ["ChipNode", "chip_node_signature", "FLIT_WORDS"]
+
+#: Words per flit of the system's links: one, so a link carries one word per cycle each
+#: way, the rate of the DMA's packetizer and of the receive engine.
+FLIT_WORDS = 1
+
+
+def chip_node_signature(*, dims, vcs, n_flags):
+    """The ports of a :class:`ChipNode` (its docstring), without building one."""
+    ports = 2 * dims
+    link = LinkSignature(vcs=vcs, flit_words=FLIT_WORDS)
+    return wiring.Signature({
+        "tx": Out(link).array(ports), "rx": In(link).array(ports),
+        "config_valid": In(1), "config": In(node_row_layout(dims)), "node": In(CHIP_BITS),
+        "start": In(1), "lit": Out(ports), "moved": Out(1), "done": Out(1), "busy": Out(1),
+        "state": Out(State), "pc": Out(32), "error": Out(range(len(ERROR_CODES))),
+        "waiting": Out(1), "flags": Out(data.ArrayLayout(32, n_flags)),
+        "link_flits": Out(data.ArrayLayout(32, ports)), "dropped": Out(32),
+        "malformed": Out(32),
+    })
+
+
+class ChipNode(wiring.Component):
+    """A :class:`~hdl.tensorcore.TensorCoreSystem` whose memory system's packet ports meet
+    a :class:`~hdl.ici.Router` (injection and ejection), with a :class:`~hdl.ici.Link` on
+    each torus output.
+
+    Every chip of a system is the same module: its id comes in on ``node``, its routing
+    table and lit ports in the configuration rows (``node_row_layout``, as
+    :class:`~hdl.system.NetworkNode` takes them; the hop counts and traffic settings are
+    not used). Row r (``config_valid`` high) writes the router's entry for destination r,
+    and if r is this chip, its lit torus ports.
+
+    Parameters
+    ----------
+    dims, vcs, buffer_flits, n_nodes
+        The router's (:class:`~hdl.ici.Router`; flits of :data:`FLIT_WORDS` word).
+    link_latency : int
+        Of each outgoing link.
+    chip : dict
+        The :class:`~hdl.tensorcore.TensorCoreSystem`'s parameters (``n_chips`` and
+        ``flit_words`` are set here).
+
+    Ports
+    -----
+    tx, rx : the outgoing links' far ends, and the router's inputs
+    config_valid, config, node : the configuration rows, and this chip's id
+    start : In(1)
+        The core's (held high for the run).
+    lit : Out(2*dims)
+        The chip's lit torus ports, from its settings.
+    moved : Out(1)
+        A flit was injected, ejected or sent on a link this cycle.
+    done, busy, state, pc, error, waiting, flags
+        The chip's (:class:`~hdl.tensorcore.TensorCoreSystem`).
+    link_flits : Out(ArrayLayout(32, 2*dims))
+        Flits sent out of each torus port.
+    dropped, malformed : Out(32)
+        Malformed packets dropped by the router, and by the receive engine.
+
+    Attributes
+    ----------
+    memory_images : dict
+        The chip's (``TensorCoreSystem.memory_images``), paths below this node.
+    """
+
+    def __init__(self, *, dims=2, vcs=2, buffer_flits=8, link_latency=2, n_nodes=4,
+                 chip=None):
+        check_int("dims", dims, least=2, most=3)
+        check_int("vcs", vcs, least=2, most=MAX_VCS)
+        check_int("buffer_flits", buffer_flits, least=1)
+        check_int("link_latency", link_latency, least=0)
+        check_int("n_nodes", n_nodes, least=2, most=1 << CHIP_BITS)
+        chip = dict(chip or {})
+        for name in ("n_chips", "flit_words"):
+            if name in chip:
+                raise TypeError(f"a system chip's {name} is set by the system, not by chip=")
+        self.dims, self.vcs, self.buffer_flits = dims, vcs, buffer_flits
+        self.link_latency, self.n_nodes = link_latency, n_nodes
+        self.tensorcore = TensorCoreSystem(**chip, n_chips=n_nodes, flit_words=FLIT_WORDS)
+        self.memory_images = {name: (memory, f"tensorcore.{path}") for name, (memory, path)
+                              in self.tensorcore.memory_images.items()}
+        self.n_flags = self.tensorcore.flags.shape().length
+        super().__init__(chip_node_signature(dims=dims, vcs=vcs, n_flags=self.n_flags))
+
+    def elaborate(self, platform):
+        m = Module()
+        ports = 2 * self.dims
+        m.submodules.tensorcore = chip = self.tensorcore
+        m.submodules.router = router = Router(
+            dims=self.dims, vcs=self.vcs, buffer_flits=self.buffer_flits,
+            flit_words=FLIT_WORDS, n_nodes=self.n_nodes)
+        wiring.connect(m, chip.push, router.local("inject", 0))
+        wiring.connect(m, router.local("eject", 0), chip.receive)
+
+        lit = Signal(ports)
+        cfg = self.config
+        m.d.comb += [router.table.valid.eq(self.config_valid),
+                     router.table.payload.dst.eq(cfg.row),
+                     router.table.payload.entry.eq(cfg.entry), self.lit.eq(lit),
+                     chip.chip.eq(self.node), chip.start.eq(self.start)]
+        with m.If(self.config_valid & (cfg.row == self.node)):
+            m.d.sync += lit.eq(cfg.node.lit)
+
+        link_outputs(m, router, self, vcs=self.vcs, flit_words=FLIT_WORDS,
+                     latency=self.link_latency)
+        m.d.comb += [self.link_flits[p].eq(router.forwarded[p]) for p in range(ports)]
+
+        inject, eject = router.local("inject", 0), router.local("eject", 0)
+        m.d.comb += [
+            self.moved.eq(Cat(inject.valid & inject.ready, eject.valid & eject.ready,
+                              *(router.tx[p].valid for p in range(ports))).any()),
+            self.done.eq(chip.done), self.busy.eq(chip.busy), self.state.eq(chip.state),
+            self.pc.eq(chip.pc), self.error.eq(chip.error), self.waiting.eq(chip.waiting),
+            self.flags.eq(chip.flags), self.dropped.eq(router.dropped),
+            self.malformed.eq(chip.system.malformed),
+        ]
+        return m

@@ -1,0 +1,358 @@
+"""Multi-chip systems (SPEC sections 4.8, 6): programs on every chip of a torus of
+TensorCore chips joined by routers through the OCS, and the collectives that run on it.
+
+:func:`run_programs` loads one program and memory image per chip into
+``hdl.system.ChipSystem``, configures the routing tables and the OCS for the topology,
+runs until every live chip has halted with its memory system drained, and reads every
+chip's memories back, with no Python per cycle. :func:`collective` is SPEC section 6's
+``sim.system.collective``: the programs of :mod:`sim.kernels.collective`, checked by the
+caller against ``golden.collectives.collective``.
+
+Link bandwidth: the system's flits are one word (``hdl.system.chip_node.FLIT_WORDS``), so
+one link carries ``B`` = 4 bytes per cycle each way (:data:`LINK_BYTES_PER_CYCLE`).
+"""
+
+import gc
+import inspect
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from amaranth.back import verilog as amaranth_verilog
+from amaranth.hdl import Shape, UnusedElaboratable
+
+from golden import collectives as gc_golden
+from golden import tensorcore as tc
+from golden import topology as topo
+from hdl.lib.blackbox import BlackBox
+from hdl.ocs import STATUSES
+from hdl.system import ChipNode, ChipSystem, chip_node_signature
+from hdl.system.chip_node import FLIT_WORDS
+from hdl.tensorcore.sequencer import State
+
+from .backends import check_backend
+from .backends.whole_run import WholeRun, check_run, memory_depth, pack_words, unpack_words
+from .blocks import MemoryImage
+from .network import CONFIG_WATCHDOG, _lit, _ocs_beats, _rows
+from .transactors import SimulationHang
+
+__all__ = ["run_programs", "collective", "SystemRun", "CollectiveRun", "SystemRunError",
+           "SYSTEM_CHIP", "LINK_BYTES_PER_CYCLE", "BLOCK"]
+
+#: The block name of the system top in whole runs and builds.
+BLOCK = "system"
+#: One link's bandwidth each way, bytes per cycle: a one-word flit per cycle.
+LINK_BYTES_PER_CYCLE = 4 * FLIT_WORDS
+#: Every system chip's TensorCore parameters, unless a run gives others: 4 lanes (a vreg
+#: of 8 x 4 words: half the 8-lane VPU and its build, and VMEM still moves 4 words a
+#: cycle, so a reduce, which reads two lines and writes one for every line received,
+#: keeps up with a link's word a cycle), no MXU, only the VPU operations collectives use,
+#: a small HBM (collectives work in VMEM), a VMEM line per cycle for the DMA, 4 DMAs in
+#: flight, and memories and flags that hold the programs and data of every test size, so
+#: that one build per topology serves them all (a larger run grows them to the next
+#: power of two).
+SYSTEM_CHIP = dict(numerics="tpu", lanes=4, mxu=False, ops=("add", "iadd"), hbm_words=1024,
+                   words_per_cycle=4, read_latency=4, outstanding=4, vector_queue=8,
+                   n_flags=64, vmem_lines=1024, smem_words=1024, imem_depth=1024)
+
+
+class SystemRunError(RuntimeError):
+    """A system run in which a chip faulted, or which hung: the message names the chips,
+    their pcs and bundles, and the flags they wait on."""
+
+
+@dataclass(frozen=True)
+class SystemRun:
+    """What :func:`run_programs` leaves: per chip id, the final ``vmem`` (flat uint32,
+    None for a failed chip) and ``flags``; the ``cycles`` from start until every live chip
+    was done; ``link_flits`` [n_chips, 2*D], the flits each torus port sent; and the
+    simulator's ``seconds``."""
+    vmem: list
+    flags: np.ndarray
+    cycles: int
+    link_flits: np.ndarray
+    seconds: float
+
+
+@dataclass(frozen=True)
+class CollectiveRun:
+    """Result of :func:`collective` (SPEC section 6): ``out`` (shaped and typed as
+    ``golden.collectives.collective``'s), ``cycles``, ``algbw`` and ``busbw`` (bytes per
+    cycle, nccl-tests definitions), ``bus_bound`` (the link-bandwidth bound on busbw, bytes
+    per cycle), ``link_utilization`` (float [n_chips, 2*D]: the fraction of the cycles
+    each directed link carried a flit) and the simulator's ``seconds`` (loading and
+    read-back included, the build not)."""
+    out: np.ndarray
+    cycles: int
+    algbw: float
+    busbw: float
+    bus_bound: float
+    link_utilization: np.ndarray
+    seconds: float = 0.0
+
+
+def _topology(topology):
+    if isinstance(topology, topo.Topology):
+        return topology
+    if isinstance(topology, str):
+        try:
+            dims = tuple(int(x) for x in topology.lower().split("x"))
+        except ValueError:
+            raise ValueError(f"topology must be a golden.topology.Topology or a shape such "
+                             f"as '4x4', not {topology!r}") from None
+        return topo.torus(dims)
+    raise ValueError(f"topology must be a golden.topology.Topology or a shape such as "
+                     f"'4x4', not {topology!r}")
+
+
+def system_params(topology, chip, *, vcs=2, buffer_flits=8, link_latency=2):
+    """``ChipSystem`` parameters for ``topology`` and per-chip TensorCore ``chip`` ones."""
+    return dict(dims=topology.dims, vcs=vcs, buffer_flits=buffer_flits,
+                link_latency=link_latency, reconfig_cycles=2, chip=dict(chip))
+
+
+def _images(params):
+    """``{name: MemoryImage}`` of every chip's memories, from one chip built to read them."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        probe = ChipNode(**_node_params(params))
+        found = {name: MemoryImage(path, memory.depth, Shape.cast(memory.shape).width)
+                 for name, (memory, path) in probe.memory_images.items()}
+        del probe
+        gc.collect()
+    n = int(np.prod(params["dims"]))
+    return {f"chip{c}.{name}": MemoryImage(f"chip{c}.{image.path}", image.depth, image.width)
+            for c in range(n) for name, image in found.items()}
+
+
+def _node_params(params):
+    return dict(dims=len(params["dims"]), vcs=params["vcs"],
+                buffer_flits=params["buffer_flits"], link_latency=params["link_latency"],
+                n_nodes=int(np.prod(params["dims"])), chip=params["chip"])
+
+
+def run_programs(topology, programs, *, vmem, smem=None, chip=None, vcs=2, buffer_flits=8,
+                 link_latency=2, backend="verilator", seed=0, watchdog=20_000, waves=None,
+                 progress=None):
+    """Run ``programs[c]`` on chip c of ``topology`` until every live chip is done.
+
+    Parameters
+    ----------
+    topology : golden.topology.Topology or a shape such as "2x2"
+    programs : list, per chip id, of assembly text or bundles (None: a failed chip)
+    vmem, smem : lists, per chip id, of flat uint32 initial images (None: zeros)
+    chip : dict
+        TensorCore parameters of every chip (:data:`SYSTEM_CHIP` and these).
+    vcs, buffer_flits, link_latency : the routers' and links'
+    backend, seed, waves, progress : as every runner's
+    watchdog : int
+        Cycles with no chip working and no flit moving before the run is hung.
+
+    Raises
+    ------
+    SystemRunError
+        A chip faulted, or the system hung (the message names the waiting chips).
+    ValueError
+        On bad arguments.
+    """
+    topology = _topology(topology)
+    check_backend(backend)
+    n = topology.n_chips
+    if len(programs) != n:
+        raise ValueError(f"{topology.shape} has {n} chips; give a program (or None) for "
+                         f"each, not {len(programs)}")
+    alive = [bool(a) for a in topology.alive]
+    for c in range(n):
+        if (programs[c] is None) == alive[c]:
+            raise ValueError(f"chip {c} is {'alive' if alive[c] else 'failed'}: it "
+                             f"{'needs a program' if alive[c] else 'takes no program'}")
+    words = [None if p is None else tc.program_words(p) for p in programs]
+    params = dict(SYSTEM_CHIP) | dict(chip or {})
+    lanes = params["lanes"]
+    params.setdefault("imem_depth", memory_depth(max(len(w) for w in words if w is not None)))
+    params = system_params(topology, params, vcs=vcs, buffer_flits=buffer_flits,
+                           link_latency=link_latency)
+    chip_params = params["chip"]
+    load = {}
+    for c in range(n):
+        if words[c] is None:
+            continue
+        load[f"chip{c}.imem"] = pack_words(words[c], tc.BUNDLE_WORDS)
+        if vmem[c] is not None:
+            image = np.asarray(vmem[c], np.uint32).ravel()
+            if image.size > chip_params["vmem_lines"] * lanes:
+                raise ValueError(f"chip {c}'s VMEM image has {image.size} words, more than "
+                                 f"{chip_params['vmem_lines'] * lanes}")
+            load[f"chip{c}.vmem"] = pack_words(np.pad(image, (0, -image.size % lanes)), lanes)
+        if smem is not None and smem[c] is not None:
+            load[f"chip{c}.smem"] = pack_words(np.asarray(smem[c], np.uint32).ravel(), 1)
+    dims = topology.dims
+    lit = _lit(topology, dims)
+    tables = topo.routing_tables(topology, vcs=vcs)
+    zeros = np.zeros(n, np.int64)
+    rows = _rows(topology, tables, vcs, dims, (0, zeros, zeros), [0] * n, lit)
+    whole = WholeRun(
+        BLOCK, params, play={"tables": rows, "ocs": _ocs_beats(topology, dims)}, record={},
+        until="finished", busy="busy", watchdog=max(watchdog, CONFIG_WATCHDOG), seed=seed,
+        inputs={"alive": sum(1 << c for c in range(n) if alive[c])}, load=load,
+        dump=tuple(f"chip{c}.vmem" for c in range(n) if alive[c]))
+    try:
+        result = _simulate(whole, backend=backend, waves=waves, progress=progress)
+    except SimulationHang as hang:
+        out = hang.outputs or {}
+        faulted = _per_chip(out.get("error", 0), n, 5).any()
+        raise SystemRunError(_explain(topology, words, out, chip_params,
+                                      "stopped on a fault" if faulted else "hung")) from None
+    out = result.outputs
+    if out.get("config_error"):
+        status = out["ocs_status"]
+        raise SystemRunError(f"system {topology.shape}: the OCS of axis {'xyz'[status & 3]} "
+                           f"refused its map ({STATUSES[status >> 2 & 7]})")
+    errors = _per_chip(out.get("error", 0), n, 5)
+    if any(errors[c] for c in range(n) if alive[c]):
+        raise SystemRunError(_explain(topology, words, out, chip_params, "faulted"))
+    n_flags = chip_params.get("n_flags", 16)
+    flags = _per_chip(out.get("flags", 0), n * n_flags, 32).reshape(n, n_flags)
+    links = _per_chip(out.get("link_flits", 0), n * topology.n_ports, 32)
+    vmems = [unpack_words(result.memories[f"chip{c}.vmem"], lanes) if alive[c] else None
+             for c in range(n)]
+    return SystemRun(vmem=vmems, flags=flags, cycles=int(out["cycles"]),
+                     link_flits=links.reshape(n, topology.n_ports), seconds=result.seconds)
+
+
+def _per_chip(value, count, bits):
+    mask = (1 << bits) - 1
+    return np.array([(int(value) >> (bits * i)) & mask for i in range(count)], np.int64)
+
+
+def _explain(topology, words, out, chip, what):
+    """``system 2x2 hung: chip 1 at pc 7 (wait f3, 64) with f3=32; ...``."""
+    n = topology.n_chips
+    n_flags = chip.get("n_flags", 16)
+    pcs = _per_chip(out.get("pc", 0), n, 32)
+    states = _per_chip(out.get("state", 0), n, 3)
+    errors = _per_chip(out.get("error", 0), n, 5)
+    flags = _per_chip(out.get("flags", 0), n * n_flags, 32).reshape(n, n_flags)
+    waiting = int(out.get("waiting", 0))
+    parts = []
+    for c in range(n):
+        if words[c] is None or State(int(states[c])) == State.HALTED:
+            continue
+        pc = int(pcs[c])
+        bundle = "outside the program"
+        if pc < len(words[c]):
+            bundle = tc.disassemble(words[c][pc:pc + 1]).strip().splitlines()[-1].strip()
+        note = f"chip {c} at pc {pc} ({bundle})"
+        if errors[c]:
+            note += f" stopped with {tc.ERRORS[int(errors[c])]}"
+        elif waiting >> c & 1:
+            shown = ", ".join(f"f{f}={v}" for f, v in enumerate(flags[c]) if v)
+            note += f" waits, flags {shown or 'all 0'}"
+        parts.append(note)
+    return f"system {topology.shape} {what}: " + ("; ".join(parts) or "every chip halted")
+
+
+def collective(kind, inputs, *, topology, dtype="float32", backend="verilator", seed=0,
+               numerics="tpu", chunks=1, chip=None, vcs=2, buffer_flits=8, link_latency=2,
+               waves=None, progress=None):
+    """Run collective ``kind`` on ``inputs`` over the chips of ``topology`` (SPEC section 6).
+
+    ``inputs`` [C, n] (all_to_all [C, C, m]) for the C live chips, float32/int32 values or
+    uint32 bit patterns; ``dtype`` "float32" or "int32". The chips run the programs of
+    :func:`sim.kernels.collective.plan_collective` (bidirectional rings per dimension,
+    the shards of a 2-D/3-D torus in rotated dimension orders; ``chunks`` pieces per
+    transfer); ``out`` equals ``golden.collectives.collective(kind, inputs, topology=...,
+    dtype=..., numerics=...)`` bit for bit. Returns a :class:`CollectiveRun`.
+
+    ``chip`` overrides :data:`SYSTEM_CHIP` (memories larger than a run needs let runs of
+    several sizes share one build); ``vcs``, ``buffer_flits`` and ``link_latency`` are the
+    routers' and links' (:func:`run_programs`).
+
+    Raises
+    ------
+    ValueError
+        On bad input (kind, shape, dtype, a size the programs cannot cut into VMEM lines).
+    SystemRunError
+        A chip faulted or the run hung.
+    """
+    from .kernels.collective import plan_collective
+    topology = _topology(topology)
+    bits, as_type = _bits(inputs, dtype)
+    chip = dict(SYSTEM_CHIP) | dict(chip or {}) | {"numerics": numerics}
+    plan = plan_collective(kind, bits, topology=topology, dtype=dtype, lanes=chip["lanes"],
+                           chunks=chunks)
+    need = dict(n_flags=plan.n_flags, vmem_lines=plan.vmem_lines, smem_words=plan.smem_words,
+                imem_depth=plan.imem_bundles)
+    chip |= {name: max(chip[name], memory_depth(value)) for name, value in need.items()}
+    run = run_programs(topology, plan.programs, vmem=plan.vmem, smem=plan.smem, chip=chip,
+                       vcs=vcs, buffer_flits=buffer_flits, link_latency=link_latency,
+                       backend=backend, seed=seed, waves=waves, progress=progress)
+    out = plan.result(run.vmem).astype(np.uint32)
+    cycles = max(run.cycles, 1)
+    algbw, busbw = gc_golden.bandwidth(kind, bits.shape, cycles)
+    return CollectiveRun(
+        out=out.view(as_type) if as_type is not None else out, cycles=run.cycles,
+        algbw=algbw, busbw=busbw,
+        bus_bound=gc_golden.bus_bound(kind, topology, LINK_BYTES_PER_CYCLE),
+        link_utilization=run.link_flits / cycles, seconds=run.seconds)
+
+
+def _bits(inputs, dtype):
+    """(uint32 bit patterns, the dtype to view ``out`` as, or None for uint32)."""
+    if dtype not in gc_golden.DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(gc_golden.DTYPES)}, not {dtype!r}")
+    array = np.asarray(inputs)
+    if array.dtype == np.uint32:
+        return array, None
+    want = np.float32 if dtype == "float32" else np.int32
+    if array.dtype != want:
+        raise ValueError(f"{dtype} inputs must be {np.dtype(want).name} values or uint32 bit "
+                         f"patterns, not {array.dtype}")
+    return array.view(np.uint32), want
+
+
+# --- Simulation: Amaranth directly; Verilator and Icarus through a compiled harness whose
+# Verilog holds the chip module once.
+
+CHIP_MODULE = "system_chip"
+
+
+class _SystemOfInstances(ChipSystem):
+    def make_node(self, chip):
+        n_flags = self.node_params["chip"].get("n_flags", 16)
+        return BlackBox(CHIP_MODULE, chip_node_signature(
+            dims=self.node_params["dims"], vcs=self.node_params["vcs"], n_flags=n_flags))
+
+
+def _export(params):
+    """Verilog of the system top with the chip module emitted once, its signature, and
+    the repeated module."""
+    top = _SystemOfInstances(**params)
+    node = ChipNode(**top.node_params)
+    options = dict(emit_src=False, strip_internal_attrs=True)
+    text = (f"// Generated by tpu-rtl (sim/system.py): system top {params}\n\n"
+            + amaranth_verilog.convert(node, name=CHIP_MODULE, **options) + "\n"
+            + amaranth_verilog.convert(top, name=BLOCK, **options))
+    return text, top.signature, [CHIP_MODULE]
+
+
+def _simulate(whole, *, backend, waves, progress):
+    images = _images(whole.params)
+    if backend == "amaranth":
+        from .backends.amaranth_sim import simulate_whole
+        return simulate_whole(whole, ChipSystem(**whole.params), waves=waves, progress=progress)
+    from .backends import compiled
+    with warnings.catch_warnings():
+        # Built only to read its ports: it is never elaborated.
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        probe = _SystemOfInstances(**whole.params)
+        signature = probe.signature
+        del probe
+        gc.collect()
+    check_run(whole, signature, images)
+    makers = "".join(inspect.getsource(f) for f in (_SystemOfInstances, _export))
+    folder = compiled.build_top(whole, simulator=backend, design=lambda: _export(whole.params),
+                                key=[makers], images=images, waves=bool(waves),
+                                what="the system harness")
+    return compiled.run_built(folder, whole, images, simulator=backend, waves=waves,
+                              progress=progress)

@@ -1,0 +1,363 @@
+"""Collective chip programs (sim.kernels.collective) on the golden multi-chip system
+(golden.system.run_system): bit-exact against golden.collectives.collective on every kind,
+both dtypes and the test topologies; broken programs are caught; bad arguments raise."""
+
+import re
+
+import numpy as np
+import pytest
+
+from golden import collectives as gc
+from golden import memory as gm
+from golden import tensorcore as tc
+from golden.system import run_system
+from golden.topology import torus
+from sim.kernels.collective import plan_collective
+
+TOPOLOGIES = {
+    "1x4": "1x4",
+    "2x2": "2x2",
+    "4x4": "4x4",
+    "2x2x2": "2x2x2",
+    "2x2x4-twisted": torus((2, 2, 4), twist=True),
+    "4x4-failed5": torus((4, 4), failed=(5,)),
+}
+SPECIAL = np.array([0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7FA00001,
+                    0x00000001, 0x807FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x3F800000],
+                   np.uint32)
+
+
+def _topology(name):
+    t = TOPOLOGIES[name]
+    return torus(t) if isinstance(t, str) else t
+
+
+def _shards(t):
+    return len(gc._plan(t).axes)
+
+
+def _shape(kind, t, *, scale=1):
+    """A small shape: reduce blocks of whole lines; odd sizes for the copies."""
+    c = int(t.alive.sum())
+    if kind == "all_to_all":
+        return (c, c, 3)
+    if kind == "all_gather":
+        return (c, 5)
+    return (c, c * _shards(t) * 2 * 8 * scale)
+
+
+def _inputs(rng, shape, dtype):
+    if dtype == "int32":
+        return rng.integers(0, 1 << 32, shape, dtype=np.uint32)
+    x = (rng.standard_normal(shape) * 2.0 ** rng.integers(-20, 20, shape)).astype(np.float32)
+    bits = x.view(np.uint32).copy()
+    mask = rng.random(shape) < 0.15            # signed zeros, infinities, NaNs, subnormals
+    bits[mask] = rng.choice(SPECIAL, int(mask.sum()))
+    return bits
+
+
+def _run(plan, programs=None):
+    return run_system(plan.programs if programs is None else programs, vmem=plan.vmem,
+                      smem=plan.smem, n_chips=len(plan.programs), n_flags=plan.n_flags,
+                      lanes=plan.lanes, vmem_lines=plan.vmem_lines)
+
+
+def _assert_bits(got, expected, what):
+    assert got.shape == expected.shape, f"{what}: shape {got.shape}, expected {expected.shape}"
+    bad = np.argwhere(got != expected)
+    assert not bad.size, (f"{what}: {len(bad)} of {got.size} words differ; first at "
+                          f"{tuple(map(int, bad[0]))}: got 0x{got[tuple(bad[0])]:08x}, "
+                          f"expected 0x{expected[tuple(bad[0])]:08x}")
+
+
+def _check(kind, t, bits, dtype, **kw):
+    plan = plan_collective(kind, bits, topology=t, dtype=dtype, **kw)
+    run = _run(plan)
+    assert run.status == ["failed" if p is None else "halted" for p in plan.programs]
+    expected = gc.collective(kind, bits, topology=t, dtype=dtype).view(np.uint32)
+    _assert_bits(plan.result(run.vmem), expected, f"{kind} {t!r} {dtype} {kw}")
+    return plan, run
+
+
+# ------------------------------------------------------------------------------ values
+
+@pytest.mark.parametrize("kind", gc.KINDS)
+@pytest.mark.parametrize("name", list(TOPOLOGIES))
+def test_float32_matches_golden(kind, name, rng):
+    t = _topology(name)
+    _check(kind, t, _inputs(rng, _shape(kind, t), "float32"), "float32")
+
+
+@pytest.mark.parametrize("kind", gc.KINDS)
+@pytest.mark.parametrize("name", ["1x4", "2x2x2", "4x4-failed5"])
+def test_int32_matches_golden(kind, name, rng):
+    t = _topology(name)
+    _check(kind, t, _inputs(rng, _shape(kind, t), "int32"), "int32")
+
+
+@pytest.mark.parametrize("kind", gc.KINDS)
+@pytest.mark.parametrize("name,chunks", [("1x4", 2), ("2x2", 3), ("2x2x2", 2),
+                                         ("4x4-failed5", 2)])
+def test_pipelined_chunks_match_golden(kind, name, chunks, rng):
+    t = _topology(name)
+    _check(kind, t, _inputs(rng, _shape(kind, t, scale=chunks), "float32"), "float32",
+           chunks=chunks)
+
+
+def test_wide_lines_and_long_ranges(rng):
+    """lanes = 16, and blocks of several 8-line groups plus leftover lines (the loops)."""
+    t = torus("2x2")
+    bits = _inputs(rng, (4, 4 * 2 * 2 * 16 * 11), "float32")       # 11 lines a block
+    _check("all_reduce", t, bits, "float32", lanes=16)
+    _check("reduce_scatter", t, bits, "float32", lanes=16, chunks=2)
+
+
+def test_all_negative_zero_sums_to_negative_zero():
+    t = torus("1x4")
+    bits = np.full((4, 64), 0x80000000, np.uint32)
+    plan, run = _check("all_reduce", t, bits, "float32")
+    assert (plan.result(run.vmem) == 0x80000000).all()
+
+
+def test_inputs_as_values_and_failed_chip_untouched(rng):
+    t = torus((4, 4), failed=(5,))
+    x = rng.standard_normal((15, 240)).astype(np.float32)
+    plan, run = _check("all_reduce", t, x, "float32")
+    assert plan.programs[5] is None and plan.bundles[5] == 0
+    assert run.status[5] == "failed" and not run.vmem[5].any()
+    assert run.pushes_landed[5] == 0
+
+
+# ------------------------------------------------------------------------------ structure
+
+def test_plan_fields_are_consistent(rng):
+    t = torus("4x4")
+    plan = plan_collective("all_reduce", _inputs(rng, (16, 512), "float32"), topology=t)
+    assert plan.imem_bundles == max(plan.bundles)
+    for program, bundles in zip(plan.programs, plan.bundles):
+        assert len(tc.assemble(program)) == bundles
+    assert all(len(v) == plan.vmem_lines * plan.lanes for v in plan.vmem)
+    assert all(len(s) == plan.smem_words for s in plan.smem)
+    # 12 steps: flags 0..12 used, rounded up to 16.
+    assert plan.n_flags == 16
+    assert plan.transfers == tuple(gc.schedule("all_reduce", t, (16, 512)))
+
+
+def test_every_push_counts_on_flag_0_and_a_step_flag(rng):
+    t = torus("2x2x2")
+    plan = plan_collective("all_reduce", _inputs(rng, (8, 384), "float32"), topology=t,
+                           chunks=2)
+    steps = 1 + max(tr.step for tr in plan.transfers)
+    for smem in plan.smem:
+        for at in range(0, len(smem), tc.DESCRIPTOR_WORDS):
+            d = tc.descriptor_from_words(smem[at:at + tc.DESCRIPTOR_WORDS])
+            assert d.remote and d.sent_flag == 0 and 1 <= d.flag <= steps * 2
+    run = _run(plan)
+    words = sum(tr.words for tr in plan.transfers)
+    # Every flag ends at what its pushes brought: flag 0 sums the sends, the rest receives.
+    assert sum(int(f[0]) for f in run.flags) == words
+    assert sum(int(f[1:].sum()) for f in run.flags) == words
+
+
+def test_chunks_pipeline_the_ring():
+    """With 2 chunks, step 1's piece 0 leaves before step 0's piece 1 is waited for."""
+    plan = plan_collective("reduce_scatter", np.zeros((4, 128), np.uint32), topology="1x4",
+                           chunks=2)
+    lines = plan.programs[0].splitlines()
+    first_wait = next(i for i, s in enumerate(lines) if s.startswith("wait f1,"))
+    second_wait = next(i for i, s in enumerate(lines) if s.startswith("wait f2,"))
+    assert any("dma" in s for s in lines[first_wait + 1:second_wait])
+    lockstep = plan_collective("reduce_scatter", np.zeros((4, 128), np.uint32),
+                               topology="1x4").programs[0].splitlines()
+    waits = [i for i, s in enumerate(lockstep) if s.startswith("wait f")]
+    assert lockstep[0].startswith("dma") and len(waits) == 4     # 3 steps, then f0
+
+
+def test_all_to_all_issues_every_send_then_waits_once(rng):
+    plan = plan_collective("all_to_all", _inputs(rng, (4, 4, 3), "int32"), topology="2x2")
+    lines = plan.programs[0].splitlines()
+    waits = [s for s in lines if s.startswith("wait")]
+    assert waits == ["wait f1, 9", "wait f0, 9"]
+    assert lines[-1] == "halt"
+
+
+def test_program_sizes_for_4096_words():
+    """The figures the report quotes (bundles of IMEM the chips need)."""
+    small = plan_collective("all_reduce", np.zeros((4, 4096), np.uint32), topology="1x4")
+    large = plan_collective("all_reduce", np.zeros((16, 4096), np.uint32), topology="4x4")
+    assert small.imem_bundles <= 64 and large.imem_bundles <= 256
+    assert small.vmem_lines <= 1024 and large.vmem_lines <= 1024
+
+
+# ------------------------------------------------------------------------------ broken programs
+
+def _plan_1x4(rng, kind="all_reduce"):
+    return plan_collective(kind, _inputs(rng, (4, 64), "float32"), topology="1x4")
+
+
+def test_missing_receive_wait_is_a_race(rng):
+    plan = _plan_1x4(rng)
+    programs = list(plan.programs)
+    programs[1] = re.sub(r"^wait f1, \d+\n", "", programs[1], flags=re.M)
+    with pytest.raises(ValueError, match=r"chip 1 faults with race at pc \d+: .*push landed "
+                                         r"from chip 0"):
+        _run(plan, programs)
+
+
+def test_forwarding_before_the_wait_is_a_race(rng):
+    """all_gather forwards what it received: a dma that reads it before the wait races."""
+    plan = plan_collective("all_gather", _inputs(rng, (4, 8), "float32"), topology="1x4")
+    programs = list(plan.programs)
+    lines = programs[1].splitlines()
+    i = lines.index("wait f1, 8")
+    lines[i], lines[i + 1] = lines[i + 1], lines[i]            # the dma first
+    programs[1] = "\n".join(lines) + "\n"
+    with pytest.raises(ValueError, match=r"chip 1 faults with race .*dma .*push landed"):
+        _run(plan, programs)
+
+
+def test_skipped_reduce_gives_wrong_values(rng):
+    plan = _plan_1x4(rng)
+    programs = list(plan.programs)
+    # Drop chip 2's first add and store: the received words are loaded but never added.
+    programs[2] = re.sub(r"^(vld v2, [^|\n]*) \| add v3, v1, v2 \| vst [^\n]*$", r"\1",
+                         programs[2], count=1, flags=re.M)
+    assert programs[2] != plan.programs[2]
+    run = _run(plan, programs)
+    expected = gc.collective("all_reduce", np.array(
+        [v[:64] for v in plan.vmem]), topology="1x4").view(np.uint32)
+    assert not np.array_equal(plan.result(run.vmem), expected)
+
+
+def test_store_over_a_pushed_source_waits_for_flag_0():
+    """The ring schedules never store over a word they pushed, but the writer guards it: a
+    reduce whose stores hit an issued push's source first waits on flag 0 for every word
+    pushed; without that wait the ISS stops the store."""
+    from sim.kernels import collective as kc
+
+    out = kc._Piece((0, 0), 1, 0, 1, "reduce", ((0, 0, 8),))      # chip 0 -> 1, words 0..7
+    back = kc._Piece((1, 0), 2, 1, 0, "reduce", ((0, 0, 8),))     # chip 1 -> 0, staged at 8
+    w = kc._Writer(lanes=8, add_op="iadd", targets=lambda p: (8,))
+    w.send([out])
+    w.receive([back], back.flag)
+    program = w.finish()
+    assert program.splitlines()[:3] == ["dma 0", "wait f0, 8", "wait f2, 8"]
+    to_0 = gm.Descriptor(("vmem", 0), ("remote", 0, "vmem", 8), (8,), (1,), (1,), 2,
+                         sent_flag=0)
+    peer = "wait f1, 8\ndma 0\nwait f0, 8\nhalt\n"
+    smems = [_descriptor_smem(*w.records), _descriptor_smem(to_0)]
+    image = [np.arange(32, dtype=np.uint32), np.arange(32, dtype=np.uint32) * 3]
+    run = run_system([program, peer], vmem=image, smem=smems, n_chips=2, n_flags=16,
+                     vmem_lines=4)
+    assert run.vmem[0][:8].tolist() == [4 * i for i in range(8)]        # i + 3i
+    with pytest.raises(ValueError, match=r"chip 0 faults with race at pc \d+: .*vst .*DMA "
+                                         r"issued at pc 0"):
+        run_system([program.replace("wait f0, 8\n", "", 1), peer], vmem=image, smem=smems,
+                   n_chips=2, n_flags=16, vmem_lines=4)
+
+
+def test_waiting_for_too_much_deadlocks(rng):
+    plan = _plan_1x4(rng)
+    programs = list(plan.programs)
+    programs[3] = programs[3].replace("wait f2, 16", "wait f2, 17")
+    with pytest.raises(ValueError, match=r"^deadlock: .*chip 3 at pc \d+ waits for f2 >= 17 "
+                                         r"\(it is 16\).*no push in flight$"):
+        _run(plan, programs)
+
+
+def test_push_to_a_failed_chip_is_an_error(rng):
+    plan = _plan_1x4(rng)
+    programs = list(plan.programs)
+    programs[2] = None
+    with pytest.raises(ValueError, match=r"chip [13] pushes \d+ words to failed chip 2"):
+        _run(plan, programs)
+
+
+# ------------------------------------------------------------------------------ run_system
+
+def _descriptor_smem(*descriptors):
+    return np.concatenate([tc.descriptor_words(d) for d in descriptors])
+
+
+def test_run_system_ping_pong_by_hand():
+    """Chip 0 pushes 8 words to chip 1, which adds 1 to each and pushes them back."""
+    vmem0 = np.arange(100, 116, dtype=np.uint32)
+    to_1 = gm.Descriptor(("vmem", 0), ("remote", 1, "vmem", 8), (8,), (1,), (1,), 1,
+                         sent_flag=0)
+    to_0 = gm.Descriptor(("vmem", 8), ("remote", 0, "vmem", 8), (8,), (1,), (1,), 2,
+                         sent_flag=0)
+    ones = np.concatenate([np.zeros(16, np.uint32), np.ones(8, np.uint32)])
+    programs = ["dma 0\nwait f2, 8\nwait f0, 8\nhalt\n",
+                "wait f1, 8\nvld v2, 2, 0\n"
+                "vld v3, 1, 0 | iadd v3, v3, v2 | vst v3, 1, 0\ndma 0\nwait f0, 8\nhalt\n"]
+    run = run_system(programs, vmem=[vmem0, ones], smem=[_descriptor_smem(to_1),
+                                                         _descriptor_smem(to_0)],
+                     n_chips=2, n_flags=16, vmem_lines=4)
+    assert run.status == ["halted", "halted"]
+    assert run.vmem[0][8:16].tolist() == list(range(101, 109))
+    assert run.vmem[1][8:16].tolist() == list(range(101, 109))
+    assert run.flags[0][:3].tolist() == [8, 0, 8] and run.flags[1][:3].tolist() == [8, 8, 0]
+    assert run.pushes_sent == [1, 1] and run.pushes_landed == [1, 1]
+
+
+def test_run_system_reports_faults_with_pc():
+    with pytest.raises(ValueError, match=r"chip 1 faults with flag_range at pc 1"):
+        run_system(["halt\n", "nop\nwait f20, 1\nhalt\n"], vmem=[None, None],
+                   smem=[None, None], n_chips=2, n_flags=16, vmem_lines=1)
+
+
+def test_run_system_watchdog():
+    with pytest.raises(ValueError, match=r"chip 0: watchdog"):
+        run_system(["top: j top\n"], vmem=[None], smem=[None], n_chips=1, n_flags=16,
+                   vmem_lines=1, max_bundles=50)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(programs=["halt\n"]), r"programs must be a list of 2"),
+    (dict(vmem=[np.zeros(16, np.uint32)] * 2), r"vmem\[0\] has 16 words, more than"),
+    (dict(vmem=[np.zeros(4, np.float32)] * 2), r"vmem\[0\] must be a 1-D numpy uint32"),
+    (dict(n_flags=0), r"n_flags must be an integer in 1\.\.128"),
+    (dict(programs=[None, None]), r"every chip has failed"),
+])
+def test_run_system_bad_arguments(kwargs, match):
+    args = dict(programs=["halt\n", "halt\n"], vmem=[None, None], smem=[None, None],
+                n_chips=2, n_flags=16, vmem_lines=1)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        run_system(args.pop("programs"), **args)
+
+
+# ------------------------------------------------------------------------------ bad plans
+
+def test_bad_n_names_the_values_that_work():
+    with pytest.raises(ValueError, match=r"n = 256 cuts a reduce block at word 4, not a "
+                                         r"multiple of lanes = 8.*smallest n that works is "
+                                         r"512; every multiple of C\*K\*2\*lanes = "
+                                         r"16\*2\*2\*8 = 512 works"):
+        plan_collective("all_reduce", np.zeros((16, 256), np.uint32), topology="4x4")
+    with pytest.raises(ValueError, match=r"n = 72 .*nearest n that work are 64 and 128"):
+        plan_collective("reduce_scatter", np.zeros((4, 72), np.uint32), topology="1x4")
+
+
+def test_copies_need_no_alignment():
+    plan = plan_collective("all_gather", np.zeros((16, 3), np.uint32), topology="4x4")
+    assert plan.vmem_lines == 6
+
+
+@pytest.mark.parametrize("kind,inputs,kw,match", [
+    ("all_sum", np.zeros((4, 64), np.uint32), {}, r"kind must be one of"),
+    ("all_reduce", np.zeros((3, 64), np.uint32), {}, r"\[C, n\] with C = 4"),
+    ("all_to_all", np.zeros((4, 64), np.uint32), {}, r"\[C, C, m\]"),
+    ("reduce_scatter", np.zeros((4, 66), np.uint32), {}, r"n divisible by C"),
+    ("all_reduce", np.zeros((4, 64), np.float64), {}, r"float32 or uint32, not float64"),
+    ("all_reduce", np.zeros((4, 64), np.uint32), {"dtype": "bf16"}, r"dtype must be one of"),
+    ("all_reduce", np.zeros((4, 64), np.uint32), {"topology": 4}, r"topology must be"),
+    ("all_reduce", np.zeros((4, 64), np.uint32), {"chunks": 0}, r"chunks must be a positive"),
+    ("all_reduce", np.zeros((4, 64), np.uint32), {"lanes": True}, r"lanes must be a positive"),
+    ("all_reduce", np.zeros((4, 64 * 50), np.uint32), {"chunks": 50},
+     r"needs 301 flags \(1 \+ 6 steps \* 50 chunks\), more than 128"),
+])
+def test_bad_arguments(kind, inputs, kw, match):
+    kw = {"topology": "1x4", **kw}
+    with pytest.raises(ValueError, match=match):
+        plan_collective(kind, inputs, **kw)

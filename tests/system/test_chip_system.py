@@ -1,0 +1,105 @@
+"""The multi-chip system top (``hdl.system.ChipSystem``) through ``sim.system.run_programs``:
+remote pushes between chips through routers and the OCS, the run's end, the watchdog's
+message, and bad arguments.
+
+The expected memories are written out here by hand from the programs (a ring of pushes),
+not computed by any code under test.
+"""
+
+import numpy as np
+import pytest
+
+from golden import tensorcore as tc
+from golden import topology as topo
+from golden.memory import Descriptor
+from sim import system
+
+#: One build serves every run here (and the collectives on 2x2): ``sim.system.SYSTEM_CHIP``.
+CHIP = {}
+WORDS = 16
+
+
+def _ring_push(n, *, step=1, wait=True):
+    """Chip c pushes VMEM words 0..15 to chip (c + step) % n at word 64, flag 1, and waits
+    for its own incoming words (f1) and its sent words (f0)."""
+    programs, vmem, smem = [], [], []
+    for c in range(n):
+        d = Descriptor(("vmem", 0), ("remote", (c + step) % n, "vmem", 64), (WORDS,), (1,),
+                       (1,), 1, sent_flag=0)
+        smem.append(np.array(tc.descriptor_words(d), np.uint32))
+        vmem.append(np.arange(WORDS, dtype=np.uint32) + 1000 * c + 7)
+        programs.append("dma s0+0\n" + (f"wait f1, {WORDS}\n" if wait else "")
+                        + f"wait f0, {WORDS}\nhalt\n")
+    return programs, vmem, smem
+
+
+@pytest.mark.parametrize("shape, step", [
+    ("2x2", 1), ("2x2", 3), pytest.param("1x4", 2, marks=pytest.mark.slow)])
+def test_ring_of_pushes_lands_on_every_chip(shape, step):
+    n = 4
+    programs, vmem, smem = _ring_push(n, step=step)
+    run = system.run_programs(shape, programs, vmem=vmem, smem=smem, chip=CHIP)
+    for c in range(n):
+        sender = (c - step) % n
+        assert list(run.vmem[c][64:64 + WORDS]) == [1000 * sender + 7 + j for j in range(WORDS)]
+        assert list(run.vmem[c][:WORDS]) == [1000 * c + 7 + j for j in range(WORDS)]
+        assert run.flags[c][0] == WORDS and run.flags[c][1] == WORDS
+    # A one-word flit per cycle: each push is 18 flits (route word, target word, 16 data).
+    assert run.link_flits.sum() >= 4 * (WORDS + 2)
+    assert run.cycles > WORDS
+
+
+def test_failed_chip_takes_no_program_and_traffic_routes_around_it():
+    topology = topo.torus((2, 2), failed=(3,))
+    programs, vmem, smem = [], [], []
+    live = [0, 1, 2]
+    for i, c in enumerate(live):
+        dst = live[(i + 1) % 3]
+        d = Descriptor(("vmem", 0), ("remote", dst, "vmem", 64), (WORDS,), (1,), (1,), 1,
+                       sent_flag=0)
+        smem.append(np.array(tc.descriptor_words(d), np.uint32))
+        vmem.append(np.full(WORDS, 50 + c, np.uint32))
+        programs.append(f"dma s0+0\nwait f1, {WORDS}\nwait f0, {WORDS}\nhalt\n")
+    programs.insert(3, None)
+    vmem.insert(3, None)
+    smem.insert(3, None)
+    run = system.run_programs(topology, programs, vmem=vmem, smem=smem, chip=CHIP)
+    assert run.vmem[3] is None
+    assert list(run.vmem[0][64:64 + WORDS]) == [52] * WORDS
+    assert list(run.vmem[1][64:64 + WORDS]) == [50] * WORDS
+    assert list(run.vmem[2][64:64 + WORDS]) == [51] * WORDS
+    assert run.link_flits[3].sum() == 0
+
+
+def test_a_wait_nothing_can_end_is_named_with_its_chip_and_flag():
+    programs, vmem, smem = _ring_push(4)
+    programs[2] = f"dma s0+0\nwait f5, 3\nhalt\n"       # f5 never gets a word
+    with pytest.raises(system.SystemRunError, match=r"chip 2 at pc 1 \(.*wait f5, 3.*\) waits"):
+        system.run_programs("2x2", programs, vmem=vmem, smem=smem, chip=CHIP, watchdog=2000)
+
+
+def test_a_fault_names_the_chip_and_the_error():
+    programs, vmem, smem = _ring_push(4)
+    programs[1] = "dma s0+100\nhalt\n"                   # a zero record: no words to move
+    with pytest.raises(system.SystemRunError,
+                       match=r"stopped on a fault: chip 1 at pc 0 \(dma 100\) stopped with "
+                             r"dma_count; chip 2 at pc 1 \(wait f1, 16\) waits"):
+        system.run_programs("2x2", programs, vmem=vmem, smem=smem, chip=CHIP, watchdog=2000)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda p: p[:3], "has 4 chips"),
+    (lambda p: p[:3] + [None], "chip 3 is alive"),
+])
+def test_bad_program_lists_are_refused(change, message):
+    programs, vmem, smem = _ring_push(4)
+    with pytest.raises(ValueError, match=message):
+        system.run_programs("2x2", change(programs), vmem=vmem, smem=smem, chip=CHIP)
+
+
+def test_bad_topology_and_backend_are_refused():
+    programs, vmem, smem = _ring_push(4)
+    with pytest.raises(ValueError, match="topology"):
+        system.run_programs("2by2", programs, vmem=vmem, smem=smem, chip=CHIP)
+    with pytest.raises(ValueError, match="backend"):
+        system.run_programs("2x2", programs, vmem=vmem, smem=smem, chip=CHIP, backend="spice")

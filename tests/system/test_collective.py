@@ -1,0 +1,98 @@
+"""``sim.system.collective`` on the RTL system: every collective bit for bit against
+``golden.collectives.collective`` (itself checked against an independent oracle in
+``tests/collectives``), fp32 with special values and int32, regular, twisted and with a
+failed chip; the bandwidth figures' definitions; bad input.
+
+The default suite runs the 2x2 torus (one build, shared with ``test_chip_system``);
+``-m slow`` adds 1x4, 2x2x2, 4x4 and a twisted 2x2x4.
+"""
+
+import numpy as np
+import pytest
+
+from golden import collectives
+from golden import topology as topo
+from sim import system
+
+from .collective_data import collective_inputs
+
+def _check(kind, topology, n, dtype="float32", seed=1, **kwargs):
+    chips = int(topology.alive.sum())
+    inputs = collective_inputs(kind, chips, n, dtype, np.random.default_rng(seed))
+    run = system.collective(kind, inputs, topology=topology, dtype=dtype, seed=seed, **kwargs)
+    want = collectives.collective(kind, inputs, topology=topology, dtype=dtype)
+    got = run.out.view(np.uint32)
+    assert got.shape == want.shape
+    wrong = np.flatnonzero(got.ravel() != want.view(np.uint32).ravel())
+    assert wrong.size == 0, (f"{kind} {dtype} on {topology.shape}: {wrong.size} words differ, "
+                             f"first at {wrong[:5]} (seed {seed})")
+    return run
+
+
+@pytest.mark.parametrize("kind", collectives.KINDS)
+def test_every_collective_on_a_2x2_torus(kind):
+    run = _check(kind, topo.torus((2, 2)), 256)
+    algbw, busbw = collectives.bandwidth(kind, _shape(kind, 4, 256), run.cycles)
+    assert (run.algbw, run.busbw) == (algbw, busbw)
+    assert run.bus_bound == collectives.bus_bound(kind, topo.torus((2, 2)),
+                                                  system.LINK_BYTES_PER_CYCLE)
+    # Every chip sends on its links, and no link carries more than a flit per cycle.
+    assert run.link_utilization.shape == (4, 4)
+    assert 0 < run.link_utilization.max() <= 1
+    assert (run.link_utilization.sum(axis=1) > 0).all()
+
+
+def _shape(kind, chips, n):
+    return (chips, chips, n // chips) if kind == "all_to_all" else (chips, n)
+
+
+@pytest.mark.parametrize("kind", ["all_reduce", "all_to_all"])
+def test_int32_sums_wrap_and_words_move_exactly(kind):
+    _check(kind, topo.torus((2, 2)), 128, dtype="int32", seed=3)
+
+
+def test_all_reduce_with_a_failed_chip_runs_on_the_live_ring():
+    run = _check("all_reduce", topo.torus((2, 2), failed=(2,)), 96)
+    assert run.link_utilization[2].sum() == 0
+
+
+def test_pipelined_chunks_give_the_same_bits():
+    _check("all_reduce", topo.torus((2, 2)), 512, chunks=2, seed=5)
+
+
+def test_float32_values_are_accepted_and_returned_as_float32():
+    x = np.arange(8, dtype=np.float32).reshape(4, 2) - 3.5
+    with pytest.raises(ValueError, match="multiple"):
+        system.collective("all_reduce", x, topology="2x2")
+    x = np.linspace(-1, 1, 4 * 64, dtype=np.float32).reshape(4, 64)
+    run = system.collective("all_reduce", x, topology="2x2")
+    assert run.out.dtype == np.float32
+    assert run.out.view(np.uint32).tobytes() == \
+        collectives.collective("all_reduce", x, topology="2x2").view(np.uint32).tobytes()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(kind="broadcast"), "kind"),
+    (dict(dtype="float16"), "dtype"),
+    (dict(topology="2by2"), "topology"),
+    (dict(inputs=np.zeros((3, 32), np.uint32)), "4"),
+    (dict(inputs=np.zeros((4, 32), np.int64)), "int64"),
+])
+def test_bad_input_is_refused_with_a_reason(kwargs, message):
+    args = dict(kind="all_reduce", inputs=np.zeros((4, 32), np.uint32), topology="2x2",
+                dtype="float32") | kwargs
+    with pytest.raises(ValueError, match=message):
+        system.collective(args.pop("kind"), args.pop("inputs"), **args)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape, twist, failed", [
+    ((1, 4), False, ()), ((2, 2, 2), False, ()), ((4, 4), False, ()),
+    ((2, 2, 4), True, ()), ((4, 4), False, (5,)),
+])
+@pytest.mark.parametrize("kind", collectives.KINDS)
+def test_every_collective_on_larger_systems(shape, twist, failed, kind):
+    topology = topo.torus(shape, twist=twist, failed=failed)
+    chips = int(topology.alive.sum())
+    n = 2 * 2 * 3 * 2 * 16 * chips if kind in ("all_reduce", "reduce_scatter") else 16 * chips
+    _check(kind, topology, n)

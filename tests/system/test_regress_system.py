@@ -1,0 +1,34 @@
+"""The ``system`` regression suite (``verif.suites.system``): one case of seed 1 (the 2x2
+build the other system tests share) passes on Verilator and samples its coverage; with the
+golden fault injected it fails, naming its seed, build, case and the command to rerun it.
+Whole seeds run in ``tpu-rtl regress system``."""
+
+from verif.regress import functional_summary
+from verif.regress_worker import run_seed
+
+
+def test_one_case_passes_and_records_coverage(tmp_path):
+    record = run_seed("system", 1, "verilator", tmp_path, only="case00.")
+    assert record["status"] == "pass", record
+    (case,) = [c for c in record["cases"] if c["checked"]]
+    assert case["case"].startswith("case00.") and case["mismatches"] == 0
+    assert case["cycles"] > 0
+    (report,) = tmp_path.glob("case00.*.cov.xml")
+    _, text = functional_summary(report)
+    # One case: 2x2, all_reduce, float32, tpu, one chunking, link set and size class.
+    assert "(9 of 45 bins)" in text, text
+    for covered in ("system.topology: 2x2\n", "system.kind: all_reduce\n",
+                    "system.dtype: float32\n", "system.numerics: tpu\n"):
+        assert covered not in text, text
+    assert "system.kind: all_to_all\n" in text, text
+
+
+def test_a_golden_fault_fails_the_case_with_a_reproducer(tmp_path):
+    record = run_seed("system", 1, "verilator", tmp_path, inject="golden-fault",
+                      only="case00.")
+    assert record["status"] == "fail"
+    (case,) = [c for c in record["cases"] if c["checked"]]
+    assert case["mismatches"] == 1
+    message = case["first_mismatch"]
+    assert message.startswith("system seed 1 (2x2"), message
+    assert "tpu-rtl regress system --sim verilator --seed 1 --only case00." in message, message

@@ -1,0 +1,80 @@
+"""``tpu-rtl system`` and the system part of ``tpu-rtl demo``: the table, the verdicts, the
+heat map, and one-line errors. The runs use the 2x2 build of the other system tests."""
+
+import numpy as np
+import pytest
+
+from sim import system
+from verif import cli, demo
+from verif.system_cli import parse_size, random_inputs
+
+
+def test_collective_prints_a_checked_table_and_writes_a_heat_map(tmp_path, capsys):
+    status = cli.main(["system", "collective", "all_gather", "--topology", "2x2",
+                       "--sizes", "256:1KiB", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert status == 0
+    rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
+    assert [row[0] for row in rows] == ["256", "512", "1,024"]
+    assert all(row[-1] == "0" for row in rows)                  # no wrong words
+    assert (tmp_path / "links_all_gather_2x2.png").stat().st_size > 1000
+
+
+def test_a_wrong_word_fails_the_command_with_a_reproducer(monkeypatch, tmp_path, capsys):
+    real = system.collective
+
+    def corrupt(*args, **kwargs):
+        run = real(*args, **kwargs)
+        run.out.view(np.uint32).ravel()[3] ^= 1
+        return run
+    monkeypatch.setattr(system, "collective", corrupt)
+    status = cli.main(["system", "collective", "all_to_all", "--topology", "2x2",
+                       "--size", "256", "--out", str(tmp_path)])
+    captured = capsys.readouterr()
+    assert status == 1
+    assert "mismatch: 4 wrong words" in captured.err               # one in each of 4 sizes
+    assert "tpu-rtl system collective all_to_all --topology 2x2" in captured.err
+
+
+@pytest.mark.parametrize("args, status, message", [
+    (["--topology", "2by2"], 1, "--topology looks like 4x4"),
+    (["--size", "3"], 1, "at least one 4-byte word"),
+    (["--size", "12XB"], 1, "a size looks like"),
+    (["--sizes", "4KiB:1KiB"], 1, "from low to high"),
+    (["--chunks", "0"], 2, "--chunks must be at least 1"),
+    (["--fail", "9"], 1, "chip 9 is outside 0..3"),
+    (["--twist"], 1, "a twisted torus is"),
+])
+def test_bad_arguments_are_one_line_errors(args, status, message, capsys):
+    assert cli.main(["system", "collective", "all_reduce", *args]) == status
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_sizes_and_inputs():
+    assert [parse_size(t) for t in ("4096", "16KiB", "1M", "8 kb")] == \
+        [4096, 16384, 1 << 20, 8192]
+    rng = np.random.default_rng(0)
+    assert random_inputs("all_to_all", 4, 1024, "float32", rng).shape == (4, 4, 64)
+    assert random_inputs("all_gather", 4, 1024, "int32", rng).shape == (4, 64)
+    assert random_inputs("all_reduce", 4, 1024, "int32", rng).shape == (4, 256)
+
+
+def test_system_demo_is_bit_exact_and_says_so(tmp_path):
+    lines = []
+    assert demo.system_demo(seed=1, out=lines.append, plots=tmp_path)
+    text = "\n".join(lines)
+    assert text.count("bit-exact") == 3 and "MISMATCH" not in text
+    for step in ("data-parallel step", "all_reduce", "all_to_all"):
+        assert step in text
+    assert (tmp_path / "links_all_reduce_2x2.png").exists()
+
+
+def test_system_demo_reports_a_mismatch(monkeypatch, tmp_path):
+    from golden import collectives
+    good = collectives.collective
+    monkeypatch.setattr(collectives, "collective",
+                        lambda *a, **k: good(*a, **k) ^ np.uint32(1))
+    lines = []
+    assert not demo.system_demo(seed=1, out=lines.append, plots=tmp_path)
+    assert "\n".join(lines).count("MISMATCH") == 3

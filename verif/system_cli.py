@@ -1,0 +1,222 @@
+"""``tpu-rtl system``: collectives on a multi-chip torus of TensorCore chips.
+
+::
+
+    tpu-rtl system collective all_reduce --topology 4x4 --size 64KiB
+    tpu-rtl system collective all_to_all --topology 2x2x2 --twist --sizes 1KiB:16KiB
+    tpu-rtl system collective reduce_scatter --topology 4x4 --fail 5 --dtype int32
+
+``collective`` runs ``sim.system.collective`` over a range of message sizes (doubling up
+to ``--size``, or ``--sizes LO:HI``), checks every output word against
+``golden.collectives.collective``, and prints an nccl-tests-style table: size, cycles,
+algbw and busbw in bytes per cycle, busbw as a fraction of the link-bandwidth bound, and
+the number of wrong words. It writes a link-utilization heat map per torus dimension of
+the largest run (PNG) under ``build/system/``. The exit status is 1 on any wrong word.
+"""
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["add_parser", "cmd_collective", "parse_size", "random_inputs", "plot_links",
+           "collective_table"]
+
+_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1 << 20, "mb": 1 << 20,
+          "mib": 1 << 20}
+
+
+def parse_size(text):
+    """Bytes in ``"64KiB"``, ``"4096"`` or ``"1M"``; ValueError otherwise."""
+    match = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", str(text))
+    if not match or match.group(2).lower() not in _UNITS:
+        raise ValueError(f"a size looks like 4096, 16KiB or 1MiB, not {text!r}")
+    size = int(match.group(1)) * _UNITS[match.group(2).lower()]
+    if size < 4:
+        raise ValueError(f"a size is at least one 4-byte word, not {text!r}")
+    return size
+
+
+def add_parser(subparsers):
+    """Add ``system`` to the ``tpu-rtl`` subcommands."""
+    from golden.collectives import DTYPES, KINDS
+    p = subparsers.add_parser("system", help="run collectives on a multi-chip torus",
+                              description="Run collectives on TensorCore chips joined by "
+                                          "ICI routers through the OCS (hdl.system.ChipSystem).")
+    sub = p.add_subparsers(dest="program", required=True, metavar="PROGRAM")
+    c = sub.add_parser("collective", help="a collective over a range of sizes, checked against "
+                                          "golden, with busbw and a link heat map",
+                       description="Run a collective on random data over a range of message "
+                                   "sizes; check it against golden.collectives and print an "
+                                   "nccl-tests-style table.")
+    c.add_argument("kind", choices=KINDS)
+    c.add_argument("--topology", default="2x2", help="torus shape such as 1x4, 4x4 or 2x2x2 "
+                                                     "(default 2x2)")
+    c.add_argument("--twist", action="store_true", help="twisted torus (k x k x 2k or "
+                                                        "k x 2k x 2k shapes)")
+    c.add_argument("--fail", type=int, action="append", default=[], metavar="CHIP",
+                   help="a failed chip (repeatable)")
+    c.add_argument("--size", default="4KiB", help="largest message size S, nccl-tests' "
+                                                   "definition (default 4KiB)")
+    c.add_argument("--sizes", metavar="LO:HI", help="sizes from LO to HI, doubling (default: "
+                                                    "four sizes up to --size)")
+    c.add_argument("--dtype", choices=DTYPES, default="float32")
+    c.add_argument("--numerics", choices=("tpu", "ieee"), default="tpu")
+    c.add_argument("--chunks", type=int, default=1, help="pieces per transfer (default 1)")
+    c.add_argument("--backend", choices=("verilator", "amaranth", "icarus"),
+                   default="verilator")
+    c.add_argument("--seed", type=int, default=1, help="seed of the data (default 1)")
+    c.add_argument("--out", type=Path, default=Path("build/system"),
+                   help="folder of the heat map (default build/system)")
+    c.set_defaults(func=cmd_collective)
+    b = sub.add_parser("bench", help="measure the system goals into docs/system.md",
+                       description="Run the collective benchmarks (1x4 and 4x4, the size sweep "
+                                   "against the alpha-beta model, alpha, simulation speed), "
+                                   "each checked against golden, and write the tables into "
+                                   "docs/system.md.")
+    b.add_argument("--out", type=Path, default=Path("docs/system.md"))
+    b.add_argument("--seed", type=int, default=1)
+    b.add_argument("--quick", action="store_true", help="leave out the 4x4 torus (its build "
+                                                        "takes 10 to 20 minutes)")
+    b.set_defaults(func=cmd_bench)
+
+
+def cmd_bench(args):
+    from .system_bench import measure
+    measure(args.out, seed=args.seed, quick=args.quick, out=lambda text: print(text, flush=True))
+
+
+def _topology(args):
+    from golden import topology as topo
+    try:
+        dims = tuple(int(x) for x in args.topology.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"--topology looks like 4x4 or 2x2x2, not {args.topology!r}") from None
+    return topo.torus(dims, twist=args.twist, failed=tuple(args.fail))
+
+
+def _sizes(args):
+    if args.sizes:
+        lo, _, hi = args.sizes.partition(":")
+        lo, hi = parse_size(lo), parse_size(hi or lo)
+    else:
+        hi = parse_size(args.size)
+        lo = max(4, hi >> 3)
+    if lo > hi:
+        raise ValueError(f"--sizes runs from low to high, not {args.sizes!r}")
+    sizes = [lo]
+    while sizes[-1] * 2 <= hi:
+        sizes.append(sizes[-1] * 2)
+    return sizes
+
+
+def random_inputs(kind, chips, size, dtype, rng):
+    """Random inputs of ``kind`` whose nccl-tests size S is ``size`` bytes (rounded down to
+    whole words per chip): uint32 bit patterns, with special values for float32."""
+    words = size // 4
+    if kind == "all_to_all":
+        shape = (chips, chips, max(1, words // chips))
+    elif kind == "all_gather":
+        shape = (chips, max(1, words // chips))
+    else:
+        shape = (chips, words)
+    if dtype == "int32":
+        return rng.integers(0, 1 << 32, size=shape, dtype=np.uint64).astype(np.uint32)
+    values = rng.standard_normal(shape).astype(np.float32).view(np.uint32)
+    specials = np.array([0x0000_0000, 0x8000_0000, 0x7F80_0000, 0xFF80_0000, 0x7FC0_0000,
+                         0x0000_0001, 0x807F_FFFF], np.uint32)
+    pick = rng.random(shape) < 0.02
+    values[pick] = rng.choice(specials, size=int(pick.sum()))
+    return values
+
+
+def collective_table(rows):
+    """The nccl-tests-style table of ``rows`` (dicts of size, cycles, algbw, busbw,
+    fraction, wrong), as lines."""
+    lines = [f"  {'size (B)':>10}{'cycles':>10}{'algbw B/c':>11}{'busbw B/c':>11}"
+             f"{'of bound':>10}{'#wrong':>8}"]
+    for r in rows:
+        lines.append(f"  {r['size']:>10,}{r['cycles']:>10,}{r['algbw']:>11.3f}"
+                     f"{r['busbw']:>11.3f}{r['fraction']:>10.1%}{r['wrong']:>8}")
+    return lines
+
+
+def plot_links(utilization, topology, path, title):
+    """A heat map per torus dimension of ``utilization`` [n_chips, 2*D] (flits per cycle
+    out of each port): rows +a and -a, columns chips. Returns ``path``."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    dims = len(topology.dims)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, axes = plt.subplots(dims, 1, figsize=(max(6, 0.4 * topology.n_chips + 2),
+                                               1.2 + 1.5 * dims), squeeze=False)
+    for a, ax in enumerate(axes[:, 0]):
+        util = np.asarray(utilization)[:, 2 * a:2 * a + 2].T
+        image = ax.imshow(util, aspect="auto", vmin=0, vmax=1, cmap="viridis",
+                          interpolation="nearest")
+        ax.set_yticks([0, 1], [f"+{'xyz'[a]}", f"-{'xyz'[a]}"])
+        ax.set_xticks(range(topology.n_chips))
+        ax.set_xlabel("chip")
+        ax.set_title(f"{title}: dimension {'xyz'[a]}")
+        fig.colorbar(image, ax=ax, label="flits/cycle")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def cmd_collective(args):
+    from golden import collectives
+    from sim import system
+
+    from .cli import CommandError
+    from .progress import ProgressLine
+
+    topology = _topology(args)
+    sizes = _sizes(args)
+    if args.chunks < 1:
+        raise CommandError(f"--chunks must be at least 1, not {args.chunks}", status=2)
+    chips = int(topology.alive.sum())
+    rng = np.random.default_rng(args.seed)
+    print(f"system {args.kind} on {topology.shape}{' twisted' if args.twist else ''}"
+          f"{' failed ' + ','.join(map(str, args.fail)) if args.fail else ''} ({chips} chips, "
+          f"{args.dtype}, numerics {args.numerics}, chunks {args.chunks}, seed {args.seed}, "
+          f"backend {args.backend}); B = {system.LINK_BYTES_PER_CYCLE} bytes/cycle per link "
+          f"direction", flush=True)
+    rows, last = [], None
+    progress = ProgressLine(f"system {args.kind}", total=len(sizes), unit="sizes")
+    try:
+        for size in sizes:
+            inputs = random_inputs(args.kind, chips, size, args.dtype, rng)
+            try:
+                run = system.collective(args.kind, inputs, topology=topology, dtype=args.dtype,
+                                        numerics=args.numerics, chunks=args.chunks,
+                                        backend=args.backend, seed=args.seed)
+            except system.SystemRunError as error:
+                raise CommandError(str(error)) from None
+            want = collectives.collective(args.kind, inputs, topology=topology,
+                                          dtype=args.dtype, numerics=args.numerics)
+            wrong = int(np.count_nonzero(run.out.view(np.uint32) != want.view(np.uint32)))
+            rows.append(dict(size=collectives.message_bytes(args.kind, inputs.shape),
+                             cycles=run.cycles, algbw=run.algbw, busbw=run.busbw,
+                             fraction=run.busbw / run.bus_bound, wrong=wrong))
+            last = run
+            progress.update(advance=1, text=f"{size:,} B: {run.cycles:,} cycles")
+    finally:
+        progress.close()
+    print("\n".join(collective_table(rows)))
+    print(f"  bus bound: {last.bus_bound:.3f} bytes/cycle")
+    name = f"links_{args.kind}_{topology.shape}{'_twist' if args.twist else ''}.png"
+    path = plot_links(last.link_utilization, topology, args.out / name,
+                      f"{args.kind} {rows[-1]['size']:,} B")
+    print(f"  link heat map: {path}")
+    bad = sum(r["wrong"] for r in rows)
+    if bad:
+        again = (f"tpu-rtl system collective {args.kind} --topology {args.topology}"
+                 f"{' --twist' if args.twist else ''}"
+                 + "".join(f" --fail {c}" for c in args.fail)
+                 + f" --sizes {sizes[0]}:{sizes[-1]} --dtype {args.dtype} --numerics "
+                   f"{args.numerics} --chunks {args.chunks} --seed {args.seed} --backend "
+                   f"{args.backend}")
+        raise CommandError(f"mismatch: {bad} wrong words (reproduce: {again})")
