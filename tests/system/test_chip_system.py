@@ -33,8 +33,8 @@ def _ring_push(n, *, step=1, wait=True):
     return programs, vmem, smem
 
 
-@pytest.mark.parametrize("shape, step", [
-    ("2x2", 1), ("2x2", 3), pytest.param("1x4", 2, marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("shape, step", [("2x2", 1), ("2x2", 3), ("1x4", 2)])
 def test_ring_of_pushes_lands_on_every_chip(shape, step):
     n = 4
     programs, vmem, smem = _ring_push(n, step=step)
@@ -49,6 +49,7 @@ def test_ring_of_pushes_lands_on_every_chip(shape, step):
     assert run.cycles > WORDS
 
 
+@pytest.mark.slow
 def test_failed_chip_takes_no_program_and_traffic_routes_around_it():
     topology = topo.torus((2, 2), failed=(3,))
     programs, vmem, smem = [], [], []
@@ -71,6 +72,7 @@ def test_failed_chip_takes_no_program_and_traffic_routes_around_it():
     assert run.link_flits[3].sum() == 0
 
 
+@pytest.mark.slow
 def test_a_wait_nothing_can_end_is_named_with_its_chip_and_flag():
     programs, vmem, smem = _ring_push(4)
     programs[2] = f"dma s0+0\nwait f5, 3\nhalt\n"       # f5 never gets a word
@@ -78,6 +80,7 @@ def test_a_wait_nothing_can_end_is_named_with_its_chip_and_flag():
         system.run_programs("2x2", programs, vmem=vmem, smem=smem, chip=CHIP, watchdog=2000)
 
 
+@pytest.mark.slow
 def test_a_fault_names_the_chip_and_the_error():
     programs, vmem, smem = _ring_push(4)
     programs[1] = "dma s0+100\nhalt\n"                   # a zero record: no words to move

@@ -3,8 +3,10 @@
 ``tests/collectives``), fp32 with special values and int32, regular, twisted and with a
 failed chip; the bandwidth figures' definitions; bad input.
 
-The default suite runs the 2x2 torus (one build, shared with ``test_chip_system``);
-``-m slow`` adds 1x4, 2x2x2, 4x4 and a twisted 2x2x4.
+The RTL runs are marked slow (``-m slow``): the 2x2 torus (one build, shared with the other
+system tests), then 1x4, 2x2x2, 4x4 and a twisted 2x2x4. The default suite keeps the
+checks of bad input, which need no build; ``make demo`` runs collectives on the 2x2 RTL
+and fails on any wrong word.
 """
 
 import numpy as np
@@ -29,6 +31,7 @@ def _check(kind, topology, n, dtype="float32", seed=1, **kwargs):
     return run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", collectives.KINDS)
 def test_every_collective_on_a_2x2_torus(kind):
     run = _check(kind, topo.torus((2, 2)), 256)
@@ -46,20 +49,24 @@ def _shape(kind, chips, n):
     return (chips, chips, n // chips) if kind == "all_to_all" else (chips, n)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["all_reduce", "all_to_all"])
 def test_int32_sums_wrap_and_words_move_exactly(kind):
     _check(kind, topo.torus((2, 2)), 128, dtype="int32", seed=3)
 
 
+@pytest.mark.slow
 def test_all_reduce_with_a_failed_chip_runs_on_the_live_ring():
     run = _check("all_reduce", topo.torus((2, 2), failed=(2,)), 96)
     assert run.link_utilization[2].sum() == 0
 
 
+@pytest.mark.slow
 def test_pipelined_chunks_give_the_same_bits():
     _check("all_reduce", topo.torus((2, 2)), 512, chunks=2, seed=5)
 
 
+@pytest.mark.slow
 def test_float32_values_are_accepted_and_returned_as_float32():
     x = np.arange(8, dtype=np.float32).reshape(4, 2) - 3.5
     with pytest.raises(ValueError, match="multiple"):

@@ -3,10 +3,13 @@ build the other system tests share) passes on Verilator and samples its coverage
 golden fault injected it fails, naming its seed, build, case and the command to rerun it.
 Whole seeds run in ``tpu-rtl regress system``."""
 
+import pytest
+
 from verif.regress import functional_summary
 from verif.regress_worker import run_seed
 
 
+@pytest.mark.slow
 def test_one_case_passes_and_records_coverage(tmp_path):
     record = run_seed("system", 1, "verilator", tmp_path, only="case00.")
     assert record["status"] == "pass", record
@@ -23,6 +26,7 @@ def test_one_case_passes_and_records_coverage(tmp_path):
     assert "system.kind: all_to_all\n" in text, text
 
 
+@pytest.mark.slow
 def test_a_golden_fault_fails_the_case_with_a_reproducer(tmp_path):
     record = run_seed("system", 1, "verilator", tmp_path, inject="golden-fault",
                       only="case00.")

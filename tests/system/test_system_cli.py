@@ -9,6 +9,7 @@ from verif import cli, demo
 from verif.system_cli import parse_size, random_inputs
 
 
+@pytest.mark.slow
 def test_collective_prints_a_checked_table_and_writes_a_heat_map(tmp_path, capsys):
     status = cli.main(["system", "collective", "all_gather", "--topology", "2x2",
                        "--sizes", "256:1KiB", "--out", str(tmp_path)])
@@ -20,6 +21,7 @@ def test_collective_prints_a_checked_table_and_writes_a_heat_map(tmp_path, capsy
     assert (tmp_path / "links_all_gather_2x2.png").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_a_wrong_word_fails_the_command_with_a_reproducer(monkeypatch, tmp_path, capsys):
     real = system.collective
 
@@ -60,6 +62,7 @@ def test_sizes_and_inputs():
     assert random_inputs("all_reduce", 4, 1024, "int32", rng).shape == (4, 256)
 
 
+@pytest.mark.slow
 def test_system_demo_is_bit_exact_and_says_so(tmp_path):
     lines = []
     assert demo.system_demo(seed=1, out=lines.append, plots=tmp_path)
@@ -70,6 +73,7 @@ def test_system_demo_is_bit_exact_and_says_so(tmp_path):
     assert (tmp_path / "links_all_reduce_2x2.png").exists()
 
 
+@pytest.mark.slow
 def test_system_demo_reports_a_mismatch(monkeypatch, tmp_path):
     from golden import collectives
     good = collectives.collective

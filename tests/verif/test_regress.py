@@ -135,7 +135,7 @@ def test_unknown_suite_is_a_one_line_error(tmp_path):
     proc = _regress("alu", cwd=tmp_path)
     assert proc.returncode == 1
     assert proc.stderr.strip() == ("tpu-rtl regress: error: unknown suite 'alu'; suites: "
-                                   "arith, mxu, dma, network, sparsecore, tensorcore, vpu, "
+                                   "arith, mxu, dma, network, sparsecore, system, tensorcore, vpu, "
                                    "bf16_mul_exhaustive, vpu_transcendental_exhaustive")
 
 
