@@ -129,10 +129,10 @@ def system_demo(*, seed, backend="verilator", out=print, plots=None):
         inputs = random_inputs(kind, chips, SYSTEM_BYTES, "float32", rng)
         ok &= check(kind, kind, inputs, collectives.collective(kind, inputs, topology=topology))
     lines = collective_table(rows)
-    out(f"  {'step':<20}" + lines[0].lstrip() + "  verdict")
+    # collective_table's lines start with a 2-space indent: the label column replaces it.
+    out(f"  {'step':<20}" + lines[0][2:] + "  verdict")
     for label, line, row in zip(verdicts, lines[1:], rows):
-        out(f"  {label:<20}" + line.lstrip() + ("  bit-exact" if not row["wrong"]
-                                                else "  MISMATCH"))
+        out(f"  {label:<20}" + line[2:] + ("  bit-exact" if not row["wrong"] else "  MISMATCH"))
     if not (products == golden_products).all():
         out("  the MXU products differ from golden.mxu.matmul")
     path = plot_links(runs["all_reduce"].link_utilization, topology,
