@@ -43,7 +43,7 @@ from .routing import UNREACHABLE, DeadlockError, RoutingTables, walk
 
 __all__ = [
     "PORT_NAMES", "UNREACHABLE", "Topology", "RoutingTables", "DeadlockError",
-    "torus", "check_ocs_map", "ocs_map", "routing_tables", "deadlock_free", "route",
+    "parse_dims", "torus", "check_ocs_map", "ocs_map", "routing_tables", "deadlock_free", "route",
     "all_to_all_load", "all_to_all_bound",
 ]
 
@@ -240,7 +240,9 @@ class Topology:
         return f"Topology({self.shape} {kind}, failed={self.failed})"
 
 
-def _parse_dims(dims):
+def parse_dims(dims):
+    """``dims`` as a tuple of 2 or 3 positive ints with a product of at least 2, from a
+    tuple or a string such as ``"4x4x8"``. ValueError otherwise."""
     if isinstance(dims, str):
         try:
             dims = tuple(int(x) for x in dims.lower().split("x"))
@@ -283,7 +285,7 @@ def torus(dims, *, wrap=True, twist=False, failed=()):
     -------
     Topology
     """
-    dims = _parse_dims(dims)
+    dims = parse_dims(dims)
     if not isinstance(wrap, bool) or not isinstance(twist, bool):
         raise ValueError(f"wrap and twist must be bools, not {wrap!r} and {twist!r}")
     if twist and not wrap:

@@ -28,12 +28,13 @@ from hdl.lib.blackbox import BlackBox
 from hdl.ocs import STATUSES
 from hdl.system import ChipNode, ChipSystem, chip_node_signature
 from hdl.system.chip_node import FLIT_WORDS
+from hdl.tensorcore.isa import ERROR_CODES
 from hdl.tensorcore.sequencer import State
 
 from .backends import check_backend
 from .backends.whole_run import WholeRun, check_run, memory_depth, pack_words, unpack_words
 from .blocks import MemoryImage
-from .network import CONFIG_WATCHDOG, _lit, _ocs_beats, _rows
+from .network import CONFIG_WATCHDOG, _lit, _ocs_beats, _rows, _topology
 from .transactors import SimulationHang
 
 __all__ = ["run_programs", "collective", "SystemRun", "CollectiveRun", "SystemRunError",
@@ -54,6 +55,11 @@ LINK_BYTES_PER_CYCLE = 4 * FLIT_WORDS
 SYSTEM_CHIP = dict(numerics="tpu", lanes=4, mxu=False, ops=("add", "iadd"), hbm_words=1024,
                    words_per_cycle=4, read_latency=4, outstanding=4, vector_queue=8,
                    n_flags=64, vmem_lines=1024, smem_words=1024, imem_depth=1024)
+
+
+#: Widths of a chip's ``error`` and ``state`` in the system's per-chip outputs.
+ERROR_BITS = Shape.cast(range(len(ERROR_CODES))).width
+STATE_BITS = Shape.cast(State).width
 
 
 class SystemRunError(RuntimeError):
@@ -89,20 +95,6 @@ class CollectiveRun:
     bus_bound: float
     link_utilization: np.ndarray
     seconds: float = 0.0
-
-
-def _topology(topology):
-    if isinstance(topology, topo.Topology):
-        return topology
-    if isinstance(topology, str):
-        try:
-            dims = tuple(int(x) for x in topology.lower().split("x"))
-        except ValueError:
-            raise ValueError(f"topology must be a golden.topology.Topology or a shape such "
-                             f"as '4x4', not {topology!r}") from None
-        return topo.torus(dims)
-    raise ValueError(f"topology must be a golden.topology.Topology or a shape such as "
-                     f"'4x4', not {topology!r}")
 
 
 def system_params(topology, chip, *, vcs=2, buffer_flits=8, link_latency=2):
@@ -142,7 +134,8 @@ def run_programs(topology, programs, *, vmem, smem=None, chip=None, vcs=2, buffe
     programs : list, per chip id, of assembly text or bundles (None: a failed chip)
     vmem, smem : lists, per chip id, of flat uint32 initial images (None: zeros)
     chip : dict
-        TensorCore parameters of every chip (:data:`SYSTEM_CHIP` and these).
+        TensorCore parameters of every chip (:data:`SYSTEM_CHIP` and these); IMEM grows to
+        the power of two that holds the longest program.
     vcs, buffer_flits, link_latency : the routers' and links'
     backend, seed, waves, progress : as every runner's
     watchdog : int
@@ -169,7 +162,8 @@ def run_programs(topology, programs, *, vmem, smem=None, chip=None, vcs=2, buffe
     words = [None if p is None else tc.program_words(p) for p in programs]
     params = dict(SYSTEM_CHIP) | dict(chip or {})
     lanes = params["lanes"]
-    params.setdefault("imem_depth", memory_depth(max(len(w) for w in words if w is not None)))
+    longest = max(len(w) for w in words if w is not None)
+    params["imem_depth"] = max(params["imem_depth"], memory_depth(longest))
     params = system_params(topology, params, vcs=vcs, buffer_flits=buffer_flits,
                            link_latency=link_latency)
     chip_params = params["chip"]
@@ -200,7 +194,7 @@ def run_programs(topology, programs, *, vmem, smem=None, chip=None, vcs=2, buffe
         result = _simulate(whole, backend=backend, waves=waves, progress=progress)
     except SimulationHang as hang:
         out = hang.outputs or {}
-        faulted = _per_chip(out.get("error", 0), n, 5).any()
+        faulted = _per_chip(out.get("error", 0), n, ERROR_BITS).any()
         raise SystemRunError(_explain(topology, words, out, chip_params,
                                       "stopped on a fault" if faulted else "hung")) from None
     out = result.outputs
@@ -208,7 +202,7 @@ def run_programs(topology, programs, *, vmem, smem=None, chip=None, vcs=2, buffe
         status = out["ocs_status"]
         raise SystemRunError(f"system {topology.shape}: the OCS of axis {'xyz'[status & 3]} "
                            f"refused its map ({STATUSES[status >> 2 & 7]})")
-    errors = _per_chip(out.get("error", 0), n, 5)
+    errors = _per_chip(out.get("error", 0), n, ERROR_BITS)
     if any(errors[c] for c in range(n) if alive[c]):
         raise SystemRunError(_explain(topology, words, out, chip_params, "faulted"))
     n_flags = chip_params.get("n_flags", 16)
@@ -230,8 +224,8 @@ def _explain(topology, words, out, chip, what):
     n = topology.n_chips
     n_flags = chip.get("n_flags", 16)
     pcs = _per_chip(out.get("pc", 0), n, 32)
-    states = _per_chip(out.get("state", 0), n, 3)
-    errors = _per_chip(out.get("error", 0), n, 5)
+    states = _per_chip(out.get("state", 0), n, STATE_BITS)
+    errors = _per_chip(out.get("error", 0), n, ERROR_BITS)
     flags = _per_chip(out.get("flags", 0), n * n_flags, 32).reshape(n, n_flags)
     waiting = int(out.get("waiting", 0))
     parts = []

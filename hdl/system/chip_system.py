@@ -16,7 +16,8 @@ from ..ocs import status_layout
 from ..tensorcore.isa import ERROR_CODES
 from ..tensorcore.sequencer import State
 from .chip_node import ChipNode
-from .fabric import face_ports, ocs_layout, ocs_switches, parse_dims, record_refusal, wire_links
+from .fabric import (config_rows, face_ports, ocs_layout, ocs_switches, parse_dims,
+                     record_refusal, wire_links)
 from .layouts import row_layout
 
 __all__ = ["ChipSystem", "SYSTEM_PHASES"]
@@ -133,12 +134,7 @@ class ChipSystem(wiring.Component):
         in_phase = {name: phase == i for name, i in code.items()}
         m.d.comb += self.phase.eq(phase)
 
-        rows = Signal(range(n + 1))
-        take_row = Signal()
-        m.d.comb += [self.tables.ready.eq(in_phase["config"] & (rows < n)),
-                     take_row.eq(self.tables.valid & self.tables.ready)]
-        with m.If(take_row):
-            m.d.sync += rows.eq(rows + 1)
+        rows, take_row = config_rows(m, self.tables, n, configuring=in_phase["config"])
         row = self.tables.payload
         n_flags, ports = self.n_flags, 2 * len(self.dims)
         for c, node in enumerate(nodes):

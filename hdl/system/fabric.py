@@ -3,33 +3,23 @@ on its faces (``hdl.system.NetworkSystem`` and ``hdl.system.ChipSystem`` share t
 
 import math
 
-from amaranth.hdl import Cat, Mux
+from amaranth.hdl import Cat, Mux, Signal
 from amaranth.lib import data, wiring
+
+from golden import topology
 
 from ..ici import Link
 from ..ici.layouts import CHIP_BITS
 from ..ocs import OpticalCircuitSwitch, config_layout
 
 __all__ = ["parse_dims", "face_ports", "wired_neighbor", "ocs_layout", "tree_sum",
-           "link_outputs", "wire_links", "ocs_switches", "record_refusal"]
+           "config_rows", "link_outputs", "wire_links", "ocs_switches", "record_refusal"]
 
 
 def parse_dims(dims):
     """``dims`` as a tuple of 2 or 3 ints from 1 to 256 with a product from 2 to 256: from
     a tuple or a string such as ``"4x4x8"``. ValueError otherwise."""
-    if isinstance(dims, str):
-        try:
-            dims = tuple(int(x) for x in dims.lower().split("x"))
-        except ValueError:
-            raise ValueError(f"dims must look like '4x4x8', not {dims!r}") from None
-    try:
-        dims = tuple(dims)
-    except TypeError:
-        raise ValueError(f"dims must be 2 or 3 ints or a string like '4x4', not {dims!r}") \
-            from None
-    if len(dims) not in (2, 3) or not all(isinstance(n, int) and not isinstance(n, bool)
-                                          and n >= 1 for n in dims):
-        raise ValueError(f"dims must be 2 or 3 positive ints, not {dims!r}")
+    dims = topology.parse_dims(dims)
     if not 2 <= math.prod(dims) <= 1 << CHIP_BITS:
         raise ValueError(f"a network has 2 to {1 << CHIP_BITS} nodes, not "
                          f"{math.prod(dims)} ({'x'.join(map(str, dims))})")
@@ -88,6 +78,18 @@ def tree_sum(values):
     while len(terms) > 1:
         terms = [a + b for a, b in zip(terms[::2], terms[1::2])] + terms[len(terms) & ~1:]
     return terms[0]
+
+
+def config_rows(m, tables, n, *, configuring):
+    """Take the ``n`` configuration rows of a top's ``tables`` stream, one per destination,
+    while ``configuring``; returns ``(rows, take)``: the rows taken so far (the index of
+    the row on ``tables`` when ``take`` is high) and whether one is taken this cycle."""
+    rows = Signal(range(n + 1))
+    take = Signal()
+    m.d.comb += [tables.ready.eq(configuring & (rows < n)), take.eq(tables.valid & tables.ready)]
+    with m.If(take):
+        m.d.sync += rows.eq(rows + 1)
+    return rows, take
 
 
 def link_outputs(m, router, node, *, vcs, flit_words, latency):

@@ -12,8 +12,8 @@ from ..ici.layouts import MAX_VCS
 from ..lib.memory_port import check_int
 from ..lib.xorshift import GAP_BITS
 from ..ocs import status_layout
-from .fabric import (face_ports, ocs_layout, ocs_switches, parse_dims, record_refusal,
-                     tree_sum, wire_links, wired_neighbor)
+from .fabric import (config_rows, face_ports, ocs_layout, ocs_switches, parse_dims,
+                     record_refusal, tree_sum, wire_links, wired_neighbor)
 from .layouts import (BUCKETS, HIST_BASE, MAX_LOCAL_PORTS, MAX_PACKET_FLITS, N_STATS, STATS,
                       TIME_BITS, latency_bucket_hw, row_layout)
 from .node import NetworkNode, node_row_layout
@@ -147,12 +147,7 @@ class NetworkSystem(wiring.Component):
         m.d.comb += self.phase.eq(phase)
 
         # Configuration rows, to every node.
-        rows = Signal(range(n + 1))
-        take_row = Signal()
-        m.d.comb += [self.tables.ready.eq(in_phase["config"] & (rows < n)),
-                     take_row.eq(self.tables.valid & self.tables.ready)]
-        with m.If(take_row):
-            m.d.sync += rows.eq(rows + 1)
+        rows, take_row = config_rows(m, self.tables, n, configuring=in_phase["config"])
         row = self.tables.payload
 
         traffic = {name: getattr(self, name) for name in

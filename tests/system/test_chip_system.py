@@ -102,7 +102,7 @@ def test_bad_program_lists_are_refused(change, message):
 
 def test_bad_topology_and_backend_are_refused():
     programs, vmem, smem = _ring_push(4)
-    with pytest.raises(ValueError, match="topology"):
+    with pytest.raises(ValueError, match="dims must look like '4x4x8', not '2by2'"):
         system.run_programs("2by2", programs, vmem=vmem, smem=smem, chip=CHIP)
     with pytest.raises(ValueError, match="backend"):
         system.run_programs("2x2", programs, vmem=vmem, smem=smem, chip=CHIP, backend="spice")

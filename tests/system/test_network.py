@@ -219,7 +219,7 @@ def test_bad_parameters(kwargs, message):
 
 @pytest.mark.parametrize("params, message", [
     (dict(dims="4x"), "dims must look like '4x4x8'"),
-    (dict(dims=(1, 1)), "a network has 2 to 256 nodes, not 1"),
+    (dict(dims=(1, 1)), r"a topology needs at least 2 chips, not \(1, 1\)"),
     (dict(dims="16x32"), "a network has 2 to 256 nodes, not 512"),
     (dict(vcs=5), "vcs must be at most 4"),
     (dict(local_ports=3), "local_ports must be at most 2"),
