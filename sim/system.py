@@ -25,6 +25,7 @@ from golden import collectives as gc_golden
 from golden import tensorcore as tc
 from golden import topology as topo
 from hdl.lib.blackbox import BlackBox
+from hdl.memory.dma_push_ports import DEFAULT_PUSH_BEATS
 from hdl.ocs import STATUSES
 from hdl.system import ChipNode, ChipSystem, chip_node_signature
 from hdl.system.chip_node import FLIT_WORDS
@@ -38,23 +39,36 @@ from .network import CONFIG_WATCHDOG, _lit, _ocs_beats, _rows, _topology
 from .transactors import SimulationHang
 
 __all__ = ["run_programs", "collective", "SystemRun", "CollectiveRun", "SystemRunError",
-           "SYSTEM_CHIP", "LINK_BYTES_PER_CYCLE", "BLOCK"]
+           "SYSTEM_CHIP", "LINK_BYTES_PER_CYCLE", "BLOCK", "plan_push_words"]
 
 #: The block name of the system top in whole runs and builds.
 BLOCK = "system"
 #: One link's bandwidth each way, bytes per cycle: a one-word flit per cycle.
 LINK_BYTES_PER_CYCLE = 4 * FLIT_WORDS
-#: Every system chip's TensorCore parameters, unless a run gives others: 4 lanes (a vreg
-#: of 8 x 4 words: half the 8-lane VPU and its build, and VMEM still moves 4 words a
-#: cycle, so a reduce, which reads two lines and writes one for every line received,
-#: keeps up with a link's word a cycle), no MXU, only the VPU operations collectives use,
+#: Every system chip's TensorCore parameters, unless a run gives others: 8 lanes (a
+#: reduce reads two VMEM lines and writes one for every line received, one line a
+#: cycle, so 8 lanes add 2.7 words a cycle, ahead of the 2 words a cycle two network
+#: ports receive; 4 lanes, 1.3 words a cycle, held a 1x4 reduce-scatter to 0.44 of its
+#: bound), no MXU, only the VPU operations collectives use,
 #: a small HBM (collectives work in VMEM), a VMEM line per cycle for the DMA, 4 DMAs in
-#: flight, and memories and flags that hold the programs and data of every test size, so
-#: that one build per topology serves them all (a larger run grows them to the next
-#: power of two).
-SYSTEM_CHIP = dict(numerics="tpu", lanes=4, mxu=False, ops=("add", "iadd"), hbm_words=1024,
-                   words_per_cycle=4, read_latency=4, outstanding=4, vector_queue=8,
-                   n_flags=64, vmem_lines=1024, smem_words=1024, imem_depth=1024)
+#: flight, two network ports (two push and two receive engines on two router local
+#: ports, so a chip sends both ways round a ring at once), and memories and flags that
+#: hold the programs and data of every test size, so that one build per topology serves
+#: them all (a larger run grows them to the next power of two).
+SYSTEM_CHIP = dict(numerics="tpu", lanes=8, mxu=False, ops=("add", "iadd"), hbm_words=1024,
+                   words_per_cycle=4, read_latency=4, outstanding=4, network_ports=2,
+                   vector_queue=8, n_flags=64, vmem_lines=512, smem_words=1024,
+                   imem_depth=1024)
+
+
+def plan_push_words(chip):
+    """Words per push descriptor in the collective programs for ``chip`` (TensorCore
+    parameters): with several network ports, half a push port's queue, so that the
+    pushes a chip deals to its ports in turn are queued while the others send; with one,
+    None (a descriptor per run of words)."""
+    if chip.get("network_ports", 1) == 1:
+        return None
+    return DEFAULT_PUSH_BEATS * chip["lanes"] // 2
 
 
 #: Widths of a chip's ``error`` and ``state`` in the system's per-chip outputs.
@@ -274,7 +288,7 @@ def collective(kind, inputs, *, topology, dtype="float32", backend="verilator", 
     bits, as_type = _bits(inputs, dtype)
     chip = dict(SYSTEM_CHIP) | dict(chip or {}) | {"numerics": numerics}
     plan = plan_collective(kind, bits, topology=topology, dtype=dtype, lanes=chip["lanes"],
-                           chunks=chunks)
+                           chunks=chunks, push_words=plan_push_words(chip))
     need = dict(n_flags=plan.n_flags, vmem_lines=plan.vmem_lines, smem_words=plan.smem_words,
                 imem_depth=plan.imem_bundles)
     chip |= {name: max(chip[name], memory_depth(value)) for name, value in need.items()}

@@ -4,8 +4,9 @@ Every memory sits behind :class:`~hdl.lib.memory_port.MemoryPortSignature`. The 
 layered, with streams between the layers: :class:`DescriptorCheck` (queue, and validation
 before any write) -> :class:`AddressGenerator` (3-D, element order, in beats of up to a
 line) -> :class:`BurstEngine` (line reads, rotated and merged line writes) and, for remote
-pushes, :class:`Packetizer` (ICI ``write`` packets out). A :class:`Receiver` lands the
-packets that arrive. :class:`DmaSystem` joins one of each.
+pushes, :class:`Packetizer` (ICI ``write`` packets out; :class:`PushPorts` deals pushes to
+several). A :class:`Receiver` lands the packets that arrive. :class:`DmaSystem` joins them,
+with a receiver per network port.
 """
 
 from .dma import DMA
@@ -13,6 +14,7 @@ from .dma_addrgen import AddressGenerator, beat_layout, inflight_layout
 from .dma_burst import ROUND_TRIP, BurstEngine
 from .dma_check import DescriptorCheck, job_layout
 from .dma_push import Packetizer, max_payload_words, push_beat_layout, push_done_layout
+from .dma_push_ports import PushPorts
 from .dma_receive import Receiver
 from .dma_system import DmaSystem, core_signature
 from .hbm import HBM
@@ -27,7 +29,7 @@ from .vmem import VMEM
 __all__ = [
     "HBM", "VMEM", "SyncFlags", "DMA", "DmaSystem", "core_signature",
     "DescriptorCheck", "AddressGenerator", "BurstEngine", "ROUND_TRIP", "Packetizer",
-    "Receiver", "WriterMerge", "max_payload_words",
+    "PushPorts", "Receiver", "WriterMerge", "max_payload_words",
     "descriptor_layout", "error_layout", "flag_add_layout", "flag_set_layout",
     "flag_wait_layout", "job_layout", "beat_layout", "inflight_layout", "push_beat_layout",
     "push_done_layout", "target_word_layout",

@@ -10,7 +10,8 @@ from ..lib.memory_port import WORD_BITS, MemoryPortSignature, check_int, line_ad
 from .dma_addrgen import AddressGenerator
 from .dma_burst import ROUND_TRIP, BurstEngine
 from .dma_check import DescriptorCheck
-from .dma_push import DEFAULT_MAX_PAYLOAD, Packetizer, max_payload_words
+from .dma_push import DEFAULT_MAX_PAYLOAD, max_payload_words
+from .dma_push_ports import DEFAULT_PUSH_BEATS, PushPorts, push_port_name
 from .layouts import (ADDRESS_BITS, CHIP_BITS, FLAG_BITS, descriptor_layout, error_layout,
                       flag_add_layout)
 
@@ -47,7 +48,10 @@ class DMA(wiring.Component):
     ``golden.ici.push_packets`` with ``max_payload`` words a packet at most), and once the
     last flit has been taken the descriptor completes, adding its word count to its
     ``sent_flag`` if it names one. Its destination flag is added at the destination chip
-    (:class:`~hdl.memory.dma_receive.Receiver`).
+    (:class:`~hdl.memory.dma_receive.Receiver`). With ``push_ports`` above 1, pushes are
+    dealt in turn to that many packetizers, each on its own port
+    (:class:`~hdl.memory.dma_push_ports.PushPorts`), so a chip whose program pushes to its
+    neighbours alternately sends to all of them at once.
 
     **Reads in flight (Little's law).** Reads in flight = request rate x latency. Moving
     ``words_per_cycle`` words a cycle in requests of ``words_per_request`` words, each
@@ -78,6 +82,10 @@ class DMA(wiring.Component):
     max_payload : int
         Data words per ``write`` packet at most (default 64), 1 to
         :func:`~hdl.memory.dma_push.max_payload_words`.
+    push_ports : int
+        Packetizers and ``push`` ports, 1 to 8 (default 1).
+    push_beats : int
+        Beats each push port queues, with ``push_ports`` above 1 (default 64).
     outstanding : int
         Descriptors in flight at once (default 4).
     queue_depth : int
@@ -99,8 +107,9 @@ class DMA(wiring.Component):
     sent_add : Out(stream.Signature(flag_add_layout))
         A push's word count for its sent flag, offered the cycle after its last flit is
         taken on ``push``.
-    push : Out(stream.Signature(flit_layout(flit_words)))
-        Packets of pushes (``hdl.ici.Router``'s injection format), registered.
+    push, push1, ... : Out(stream.Signature(flit_layout(flit_words)))
+        Packets of pushes (``hdl.ici.Router``'s injection format), registered; one port
+        per ``push_ports``.
     chip : In(8)
         This chip's id: the source of the packets.
     errors : Out(stream.Signature(error_layout))
@@ -120,8 +129,9 @@ class DMA(wiring.Component):
     """
 
     def __init__(self, *, hbm_size, hbm_line_words=1, vmem_lines, lanes=8, n_flags=16,
-                 n_chips=1, flit_words=1, max_payload=DEFAULT_MAX_PAYLOAD, outstanding=4,
-                 queue_depth=None, read_latency=4, max_reads=None):
+                 n_chips=1, flit_words=1, max_payload=DEFAULT_MAX_PAYLOAD, push_ports=1,
+                 push_beats=DEFAULT_PUSH_BEATS, outstanding=4, queue_depth=None,
+                 read_latency=4, max_reads=None):
         _pow2("hbm_line_words", hbm_line_words)
         _pow2("lanes", lanes)
         check_int("hbm_size", hbm_size, least=hbm_line_words, most=1 << ADDRESS_BITS)
@@ -133,6 +143,8 @@ class DMA(wiring.Component):
         check_int("n_chips", n_chips, least=1, most=1 << CHIP_BITS)
         check_int("flit_words", flit_words, least=1, most=MAX_FLIT_WORDS)
         check_int("max_payload", max_payload, least=1, most=max_payload_words(flit_words))
+        check_int("push_ports", push_ports, least=1, most=8)
+        check_int("push_beats", push_beats, least=1)
         check_int("outstanding", outstanding, least=1, most=1024)
         if queue_depth is None:
             queue_depth = outstanding
@@ -146,6 +158,7 @@ class DMA(wiring.Component):
         self.vmem_size = vmem_lines * lanes
         self.n_flags, self.outstanding, self.queue_depth = n_flags, outstanding, queue_depth
         self.n_chips, self.flit_words, self.max_payload = n_chips, flit_words, max_payload
+        self.push_ports, self.push_beats = push_ports, push_beats
         self.read_latency, self.max_reads = read_latency, max_reads
         self.port_signatures = {
             0: MemoryPortSignature(addr_width=line_addr_width(hbm_size // hbm_line_words),
@@ -160,13 +173,18 @@ class DMA(wiring.Component):
             "vmem": Out(self.port_signatures[1]),
             "flag_add": Out(stream.Signature(flag_add_layout)),
             "sent_add": Out(stream.Signature(flag_add_layout)),
-            "push": Out(stream.Signature(flit_layout(flit_words))),
+            **{push_port_name(j): Out(stream.Signature(flit_layout(flit_words)))
+               for j in range(push_ports)},
             "chip": In(CHIP_BITS),
             "errors": Out(stream.Signature(error_layout)),
             "idle": Out(1),
             "received": Out(COUNT_BITS), "completed": Out(COUNT_BITS),
             "rejected": Out(COUNT_BITS), "bus_errors": Out(COUNT_BITS),
         })
+
+    def push_port(self, j):
+        """Push port ``j``'s stream (``push``, ``push1``, ...)."""
+        return getattr(self, push_port_name(j))
 
     def _check_littles_law(self):
         need = self.read_latency + ROUND_TRIP
@@ -196,13 +214,15 @@ class DMA(wiring.Component):
         wiring.connect(m, burst.hbm, wiring.flipped(self.hbm))
         wiring.connect(m, burst.vmem, wiring.flipped(self.vmem))
         wiring.connect(m, burst.flag_add, wiring.flipped(self.flag_add))
-        m.submodules.packetizer = packetizer = Packetizer(
-            max_words=burst.max_words, flit_words=self.flit_words, max_payload=self.max_payload)
-        wiring.connect(m, burst.pushed, packetizer.beats)
-        wiring.connect(m, packetizer.flits, wiring.flipped(self.push))
-        m.d.comb += packetizer.chip.eq(self.chip)
+        m.submodules.push_ports = push_ports = PushPorts(
+            ports=self.push_ports, max_words=burst.max_words, flit_words=self.flit_words,
+            max_payload=self.max_payload, beats=self.push_beats)
+        wiring.connect(m, burst.pushed, push_ports.beats_in)
+        for j in range(self.push_ports):
+            wiring.connect(m, push_ports.port(j), wiring.flipped(self.push_port(j)))
+        m.d.comb += push_ports.chip.eq(self.chip)
         # A push completes when its last flit has left; only a named sent flag is added.
-        pushed = packetizer.done
+        pushed = push_ports.done
         m.d.comb += [
             self.sent_add.valid.eq(pushed.valid & pushed.payload.sent),
             self.sent_add.payload.eq(pushed.payload.add),
@@ -239,5 +259,5 @@ class DMA(wiring.Component):
                                  & burst.drained
                                  & ~self.hbm.req.valid & ~self.vmem.req.valid
                                  & ~self.flag_add.valid & ~self.errors.valid
-                                 & packetizer.idle)
+                                 & push_ports.idle)
         return m

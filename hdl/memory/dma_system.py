@@ -13,6 +13,7 @@ from ..ici.layouts import flit_layout
 from ..lib.memory_port import MemoryPortSignature, check_int, line_addr_width
 from .dma import COUNT_BITS, DMA
 from .dma_push import DEFAULT_MAX_PAYLOAD
+from .dma_push_ports import DEFAULT_PUSH_BEATS, push_port_name
 from .dma_receive import Receiver
 from .hbm import HBM
 from .layouts import (CHIP_BITS, descriptor_layout, error_layout, flag_set_layout,
@@ -21,12 +22,17 @@ from .port_merge import WriterMerge
 from .sync_flags import SyncFlags
 from .vmem import VMEM
 
-__all__ = ["DmaSystem", "core_signature", "STAMPS"]
+__all__ = ["DmaSystem", "core_signature", "receive_port_name", "STAMPS"]
 
 #: The cycle-stamp outputs of a :class:`DmaSystem`, and their width.
 STAMPS = ("first_taken", "first_request", "first_read", "last_read", "first_write",
           "last_write", "last_flag")
 STAMP_BITS = 32
+
+
+def receive_port_name(j):
+    """The name of receive port ``j``: ``receive``, ``receive1``, ``receive2``, ..."""
+    return "receive" if j == 0 else f"receive{j}"
 
 
 def core_signature(*, vmem_lines, lanes):
@@ -60,6 +66,13 @@ class DmaSystem(wiring.Component):
     sent everything and landed everything it has received; the packets still on their
     way are the network's to count.
 
+    **Several ports.** With ``network_ports = k`` above 1 the chip has ``k`` push ports
+    (the DMA deals its pushes to them in turn) and ``k`` receive ports, each with its own
+    receive engine; the engines' writes share each memory port with the DMA's. Pushes
+    that leave on different ports, and packets that arrive on different ports, may land
+    in either order: the result above holds when no two pushes to a chip write the same
+    word.
+
     Parameters
     ----------
     hbm_size : int
@@ -71,16 +84,20 @@ class DmaSystem(wiring.Component):
         VMEM geometry (default 64 lines of 8 lanes).
     n_flags, n_chips, flit_words, max_payload, outstanding, queue_depth, max_reads
         The DMA's (:class:`~hdl.memory.dma.DMA`); the DMA covers ``read_latency + jitter``.
-        ``n_chips`` and ``flit_words`` are the receive engine's too.
+        ``n_chips`` and ``flit_words`` are the receive engines' too.
+    network_ports : int
+        Push ports and receive ports, 1 to 6 (default 1): the DMA's ``push_ports``.
+    push_beats : int
+        The DMA's.
 
     Ports
     -----
     descriptors : In(stream.Signature(descriptor_layout))
     errors : Out(stream.Signature(error_layout))
-    push : Out(stream.Signature(flit_layout(flit_words)))
-        Packets of pushes, to the router's injection port.
-    receive : In(stream.Signature(flit_layout(flit_words)))
-        Packets for this chip, from the router's ejection port.
+    push, push1, ... : Out(stream.Signature(flit_layout(flit_words)))
+        Packets of pushes, to the router's injection ports.
+    receive, receive1, ... : In(stream.Signature(flit_layout(flit_words)))
+        Packets for this chip, from the router's ejection ports.
     chip : In(8)
         This chip's id: the source of its packets, and the destination it accepts.
     core : In(core_signature(...))
@@ -91,7 +108,7 @@ class DmaSystem(wiring.Component):
     idle, received, completed, rejected, bus_errors : Out
         The DMA's status (:class:`~hdl.memory.dma.DMA`).
     landed, malformed : Out(32)
-        Packets landed, and malformed packets dropped, by the receive engine.
+        Packets landed, and malformed packets dropped, by the receive engines.
     busy : Out(1)
         A memory request or response, or a flag add, moved this cycle: the DMA or the
         receive engine is making progress even while no stream of this component moves
@@ -122,11 +139,14 @@ class DmaSystem(wiring.Component):
 
     def __init__(self, *, hbm_size=1024, vmem_lines=64, lanes=8, words_per_cycle=1,
                  read_latency=4, max_outstanding=None, jitter=0, error_ranges=(), n_flags=16,
-                 n_chips=1, flit_words=1, max_payload=DEFAULT_MAX_PAYLOAD, outstanding=4,
-                 queue_depth=None, max_reads=None):
+                 n_chips=1, flit_words=1, max_payload=DEFAULT_MAX_PAYLOAD, network_ports=1,
+                 push_beats=DEFAULT_PUSH_BEATS, outstanding=4, queue_depth=None,
+                 max_reads=None):
         check_int("read_latency", read_latency, least=1)
         check_int("jitter", jitter, least=0)
         check_int("words_per_cycle", words_per_cycle, least=1)
+        # Adders: the DMA's completions, its pushes' sent flags, one per receive engine.
+        check_int("network_ports", network_ports, least=1, most=6)
         if max_outstanding is None:
             max_outstanding = words_per_cycle * (read_latency + jitter)
         self.hbm = HBM(size=hbm_size, words_per_cycle=words_per_cycle,
@@ -135,16 +155,21 @@ class DmaSystem(wiring.Component):
         self.vmem = VMEM(lines=vmem_lines, lanes=lanes)
         self.dma = DMA(hbm_size=hbm_size, hbm_line_words=words_per_cycle, vmem_lines=vmem_lines,
                        lanes=lanes, n_flags=n_flags, n_chips=n_chips, flit_words=flit_words,
-                       max_payload=max_payload, outstanding=outstanding,
+                       max_payload=max_payload, push_ports=network_ports,
+                       push_beats=push_beats, outstanding=outstanding,
                        queue_depth=queue_depth, read_latency=read_latency + jitter,
                        max_reads=max_reads)
-        self.receiver = Receiver(ports=self.dma.port_signatures,
-                                 sizes=(hbm_size, self.dma.vmem_size), n_flags=n_flags,
-                                 n_chips=n_chips, flit_words=flit_words)
-        self.merges = {space: WriterMerge(signature=sig)
+        self.network_ports = network_ports
+        self.receivers = [Receiver(ports=self.dma.port_signatures,
+                                   sizes=(hbm_size, self.dma.vmem_size), n_flags=n_flags,
+                                   n_chips=n_chips, flit_words=flit_words)
+                          for _ in range(network_ports)]
+        self.receiver = self.receivers[0]
+        # Per space, a chain: the DMA and receiver 0 meet in merge 0, whose port meets
+        # receiver j in merge j.
+        self.merges = {space: [WriterMerge(signature=sig) for _ in range(network_ports)]
                        for space, sig in self.dma.port_signatures.items()}
-        # Adders: the DMA's completions, its pushes' sent flags, the receive engine's.
-        self.sync_flags = SyncFlags(n_flags=n_flags, add_ports=3)
+        self.sync_flags = SyncFlags(n_flags=n_flags, add_ports=2 + network_ports)
         self.hbm_words = self.hbm.words
         self.vmem_words = self.vmem.words
         # What a whole run may load and read back (sim.blocks.memory_images).
@@ -154,8 +179,10 @@ class DmaSystem(wiring.Component):
         super().__init__({
             "descriptors": In(stream.Signature(descriptor_layout)),
             "errors": Out(stream.Signature(error_layout)),
-            "push": Out(stream.Signature(flit_layout(flit_words))),
-            "receive": In(stream.Signature(flit_layout(flit_words))),
+            **{push_port_name(j): Out(stream.Signature(flit_layout(flit_words)))
+               for j in range(network_ports)},
+            **{receive_port_name(j): In(stream.Signature(flit_layout(flit_words)))
+               for j in range(network_ports)},
             "chip": In(CHIP_BITS),
             "core": In(core_signature(vmem_lines=vmem_lines, lanes=lanes)),
             "seed": In(32),
@@ -174,24 +201,26 @@ class DmaSystem(wiring.Component):
         m.submodules.hbm = hbm = self.hbm
         m.submodules.vmem = vmem = self.vmem
         m.submodules.flags = flags = self.sync_flags
-        m.submodules.receiver = receiver = self.receiver
-        m.submodules.hbm_merge = hbm_merge = self.merges[0]
-        m.submodules.vmem_merge = vmem_merge = self.merges[1]
-
         wiring.connect(m, wiring.flipped(self.descriptors), dma.descriptors)
         wiring.connect(m, dma.errors, wiring.flipped(self.errors))
-        wiring.connect(m, dma.push, wiring.flipped(self.push))
-        wiring.connect(m, wiring.flipped(self.receive), receiver.flits)
-        m.d.comb += [dma.chip.eq(self.chip), receiver.chip.eq(self.chip)]
-        wiring.connect(m, dma.hbm, hbm_merge.main)
-        wiring.connect(m, receiver.hbm, hbm_merge.writer)
-        wiring.connect(m, hbm_merge.memory, hbm.port)
-        wiring.connect(m, dma.vmem, vmem_merge.main)
-        wiring.connect(m, receiver.vmem, vmem_merge.writer)
-        wiring.connect(m, vmem_merge.memory, vmem.dma)
+        m.d.comb += dma.chip.eq(self.chip)
         wiring.connect(m, dma.flag_add, flags.add)
         wiring.connect(m, dma.sent_add, flags.add1)
-        wiring.connect(m, receiver.flag_add, flags.add2)
+        initiators = {0: dma.hbm, 1: dma.vmem}
+        for j, receiver in enumerate(self.receivers):
+            m.submodules[f"receiver{j}" if j else "receiver"] = receiver
+            wiring.connect(m, dma.push_port(j), wiring.flipped(self.push_port(j)))
+            wiring.connect(m, wiring.flipped(self.receive_port(j)), receiver.flits)
+            m.d.comb += receiver.chip.eq(self.chip)
+            wiring.connect(m, receiver.flag_add, getattr(flags, flags.add_names[2 + j]))
+            for space, name in ((0, "hbm"), (1, "vmem")):
+                merge = self.merges[space][j]
+                m.submodules[f"{name}_merge{j}" if j else f"{name}_merge"] = merge
+                wiring.connect(m, initiators[space], merge.main)
+                wiring.connect(m, getattr(receiver, name), merge.writer)
+                initiators[space] = merge.memory
+        wiring.connect(m, initiators[0], hbm.port)
+        wiring.connect(m, initiators[1], vmem.dma)
         wiring.connect(m, wiring.flipped(self.core.vmem), vmem.core)
         wiring.connect(m, wiring.flipped(self.core.flag_set), flags.set)
         wiring.connect(m, wiring.flipped(self.core.flag_wait), flags.wait)
@@ -206,11 +235,13 @@ class DmaSystem(wiring.Component):
             self.core.waiting.eq(flags.waiting),
             self.idle.eq(dma.idle),
             self.finished.eq(dma.idle & (dma.received == dma.completed + dma.rejected)
-                             & receiver.idle),
+                             & Cat(*(receiver.idle for receiver in self.receivers)).all()),
             self.busy.eq(Cat(*[handshake.valid & handshake.ready for handshake in (
                 hbm.port.req, hbm.port.resp, vmem.dma.req, vmem.dma.resp, dma.flag_add,
-                dma.sent_add, receiver.flag_add)]).any()),
-            self.landed.eq(receiver.packets), self.malformed.eq(receiver.malformed),
+                dma.sent_add, *(receiver.flag_add for receiver in self.receivers))]).any()),
+            self.landed.eq(sum(receiver.packets for receiver in self.receivers)[:COUNT_BITS]),
+            self.malformed.eq(
+                sum(receiver.malformed for receiver in self.receivers)[:COUNT_BITS]),
             self.received.eq(dma.received), self.completed.eq(dma.completed),
             self.rejected.eq(dma.rejected), self.bus_errors.eq(dma.bus_errors),
             self.write_fault.eq(hbm.write_fault),
@@ -218,6 +249,14 @@ class DmaSystem(wiring.Component):
         ]
         self._stamp(m, dma, flags)
         return m
+
+    def push_port(self, j):
+        """Push port ``j``'s stream (``push``, ``push1``, ...)."""
+        return getattr(self, push_port_name(j))
+
+    def receive_port(self, j):
+        """Receive port ``j``'s stream (``receive``, ``receive1``, ...)."""
+        return getattr(self, receive_port_name(j))
 
     def _stamp(self, m, dma, flags):
         now = Signal(STAMP_BITS)

@@ -8,7 +8,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..ici import LinkSignature, Router
-from ..ici.layouts import CHIP_BITS, MAX_VCS
+from ..ici.layouts import CHIP_BITS, MAX_VCS, PORT_BITS
 from ..lib.memory_port import check_int
 from ..tensorcore import TensorCoreSystem
 from ..tensorcore.isa import ERROR_CODES
@@ -42,6 +42,11 @@ class ChipNode(wiring.Component):
     """A :class:`~hdl.tensorcore.TensorCoreSystem` whose memory system's packet ports meet
     a :class:`~hdl.ici.Router` (injection and ejection), with a :class:`~hdl.ici.Link` on
     each torus output.
+
+    The chip's ``network_ports`` (in ``chip``, default 1) are the router's local ports:
+    push port j injects on local port j, and local port j ejects to receive port j (the
+    router ejects by the torus input a packet arrives on, so with 2 ports the packets
+    from the two directions of an axis land through different receive engines).
 
     Every chip of a system is the same module: its id comes in on ``node``, its routing
     table and lit ports in the configuration rows (``node_row_layout``, as
@@ -96,6 +101,8 @@ class ChipNode(wiring.Component):
         self.dims, self.vcs, self.buffer_flits = dims, vcs, buffer_flits
         self.link_latency, self.n_nodes = link_latency, n_nodes
         self.tensorcore = TensorCoreSystem(**chip, n_chips=n_nodes, flit_words=FLIT_WORDS)
+        self.local_ports = self.tensorcore.network_ports
+        check_int("network_ports", self.local_ports, least=1, most=(1 << PORT_BITS) - 2 * dims)
         self.memory_images = {name: (memory, f"tensorcore.{path}") for name, (memory, path)
                               in self.tensorcore.memory_images.items()}
         self.n_flags = self.tensorcore.flags.shape().length
@@ -107,9 +114,11 @@ class ChipNode(wiring.Component):
         m.submodules.tensorcore = chip = self.tensorcore
         m.submodules.router = router = Router(
             dims=self.dims, vcs=self.vcs, buffer_flits=self.buffer_flits,
-            flit_words=FLIT_WORDS, n_nodes=self.n_nodes)
-        wiring.connect(m, chip.push, router.local("inject", 0))
-        wiring.connect(m, router.local("eject", 0), chip.receive)
+            flit_words=FLIT_WORDS, n_nodes=self.n_nodes, local_ports=self.local_ports)
+        local = range(self.local_ports)
+        for j in local:
+            wiring.connect(m, chip.push_port(j), router.local("inject", j))
+            wiring.connect(m, router.local("eject", j), chip.receive_port(j))
 
         lit = Signal(ports)
         cfg = self.config
@@ -124,10 +133,10 @@ class ChipNode(wiring.Component):
                      latency=self.link_latency)
         m.d.comb += [self.link_flits[p].eq(router.forwarded[p]) for p in range(ports)]
 
-        inject, eject = router.local("inject", 0), router.local("eject", 0)
+        moves = [port.valid & port.ready for j in local
+                 for port in (router.local("inject", j), router.local("eject", j))]
         m.d.comb += [
-            self.moved.eq(Cat(inject.valid & inject.ready, eject.valid & eject.ready,
-                              *(router.tx[p].valid for p in range(ports))).any()),
+            self.moved.eq(Cat(*moves, *(router.tx[p].valid for p in range(ports))).any()),
             self.done.eq(chip.done), self.busy.eq(chip.busy), self.state.eq(chip.state),
             self.pc.eq(chip.pc), self.error.eq(chip.error), self.waiting.eq(chip.waiting),
             self.flags.eq(chip.flags), self.dropped.eq(router.dropped),

@@ -9,7 +9,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..ici.layouts import CHIP_BITS, flit_layout
 from ..memory.dma import COUNT_BITS
-from ..memory.dma_system import DmaSystem
+from ..memory.dma_push_ports import push_port_name
+from ..memory.dma_system import DmaSystem, receive_port_name
 from .core import TensorCore
 from .isa import DEFAULT_HBM_WORDS, ERROR_CODES
 from .sequencer import STALL_CAUSES, State
@@ -28,8 +29,9 @@ class TensorCoreSystem(wiring.Component):
     (:attr:`memory_images`), raises ``start`` and waits for ``done``; the final state
     then equals ``golden.tensorcore.run``'s with ``hbm`` and ``vmem`` of the same sizes.
     With ``n_chips`` above 1 it also has the memory system's packet ports, for a router
-    (``hdl.system.ChipNode``): remote pushes leave on ``push``, and packets for this chip
-    arrive on ``receive``.
+    (``hdl.system.ChipNode``): remote pushes leave on ``push`` (and ``push1``, ... with
+    ``network_ports`` above 1), and packets for this chip arrive on ``receive`` (and
+    ``receive1``, ...).
 
     Parameters
     ----------
@@ -44,6 +46,9 @@ vector_queue, ops
         Chips a remote push may name (default 1: none, and no packet ports).
     flit_words : int
         Words per flit of the packet ports (default 1).
+    network_ports : int
+        Push ports and receive ports, with ``n_chips`` above 1 (default 1): the memory
+        system's (:class:`~hdl.memory.dma_system.DmaSystem`).
 
     Ports
     -----
@@ -63,10 +68,10 @@ vector_queue, ops
         Not ``done``, and not a wait that nothing in flight can end (the core waits on
         a flag while the system is ``drained``): a run's watchdog counts the cycles it
         is low.
-    push : Out(stream.Signature(flit_layout(flit_words))), with ``n_chips`` > 1
-        Packets of remote pushes, to the router's injection port.
-    receive : In(stream.Signature(flit_layout(flit_words))), with ``n_chips`` > 1
-        Packets for this chip, from the router's ejection port.
+    push, push1, ... : Out(stream.Signature(flit_layout(flit_words))), with ``n_chips`` > 1
+        Packets of remote pushes, to the router's injection ports.
+    receive, receive1, ... : In(stream.Signature(flit_layout(flit_words))), with ``n_chips`` > 1
+        Packets for this chip, from the router's ejection ports.
     chip : In(8), with ``n_chips`` > 1
         This chip's id.
     mxu_beats, dma_cycles, overlap_cycles : Out(32)
@@ -86,7 +91,7 @@ vector_queue, ops
     def __init__(self, *, imem_depth=256, smem_words=1024, n_flags=16, lanes=8,
                  numerics="tpu", vmem_lines=256, mxu=None, mxu_results=16, vector_queue=4,
                  ops=None, hbm_words=DEFAULT_HBM_WORDS, read_latency=4, words_per_cycle=1,
-                 outstanding=4, n_chips=1, flit_words=1):
+                 outstanding=4, n_chips=1, flit_words=1, network_ports=1):
         self.core = TensorCore(imem_depth=imem_depth, smem_words=smem_words, n_flags=n_flags,
                                lanes=lanes, numerics=numerics, vmem_lines=vmem_lines, mxu=mxu,
                                mxu_results=mxu_results, vector_queue=vector_queue, ops=ops,
@@ -94,8 +99,10 @@ vector_queue, ops
         self.system = DmaSystem(hbm_size=hbm_words, vmem_lines=vmem_lines, lanes=lanes,
                                 n_flags=n_flags, read_latency=read_latency,
                                 words_per_cycle=words_per_cycle, outstanding=outstanding,
-                                n_chips=n_chips, flit_words=flit_words)
+                                n_chips=n_chips, flit_words=flit_words,
+                                network_ports=network_ports)
         self.networked = n_chips > 1
+        self.network_ports = network_ports
         self.sequencer, self.lanes = self.core.sequencer, lanes
         self.memory_images = {name: (memory, f"core.{path}")
                               for name, (memory, path) in self.core.memory_images.items()}
@@ -104,7 +111,9 @@ vector_queue, ops
         packets = {}
         if self.networked:
             flits = stream.Signature(flit_layout(flit_words))
-            packets = {"push": Out(flits), "receive": In(flits), "chip": In(CHIP_BITS)}
+            packets = {"chip": In(CHIP_BITS)}
+            for j in range(network_ports):
+                packets |= {push_port_name(j): Out(flits), receive_port_name(j): In(flits)}
         super().__init__({
             **packets, "start": In(1), "state": Out(State), "pc": Out(32), "error_pc": Out(32),
             "bundles": Out(32), "error": Out(range(len(ERROR_CODES))), "waiting": Out(1),
@@ -115,6 +124,14 @@ vector_queue, ops
             **{f"stall_{cause}": Out(32) for cause in STALL_CAUSES},
         })
 
+    def push_port(self, j):
+        """Push port ``j``'s stream (``push``, ``push1``, ...)."""
+        return getattr(self, push_port_name(j))
+
+    def receive_port(self, j):
+        """Receive port ``j``'s stream (``receive``, ``receive1``, ...)."""
+        return getattr(self, receive_port_name(j))
+
     def elaborate(self, platform):
         m = Module()
         m.submodules.core = core = self.core
@@ -122,8 +139,9 @@ vector_queue, ops
         wiring.connect(m, core.memory, system.core)
         wiring.connect(m, core.dma, system.descriptors)
         if self.networked:
-            wiring.connect(m, system.push, wiring.flipped(self.push))
-            wiring.connect(m, wiring.flipped(self.receive), system.receive)
+            for j in range(self.network_ports):
+                wiring.connect(m, system.push_port(j), wiring.flipped(self.push_port(j)))
+                wiring.connect(m, wiring.flipped(self.receive_port(j)), system.receive_port(j))
             m.d.comb += system.chip.eq(self.chip)
         m.d.comb += [
             system.errors.ready.eq(1),                  # counted in ``rejected``

@@ -59,6 +59,7 @@ the leftover-line loop and the ranges loop, s8/s9 the descriptor address and cou
 send loop, s10 a large wait operand.
 """
 
+import itertools
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -168,6 +169,29 @@ def _runs(items):
     return runs
 
 
+def _split(run, limit):
+    """A run ``(a, b, n, count, step_a, step_b)`` as descriptor shapes ``(a, b, counts,
+    a_strides, b_strides)`` of at most ``limit`` words each (None: the whole run): long
+    rows cut into pieces, or groups of whole rows."""
+    a, b, n, count, sa, sb = run
+
+    def rows(first, k):
+        if k == 1:
+            return (a + first * sa, b + first * sb, (n,), (1,), (1,))
+        return (a + first * sa, b + first * sb, (n, k), (1, sa), (1, sb))
+
+    if limit is None or n * count <= limit:
+        yield rows(0, count)
+    elif n > limit:
+        for r in range(count):
+            for lo in range(0, n, limit):
+                yield (a + r * sa + lo, b + r * sb + lo, (min(limit, n - lo),), (1,), (1,))
+    else:
+        per = limit // n
+        for first in range(0, count, per):
+            yield rows(first, min(per, count - first))
+
+
 def _overlap(xs, ys):
     return any(a < d and c < b for a, b in xs for c, d in ys)
 
@@ -199,8 +223,9 @@ def _check_alignment(kind, n, chips, shards, lanes):
 class _Writer:
     """One chip's program text and SMEM descriptor records."""
 
-    def __init__(self, *, lanes, add_op, targets):
+    def __init__(self, *, lanes, add_op, targets, push_words=None):
         self.lanes, self.add_op, self.targets = lanes, add_op, targets
+        self.push_words = push_words
         self.lines, self.records = [], []
         self.labels = 0
         self.pushed = 0              # words pushed so far (flag 0 with every push done)
@@ -243,19 +268,24 @@ class _Writer:
         self.covered, self.outstanding = self.pushed, []
 
     def send(self, pieces):
-        """Issue the pushes of ``pieces`` (sent by this chip), one record per run."""
+        """Issue the pushes of ``pieces`` (sent by this chip), one record per run, or with
+        ``push_words`` one per at most that many words, the pieces' records taken in turn
+        (a chip with several push ports deals its pushes to them in turn, so pushes to
+        different neighbours leave side by side)."""
         first = len(self.records)
+        per_piece = []
         for piece in pieces:
             items = [(src, dst, n) for (src, _, n), dst in zip(piece.parts,
                                                                 self.targets(piece))]
-            for src, dst, n, count, s_src, s_dst in _runs(items):
-                counts, s_strides, d_strides = ((n,), (1,), (1,)) if count == 1 else \
-                    ((n, count), (1, s_src), (1, s_dst))
-                self.records.append(golden_memory.Descriptor(
-                    ("vmem", src), ("remote", piece.dst, "vmem", dst), counts, s_strides,
-                    d_strides, piece.flag, sent_flag=SENT_FLAG))
+            per_piece.append([golden_memory.Descriptor(
+                ("vmem", src), ("remote", piece.dst, "vmem", dst), counts, s_strides,
+                d_strides, piece.flag, sent_flag=SENT_FLAG)
+                for run in _runs(items)
+                for src, dst, counts, s_strides, d_strides in _split(run, self.push_words)])
             self.pushed += piece.words
             self.outstanding += [(src, src + n) for src, _, n in piece.parts]
+        for turn in itertools.zip_longest(*per_piece):
+            self.records += [record for record in turn if record is not None]
         records = len(self.records) - first
         words = tc.DESCRIPTOR_WORDS
         if records >= 3:
@@ -336,7 +366,7 @@ def _positive_int(name, value):
 
 
 def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=1,
-                    tables=None):
+                    tables=None, push_words=None):
     """Plan a collective as chip programs (module docstring); returns a
     :class:`CollectivePlan`.
 
@@ -350,6 +380,10 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
     lanes : int, words per VMEM line
     chunks : int >= 1, pieces per transfer (pipelining; 1 = lockstep)
     tables : optional routing tables, passed to ``golden.collectives.schedule``
+    push_words : int, optional
+        Words per push descriptor at most, the pushes of each send taken in turn (for a
+        chip with several push ports, ``hdl.memory.dma_push_ports``); default: one
+        descriptor per run of words
 
     Raises
     ------
@@ -366,6 +400,8 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
     bits = x.view(np.uint32)
     lanes = _positive_int("lanes", lanes)
     chunks = _positive_int("chunks", chunks)
+    if push_words is not None:
+        push_words = _positive_int("push_words", push_words)
     n_ids = topo.n_chips
     reduces = kind in ("all_reduce", "reduce_scatter")
     if reduces:
@@ -447,7 +483,7 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
     add_op = "add" if dtype == "float32" else "iadd"
     programs, smems, bundles = [None] * n_ids, [None] * n_ids, [0] * n_ids
     for chip in chips.tolist():
-        w = _Writer(lanes=lanes, add_op=add_op, targets=targets)
+        w = _Writer(lanes=lanes, add_op=add_op, targets=targets, push_words=push_words)
         events = sorted(receives[chip])
         writes = [[(d, d + n) for p in receives[chip][key] for _, d, n in p.parts]
                   for key in events]
@@ -460,12 +496,12 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
                     if kind != "all_to_all" and key[0] < skey[0] and
                     _overlap(reads, writes[i])]
             after[max(deps, default=-1)].append(skey)
-        for skey in after[-1]:
-            w.send(sends[chip][skey])
+        # The sends that follow one receive (or the start) go out together, their pushes
+        # taken in turn (all_to_all's to every destination at once).
+        w.send([p for skey in after[-1] for p in sends[chip][skey]])
         for i, key in enumerate(events):
             w.receive(receives[chip][key], receives[chip][key][0].flag)
-            for skey in after[i]:
-                w.send(sends[chip][skey])
+            w.send([p for skey in after[i] for p in sends[chip][skey]])
         programs[chip] = w.finish()
         smem = np.concatenate([tc.descriptor_words(d) for d in w.records]) if w.records \
             else np.zeros(0, np.uint32)

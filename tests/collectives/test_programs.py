@@ -104,6 +104,38 @@ def test_pipelined_chunks_match_golden(kind, name, chunks, rng):
            chunks=chunks)
 
 
+@pytest.mark.parametrize("kind", gc.KINDS)
+@pytest.mark.parametrize("name,push_words", [("1x4", 16), ("2x2x2", 5), ("4x4-failed5", 8)])
+def test_split_pushes_match_golden(kind, name, push_words, rng):
+    t = _topology(name)
+    _check(kind, t, _inputs(rng, _shape(kind, t, scale=2), "float32"), "float32",
+           chunks=2, push_words=push_words)
+
+
+def _descriptors(smem):
+    return [tc.descriptor_from_words(smem[at:at + tc.DESCRIPTOR_WORDS])
+            for at in range(0, len(smem), tc.DESCRIPTOR_WORDS)
+            if smem[at:at + tc.DESCRIPTOR_WORDS].any()]
+
+
+def test_split_pushes_are_short_and_take_turns():
+    """A 1x4 ring step pushes 64 words each way: with push_words 16, four descriptors a
+    neighbour, alternating (a chip with two push ports then sends both ways at once), the
+    same words as without the split."""
+    whole = plan_collective("reduce_scatter", np.zeros((4, 512), np.uint32), topology="1x4")
+    split = plan_collective("reduce_scatter", np.zeros((4, 512), np.uint32), topology="1x4",
+                            push_words=16)
+    before, after = _descriptors(whole.smem[0]), _descriptors(split.smem[0])
+    assert [d.counts for d in before] == [(64, 1, 1)] * 6
+    assert [d.counts for d in after] == [(16, 1, 1)] * 24
+    neighbours = [d.dst[1] for d in after]
+    assert neighbours[:8] == [neighbours[0], neighbours[1]] * 4
+    assert neighbours[0] != neighbours[1]
+    covered = sorted((d.dst[1], d.flag, d.dst[-1] + i) for d in after for i in range(16))
+    assert covered == sorted((d.dst[1], d.flag, d.dst[-1] + i) for d in before
+                             for i in range(64))
+
+
 def test_wide_lines_and_long_ranges(rng):
     """lanes = 16, and blocks of several 8-line groups plus leftover lines (the loops)."""
     t = torus("2x2")
@@ -354,6 +386,8 @@ def test_copies_need_no_alignment():
     ("all_reduce", np.zeros((4, 64), np.uint32), {"topology": 4}, r"topology must be"),
     ("all_reduce", np.zeros((4, 64), np.uint32), {"chunks": 0}, r"chunks must be a positive"),
     ("all_reduce", np.zeros((4, 64), np.uint32), {"lanes": True}, r"lanes must be a positive"),
+    ("all_reduce", np.zeros((4, 64), np.uint32), {"push_words": 0},
+     r"push_words must be a positive"),
     ("all_reduce", np.zeros((4, 64 * 50), np.uint32), {"chunks": 50},
      r"needs 301 flags \(1 \+ 6 steps \* 50 chunks\), more than 128"),
 ])

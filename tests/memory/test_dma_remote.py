@@ -33,6 +33,11 @@ CONFIGS = {
     "w2-lanes8-fw3-jitter": dict(hbm_size=192, vmem_lines=12, lanes=8, words_per_cycle=2,
                                  read_latency=6, jitter=3, outstanding=2, max_payload=7,
                                  flit_words=3),
+    # Two push ports and two receive engines per chip; larger landing zones, since the
+    # pushes of a batch must not write the same words (two ports land in either order).
+    "w1-lanes4-fw1-ports2": dict(hbm_size=512, vmem_lines=64, lanes=4, words_per_cycle=1,
+                                 read_latency=3, max_payload=5, flit_words=1,
+                                 network_ports=2, push_beats=4),
 }
 
 
@@ -69,31 +74,35 @@ class StallLink(wiring.Component):
 
 
 class Pair(wiring.Component):
-    """Chips 0 and 1, each one's ``push`` joined to the other's ``receive`` by a
-    :class:`StallLink`."""
+    """Chips 0 and 1, each one's push port j joined to the other's receive port j by a
+    :class:`StallLink` (``links[i][j]``)."""
 
     def __init__(self, *, stall, **params):
         self.chips = [DmaSystem(n_chips=2, n_flags=N_FLAGS, **params) for _ in range(2)]
-        self.links = [StallLink(flit_words=params.get("flit_words", 1), stall=stall)
-                      for _ in range(2)]
+        self.ports = self.chips[0].network_ports
+        self.links = [[StallLink(flit_words=params.get("flit_words", 1), stall=stall)
+                       for _ in range(self.ports)] for _ in range(2)]
         super().__init__({"seed": In(32)})
 
     def elaborate(self, platform):
         m = Module()
         for i in range(2):
             m.submodules[f"chip{i}"] = self.chips[i]
-            m.submodules[f"link{i}"] = link = self.links[i]
-            wiring.connect(m, self.chips[i].push, link.tx)
-            wiring.connect(m, link.rx, self.chips[1 - i].receive)
-            m.d.comb += [self.chips[i].chip.eq(i), self.chips[i].seed.eq(self.seed + i),
-                         link.seed.eq(self.seed ^ (0x9E3779B9 * (i + 1) & 0xFFFFFFFF))]
+            m.d.comb += [self.chips[i].chip.eq(i), self.chips[i].seed.eq(self.seed + i)]
+            for j, link in enumerate(self.links[i]):
+                m.submodules[f"link{i}_{j}"] = link
+                wiring.connect(m, self.chips[i].push_port(j), link.tx)
+                wiring.connect(m, link.rx, self.chips[1 - i].receive_port(j))
+                salt = 0x9E3779B9 * (i + 1 + 2 * j) & 0xFFFFFFFF
+                m.d.comb += link.seed.eq(self.seed ^ salt)
         return m
 
 
 def run_pair(pair, images, batches, *, rng, stall=0.3, seed=1, limit=100_000):
     """Run one batch on each chip of ``pair``; returns per chip the final images, flags,
-    error records, and the flits it pushed (as uint32 arrays)."""
-    out = [{"errors": [], "flits": []} for _ in range(2)]
+    error records, and the flits it pushed on each port (as uint32 arrays)."""
+    k = pair.ports
+    out = [{"errors": [], "flits": [[] for _ in range(k)]} for _ in range(2)]
 
     def feeder(i):
         async def feed(ctx):
@@ -113,20 +122,23 @@ def run_pair(pair, images, batches, *, rng, stall=0.3, seed=1, limit=100_000):
             ready = [bool(rng.random() >= stall) for _ in chips]
             for chip, r in zip(chips, ready):
                 ctx.set(chip.errors.ready, r)
+            ports = [chip.push_port(j) for chip in chips for j in range(k)]
             sampled = await ctx.tick().sample(
                 *[v for chip in chips for v in (
-                    chip.errors.valid, chip.errors.payload, chip.push.valid & chip.push.ready,
-                    chip.push.payload, chip.received, chip.finished)],
-                *[link.empty for link in links])
+                    chip.errors.valid, chip.errors.payload, chip.received, chip.finished)],
+                *[v for port in ports for v in (port.valid & port.ready, port.payload)],
+                *[link.empty for row in links for link in row])
             state = sampled[2:]
             for i in range(2):
-                valid, error, pushed, flit, received, finished = state[6 * i:6 * i + 6]
+                valid, error, received, finished = state[4 * i:4 * i + 4]
                 if valid and ready[i]:
                     out[i]["errors"].append((error.id, REASONS[error.reason], error.address))
-                if pushed:
-                    out[i]["flits"].append([int(w) for w in flit])
+                for j in range(k):
+                    pushed, flit = state[8 + 2 * (i * k + j):10 + 2 * (i * k + j)]
+                    if pushed:
+                        out[i]["flits"][j].append([int(w) for w in flit])
                 out[i]["done"] = received == len(batches[i]) and finished
-            if all(o["done"] for o in out) and all(state[12:]):
+            if all(o["done"] for o in out) and all(state[8 + 4 * k:]):
                 break
         else:
             raise AssertionError(f"the pair hung: {[o.get('done') for o in out]}")
@@ -136,8 +148,8 @@ def run_pair(pair, images, batches, *, rng, stall=0.3, seed=1, limit=100_000):
             out[i]["flags"] = np.array([ctx.get(chip.flags[f]) for f in range(N_FLAGS)],
                                        np.uint32)
             out[i]["malformed"] = ctx.get(chip.malformed)
-            out[i]["flits"] = np.array(out[i]["flits"], np.uint32).reshape(
-                -1, len(chip.push.payload.as_value()) // 32)
+            out[i]["flits"] = [np.array(flits, np.uint32).reshape(
+                -1, len(chip.push.payload.as_value()) // 32) for flits in out[i]["flits"]]
 
     simulate(pair, feeder(0), feeder(1), watch)
     return out
@@ -190,9 +202,11 @@ def _push(rng, sizes, work, chip):
 
 def _batch(rng, system, chip, n):
     """``n`` descriptors for chip ``chip``: local ones (illegal ones among them) and pushes
-    to the other chip, kept only if, accepted, they leave the landing zones alone."""
+    to the other chip, kept only if, accepted, they leave the landing zones alone (and,
+    with several network ports, write no word an earlier accepted push writes)."""
     sizes = {"hbm": system.hbm.size, "vmem": system.vmem.size}
     work = _zones(system)
+    landed = {"hbm": set(), "vmem": set()}
     batch = []
     while len(batch) < n:
         if rng.random() < 0.6:
@@ -206,6 +220,11 @@ def _batch(rng, system, chip, n):
             src, dst = golden.addresses(d)
             if src.max() >= work[d.src[0]] or (not d.remote and dst.max() >= work[d.dst[0]]):
                 continue
+            if d.remote and system.network_ports > 1:
+                words = landed[d.dst[2]]
+                if words & set(dst.tolist()):
+                    continue
+                words |= set(dst.tolist())
         batch.append(d)
     return batch
 
@@ -224,8 +243,11 @@ def _expected(images, batches, lanes):
     return runs, final
 
 
-def _packets(run, chip, params):
-    packets = [p for push in run.pushes for p in ici.push_packets(
+def _packets(run, chip, params, port=0):
+    """golden.ici's flits of the pushes that leave on ``port``: the DMA deals its accepted
+    pushes to its ports in turn."""
+    ports = params.get("network_ports", 1)
+    packets = [p for push in run.pushes[port::ports] for p in ici.push_packets(
         push.descriptor, push.data, src_chip=chip, max_payload_words=params["max_payload"],
         flit_words=params["flit_words"])]
     return np.concatenate(packets) if packets else np.zeros((0, params["flit_words"]),
@@ -262,8 +284,9 @@ def test_pair_of_chips_matches_golden_run_and_land(config, rng, seed):
                                   f"{bad[0]}: got {got[i][name][bad[0]]:#x}, expected "
                                   f"{want[bad[0]]:#x}")
         assert got[i]["errors"] == [tuple(e) for e in runs[i].error_records]
-        # Every flit on the link is golden.ici's, in order.
-        np.testing.assert_array_equal(got[i]["flits"], _packets(runs[i], i, params))
+        # Every flit on each port's link is golden.ici's, in order.
+        for j, flits in enumerate(got[i]["flits"]):
+            np.testing.assert_array_equal(flits, _packets(runs[i], i, params, j))
         assert got[i]["malformed"] == 0
     # The batches must push, split packets and reject some pushes, or they prove little.
     assert all(runs[i].pushes for i in range(2))
@@ -271,6 +294,8 @@ def test_pair_of_chips_matches_golden_run_and_land(config, rng, seed):
                                     max_payload_words=params["max_payload"])) > 1
                for run in runs for p in run.pushes)
     assert any(batches[i][e.index].remote for i in range(2) for e in runs[i].error_records)
+    # With several ports, every port must have carried pushes, or dealing is untested.
+    assert all(len(flits) for i in range(2) for flits in got[i]["flits"])
 
 
 # ------------------------------------------------------------------ the receive engine
@@ -409,6 +434,9 @@ def test_flags_move_only_after_the_words(rng):
     (lambda: DmaSystem(max_payload=510), ValueError, "max_payload must be at most 509"),
     (lambda: DmaSystem(flit_words=9), ValueError, "flit_words must be at most 8"),
     (lambda: DmaSystem(n_chips=257), ValueError, "n_chips must be at most 256"),
+    (lambda: DmaSystem(network_ports=0), ValueError, "network_ports must be at least 1"),
+    (lambda: DmaSystem(network_ports=7), ValueError, "network_ports must be at most 6"),
+    (lambda: DmaSystem(push_beats=0), ValueError, "push_beats must be at least 1"),
     (lambda: Packetizer(max_words=2, max_payload=2.0), TypeError, "max_payload must be an int"),
     (lambda: Receiver(ports={0: None, 1: None}, sizes=(8, 8), n_flags=1), TypeError,
      "port 0 must be a MemoryPortSignature"),

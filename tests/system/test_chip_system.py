@@ -12,6 +12,7 @@ import pytest
 from golden import tensorcore as tc
 from golden import topology as topo
 from golden.memory import Descriptor
+from hdl.system import ChipNode
 from sim import system
 
 #: One build serves every run here (and the collectives on 2x2): ``sim.system.SYSTEM_CHIP``.
@@ -98,6 +99,12 @@ def test_bad_program_lists_are_refused(change, message):
     programs, vmem, smem = _ring_push(4)
     with pytest.raises(ValueError, match=message):
         system.run_programs("2x2", change(programs), vmem=vmem, smem=smem, chip=CHIP)
+
+
+def test_more_network_ports_than_the_router_has_local_ports_is_refused():
+    # A 3-D router has 6 torus ports of its 8: 2 local ports at most.
+    with pytest.raises(ValueError, match="network_ports must be at most 2"):
+        ChipNode(dims=3, n_nodes=8, chip=dict(system.SYSTEM_CHIP, network_ports=3))
 
 
 def test_bad_topology_and_backend_are_refused():

@@ -76,7 +76,7 @@ def test_float32_values_are_accepted_and_returned_as_float32():
     x = np.arange(8, dtype=np.float32).reshape(4, 2) - 3.5
     with pytest.raises(ValueError, match="multiple"):
         system.collective("all_reduce", x, topology="2x2")
-    x = np.linspace(-1, 1, 4 * 64, dtype=np.float32).reshape(4, 64)
+    x = np.linspace(-1, 1, 4 * 128, dtype=np.float32).reshape(4, 128)
     run = system.collective("all_reduce", x, topology="2x2")
     assert run.out.dtype == np.float32
     assert run.out.view(np.uint32).tobytes() == \

@@ -32,7 +32,7 @@ CONFIGS = {
 #: than one step in flight.
 SIZES = {"all_reduce": (256, 3), "reduce_scatter": (256, 2), "all_gather": (96, 3),
          "all_to_all": (96, 2)}
-#: The failed-chip all_reduce's row: a multiple of C*K*2*lanes = 3*1*2*4 = 24 (3 live chips
+#: The failed-chip all_reduce's row: a multiple of C*K*2*lanes = 3*1*2*8 = 48 (3 live chips
 #: on one ring).
 FAILED_ROW = 240
 

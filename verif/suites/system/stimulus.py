@@ -52,7 +52,7 @@ import numpy as np
 from golden import collectives as gc
 from golden import topology as topo
 from sim.kernels.collective import plan_collective
-from sim.system import SYSTEM_CHIP
+from sim.system import SYSTEM_CHIP, plan_push_words
 
 __all__ = ["LINKS", "SHAPES", "DEAL", "ROUNDS", "SIZES", "LARGE_WORDS", "SPECIALS",
            "Build", "Case", "build", "topology_of", "plan", "slow_indices", "case", "cases",
@@ -166,7 +166,8 @@ def fits(kind, shape, topology, dtype, chunks):
     """The plan of a case if it fits ``SYSTEM_CHIP`` (no new build), else None; raises
     the planner's ValueError for a size it refuses."""
     plan = plan_collective(kind, np.zeros(shape, np.uint32), topology=topology, dtype=dtype,
-                           lanes=_LANES, chunks=chunks)
+                           lanes=_LANES, chunks=chunks,
+                           push_words=plan_push_words(SYSTEM_CHIP))
     return plan if all(getattr(plan, f) <= limit for f, limit in _LIMITS.items()) else None
 
 
