@@ -63,9 +63,9 @@ SYSTEM_CHIP = dict(numerics="tpu", lanes=8, mxu=False, ops=("add", "iadd"), hbm_
 
 def plan_push_words(chip):
     """Words per push descriptor in the collective programs for ``chip`` (TensorCore
-    parameters): with several network ports, half a push port's queue, so that the
-    pushes a chip deals to its ports in turn are queued while the others send; with one,
-    None (a descriptor per run of words)."""
+    parameters): with several network ports, half a push port's queue of VMEM lines
+    (``hdl.memory.dma_push_ports``), so that the pushes a chip deals to its ports in turn
+    are queued while the others send; with one, None (a descriptor per run of words)."""
     if chip.get("network_ports", 1) == 1:
         return None
     return DEFAULT_PUSH_BEATS * chip["lanes"] // 2

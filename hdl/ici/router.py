@@ -7,6 +7,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..lib.memory_port import check_int
+from ..lib.numbered_ports import port, port_name
 from .allocator import Allocator
 from .input_port import InputPort
 from .layouts import (CHIP_BITS, MAX_VCS, PORT_BITS, flit_layout, route_entry_layout,
@@ -179,11 +180,11 @@ class Router(wiring.Component):
     @staticmethod
     def local_name(kind, j):
         """The port name of local port ``j``'s ``kind`` ("inject" or "eject")."""
-        return kind if j == 0 else f"{kind}{j}"
+        return port_name(kind, j)
 
     def local(self, kind, j):
         """Local port ``j``'s ``inject`` or ``eject`` stream."""
-        return getattr(self, self.local_name(kind, j))
+        return port(self, kind, j)
 
     def elaborate(self, platform):
         m = Module()

@@ -7,11 +7,12 @@ from amaranth.lib.wiring import In, Out
 
 from ..ici.layouts import MAX_FLIT_WORDS, flit_layout
 from ..lib.memory_port import WORD_BITS, MemoryPortSignature, check_int, line_addr_width
+from ..lib.numbered_ports import port, port_name
 from .dma_addrgen import AddressGenerator
 from .dma_burst import ROUND_TRIP, BurstEngine
 from .dma_check import DescriptorCheck
 from .dma_push import DEFAULT_MAX_PAYLOAD, max_payload_words
-from .dma_push_ports import DEFAULT_PUSH_BEATS, PushPorts, push_port_name
+from .dma_push_ports import DEFAULT_PUSH_BEATS, PushPorts
 from .layouts import (ADDRESS_BITS, CHIP_BITS, FLAG_BITS, descriptor_layout, error_layout,
                       flag_add_layout)
 
@@ -106,7 +107,8 @@ class DMA(wiring.Component):
         accepted by its memory (so a flag bank that registers it shows it one cycle later).
     sent_add : Out(stream.Signature(flag_add_layout))
         A push's word count for its sent flag, offered the cycle after its last flit is
-        taken on ``push``.
+        taken on its push port (with several ports, once the round robin between their
+        completions reaches it).
     push, push1, ... : Out(stream.Signature(flit_layout(flit_words)))
         Packets of pushes (``hdl.ici.Router``'s injection format), registered; one port
         per ``push_ports``.
@@ -173,7 +175,7 @@ class DMA(wiring.Component):
             "vmem": Out(self.port_signatures[1]),
             "flag_add": Out(stream.Signature(flag_add_layout)),
             "sent_add": Out(stream.Signature(flag_add_layout)),
-            **{push_port_name(j): Out(stream.Signature(flit_layout(flit_words)))
+            **{port_name("push", j): Out(stream.Signature(flit_layout(flit_words)))
                for j in range(push_ports)},
             "chip": In(CHIP_BITS),
             "errors": Out(stream.Signature(error_layout)),
@@ -181,10 +183,6 @@ class DMA(wiring.Component):
             "received": Out(COUNT_BITS), "completed": Out(COUNT_BITS),
             "rejected": Out(COUNT_BITS), "bus_errors": Out(COUNT_BITS),
         })
-
-    def push_port(self, j):
-        """Push port ``j``'s stream (``push``, ``push1``, ...)."""
-        return getattr(self, push_port_name(j))
 
     def _check_littles_law(self):
         need = self.read_latency + ROUND_TRIP
@@ -219,7 +217,7 @@ class DMA(wiring.Component):
             max_payload=self.max_payload, beats=self.push_beats)
         wiring.connect(m, burst.pushed, push_ports.beats_in)
         for j in range(self.push_ports):
-            wiring.connect(m, push_ports.port(j), wiring.flipped(self.push_port(j)))
+            wiring.connect(m, port(push_ports, "push", j), wiring.flipped(port(self, "push", j)))
         m.d.comb += push_ports.chip.eq(self.chip)
         # A push completes when its last flit has left; only a named sent flag is added.
         pushed = push_ports.done

@@ -8,21 +8,17 @@ from amaranth.lib.wiring import In, Out
 from ..ici.arbiter import RoundRobin
 from ..ici.layouts import flit_layout
 from ..lib.memory_port import check_int
+from ..lib.numbered_ports import port, port_name
 from .dma_lanes import equals, pick
 from .dma_push import DEFAULT_MAX_PAYLOAD, Packetizer, push_beat_layout, push_done_layout
 from .layouts import CHIP_BITS
 
-__all__ = ["PushPorts", "push_port_name", "DEFAULT_PUSH_BEATS"]
+__all__ = ["PushPorts", "DEFAULT_PUSH_BEATS"]
 
 #: Beats each port's queue holds by default (with 4-word lines, 256 words): a push of up
 #: to that size is taken off the burst engine at its line rate while the port before it
 #: still sends, so pushes to different neighbours leave side by side.
 DEFAULT_PUSH_BEATS = 64
-
-
-def push_port_name(j):
-    """The name of push port ``j``: ``push``, ``push1``, ``push2``, ..."""
-    return "push" if j == 0 else f"push{j}"
 
 
 class PushPorts(wiring.Component):
@@ -77,21 +73,17 @@ class PushPorts(wiring.Component):
         super().__init__({
             "beats_in": In(stream.Signature(push_beat_layout(max_words))),
             "chip": In(CHIP_BITS),
-            **{push_port_name(j): Out(flits) for j in range(ports)},
+            **{port_name("push", j): Out(flits) for j in range(ports)},
             "done": Out(stream.Signature(push_done_layout)),
             "idle": Out(1),
         })
-
-    def port(self, j):
-        """Push port ``j``'s stream."""
-        return getattr(self, push_port_name(j))
 
     def elaborate(self, platform):
         m = Module()
         k = self.ports
         for j, packetizer in enumerate(self.packetizers):
             m.submodules[f"packetizer{j}"] = packetizer
-            wiring.connect(m, packetizer.flits, wiring.flipped(self.port(j)))
+            wiring.connect(m, packetizer.flits, wiring.flipped(port(self, "push", j)))
             m.d.comb += packetizer.chip.eq(self.chip)
         if k == 1:
             packetizer = self.packetizers[0]

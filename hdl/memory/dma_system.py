@@ -11,9 +11,10 @@ from amaranth.lib.wiring import In, Out
 
 from ..ici.layouts import flit_layout
 from ..lib.memory_port import MemoryPortSignature, check_int, line_addr_width
+from ..lib.numbered_ports import port, port_name
 from .dma import COUNT_BITS, DMA
 from .dma_push import DEFAULT_MAX_PAYLOAD
-from .dma_push_ports import DEFAULT_PUSH_BEATS, push_port_name
+from .dma_push_ports import DEFAULT_PUSH_BEATS
 from .dma_receive import Receiver
 from .hbm import HBM
 from .layouts import (CHIP_BITS, descriptor_layout, error_layout, flag_set_layout,
@@ -22,17 +23,12 @@ from .port_merge import WriterMerge
 from .sync_flags import SyncFlags
 from .vmem import VMEM
 
-__all__ = ["DmaSystem", "core_signature", "receive_port_name", "STAMPS"]
+__all__ = ["DmaSystem", "core_signature", "STAMPS"]
 
 #: The cycle-stamp outputs of a :class:`DmaSystem`, and their width.
 STAMPS = ("first_taken", "first_request", "first_read", "last_read", "first_write",
           "last_write", "last_flag")
 STAMP_BITS = 32
-
-
-def receive_port_name(j):
-    """The name of receive port ``j``: ``receive``, ``receive1``, ``receive2``, ..."""
-    return "receive" if j == 0 else f"receive{j}"
 
 
 def core_signature(*, vmem_lines, lanes):
@@ -46,9 +42,9 @@ def core_signature(*, vmem_lines, lanes):
 
 
 class DmaSystem(wiring.Component):
-    """A :class:`~hdl.memory.dma.DMA` and a :class:`~hdl.memory.dma_receive.Receiver` joined
-    to an :class:`~hdl.memory.hbm.HBM`, a :class:`~hdl.memory.vmem.VMEM` and
-    :class:`~hdl.memory.sync_flags.SyncFlags`.
+    """A :class:`~hdl.memory.dma.DMA` and a :class:`~hdl.memory.dma_receive.Receiver` per
+    network port, joined to an :class:`~hdl.memory.hbm.HBM`, a :class:`~hdl.memory.vmem.VMEM`
+    and :class:`~hdl.memory.sync_flags.SyncFlags`.
 
     A batch runs as: load ``hbm_words`` and ``vmem_words``, play descriptors into
     ``descriptors``, take ``errors``, wait until ``finished``, then read back the memories
@@ -68,7 +64,10 @@ class DmaSystem(wiring.Component):
 
     **Several ports.** With ``network_ports = k`` above 1 the chip has ``k`` push ports
     (the DMA deals its pushes to them in turn) and ``k`` receive ports, each with its own
-    receive engine; the engines' writes share each memory port with the DMA's. Pushes
+    receive engine. Each memory port is shared through a chain of merges: the DMA and
+    receive engine 0 in the first, whose port and receive engine j meet in merge j, so
+    under contention engine ``k - 1`` has every other request and the earlier ones share
+    the rest. Pushes
     that leave on different ports, and packets that arrive on different ports, may land
     in either order: the result above holds when no two pushes to a chip write the same
     word.
@@ -164,7 +163,6 @@ class DmaSystem(wiring.Component):
                                    sizes=(hbm_size, self.dma.vmem_size), n_flags=n_flags,
                                    n_chips=n_chips, flit_words=flit_words)
                           for _ in range(network_ports)]
-        self.receiver = self.receivers[0]
         # Per space, a chain: the DMA and receiver 0 meet in merge 0, whose port meets
         # receiver j in merge j.
         self.merges = {space: [WriterMerge(signature=sig) for _ in range(network_ports)]
@@ -179,9 +177,9 @@ class DmaSystem(wiring.Component):
         super().__init__({
             "descriptors": In(stream.Signature(descriptor_layout)),
             "errors": Out(stream.Signature(error_layout)),
-            **{push_port_name(j): Out(stream.Signature(flit_layout(flit_words)))
+            **{port_name("push", j): Out(stream.Signature(flit_layout(flit_words)))
                for j in range(network_ports)},
-            **{receive_port_name(j): In(stream.Signature(flit_layout(flit_words)))
+            **{port_name("receive", j): In(stream.Signature(flit_layout(flit_words)))
                for j in range(network_ports)},
             "chip": In(CHIP_BITS),
             "core": In(core_signature(vmem_lines=vmem_lines, lanes=lanes)),
@@ -208,14 +206,14 @@ class DmaSystem(wiring.Component):
         wiring.connect(m, dma.sent_add, flags.add1)
         initiators = {0: dma.hbm, 1: dma.vmem}
         for j, receiver in enumerate(self.receivers):
-            m.submodules[f"receiver{j}" if j else "receiver"] = receiver
-            wiring.connect(m, dma.push_port(j), wiring.flipped(self.push_port(j)))
-            wiring.connect(m, wiring.flipped(self.receive_port(j)), receiver.flits)
+            m.submodules[f"receiver{j}"] = receiver
+            wiring.connect(m, port(dma, "push", j), wiring.flipped(port(self, "push", j)))
+            wiring.connect(m, wiring.flipped(port(self, "receive", j)), receiver.flits)
             m.d.comb += receiver.chip.eq(self.chip)
             wiring.connect(m, receiver.flag_add, getattr(flags, flags.add_names[2 + j]))
             for space, name in ((0, "hbm"), (1, "vmem")):
                 merge = self.merges[space][j]
-                m.submodules[f"{name}_merge{j}" if j else f"{name}_merge"] = merge
+                m.submodules[f"{name}_merge{j}"] = merge
                 wiring.connect(m, initiators[space], merge.main)
                 wiring.connect(m, getattr(receiver, name), merge.writer)
                 initiators[space] = merge.memory
@@ -249,14 +247,6 @@ class DmaSystem(wiring.Component):
         ]
         self._stamp(m, dma, flags)
         return m
-
-    def push_port(self, j):
-        """Push port ``j``'s stream (``push``, ``push1``, ...)."""
-        return getattr(self, push_port_name(j))
-
-    def receive_port(self, j):
-        """Receive port ``j``'s stream (``receive``, ``receive1``, ...)."""
-        return getattr(self, receive_port_name(j))
 
     def _stamp(self, m, dma, flags):
         now = Signal(STAMP_BITS)

@@ -10,6 +10,7 @@ from amaranth.lib.wiring import In, Out
 from ..ici import LinkSignature, Router
 from ..ici.layouts import CHIP_BITS, MAX_VCS, PORT_BITS
 from ..lib.memory_port import check_int
+from ..lib.numbered_ports import port
 from ..tensorcore import TensorCoreSystem
 from ..tensorcore.isa import ERROR_CODES
 from ..tensorcore.sequencer import State
@@ -117,8 +118,8 @@ class ChipNode(wiring.Component):
             flit_words=FLIT_WORDS, n_nodes=self.n_nodes, local_ports=self.local_ports)
         local = range(self.local_ports)
         for j in local:
-            wiring.connect(m, chip.push_port(j), router.local("inject", j))
-            wiring.connect(m, router.local("eject", j), chip.receive_port(j))
+            wiring.connect(m, port(chip, "push", j), router.local("inject", j))
+            wiring.connect(m, router.local("eject", j), port(chip, "receive", j))
 
         lit = Signal(ports)
         cfg = self.config

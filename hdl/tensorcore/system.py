@@ -9,8 +9,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..ici.layouts import CHIP_BITS, flit_layout
 from ..memory.dma import COUNT_BITS
-from ..memory.dma_push_ports import push_port_name
-from ..memory.dma_system import DmaSystem, receive_port_name
+from ..lib.numbered_ports import port, port_name
+from ..memory.dma_system import DmaSystem
 from .core import TensorCore
 from .isa import DEFAULT_HBM_WORDS, ERROR_CODES
 from .sequencer import STALL_CAUSES, State
@@ -102,7 +102,7 @@ vector_queue, ops
                                 n_chips=n_chips, flit_words=flit_words,
                                 network_ports=network_ports)
         self.networked = n_chips > 1
-        self.network_ports = network_ports
+        self.network_ports = self.system.network_ports
         self.sequencer, self.lanes = self.core.sequencer, lanes
         self.memory_images = {name: (memory, f"core.{path}")
                               for name, (memory, path) in self.core.memory_images.items()}
@@ -113,7 +113,7 @@ vector_queue, ops
             flits = stream.Signature(flit_layout(flit_words))
             packets = {"chip": In(CHIP_BITS)}
             for j in range(network_ports):
-                packets |= {push_port_name(j): Out(flits), receive_port_name(j): In(flits)}
+                packets |= {port_name("push", j): Out(flits), port_name("receive", j): In(flits)}
         super().__init__({
             **packets, "start": In(1), "state": Out(State), "pc": Out(32), "error_pc": Out(32),
             "bundles": Out(32), "error": Out(range(len(ERROR_CODES))), "waiting": Out(1),
@@ -124,14 +124,6 @@ vector_queue, ops
             **{f"stall_{cause}": Out(32) for cause in STALL_CAUSES},
         })
 
-    def push_port(self, j):
-        """Push port ``j``'s stream (``push``, ``push1``, ...)."""
-        return getattr(self, push_port_name(j))
-
-    def receive_port(self, j):
-        """Receive port ``j``'s stream (``receive``, ``receive1``, ...)."""
-        return getattr(self, receive_port_name(j))
-
     def elaborate(self, platform):
         m = Module()
         m.submodules.core = core = self.core
@@ -140,8 +132,9 @@ vector_queue, ops
         wiring.connect(m, core.dma, system.descriptors)
         if self.networked:
             for j in range(self.network_ports):
-                wiring.connect(m, system.push_port(j), wiring.flipped(self.push_port(j)))
-                wiring.connect(m, wiring.flipped(self.receive_port(j)), system.receive_port(j))
+                wiring.connect(m, port(system, "push", j), wiring.flipped(port(self, "push", j)))
+                wiring.connect(m, wiring.flipped(port(self, "receive", j)),
+                               port(system, "receive", j))
             m.d.comb += system.chip.eq(self.chip)
         m.d.comb += [
             system.errors.ready.eq(1),                  # counted in ``rejected``

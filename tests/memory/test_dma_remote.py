@@ -16,6 +16,7 @@ from golden import memory as golden
 from golden.memory import Descriptor as D
 from hdl.ici.layouts import flit_layout, route_word_layout
 from hdl.lib.memory_port import MemoryPortSignature
+from hdl.lib.numbered_ports import port
 from hdl.lib.xorshift import GAP_BITS, Xorshift32, gap_threshold
 from hdl.memory import (DmaSystem, Packetizer, Receiver, WriterMerge, max_payload_words,
                         target_word_layout)
@@ -91,8 +92,8 @@ class Pair(wiring.Component):
             m.d.comb += [self.chips[i].chip.eq(i), self.chips[i].seed.eq(self.seed + i)]
             for j, link in enumerate(self.links[i]):
                 m.submodules[f"link{i}_{j}"] = link
-                wiring.connect(m, self.chips[i].push_port(j), link.tx)
-                wiring.connect(m, link.rx, self.chips[1 - i].receive_port(j))
+                wiring.connect(m, port(self.chips[i], "push", j), link.tx)
+                wiring.connect(m, link.rx, port(self.chips[1 - i], "receive", j))
                 salt = 0x9E3779B9 * (i + 1 + 2 * j) & 0xFFFFFFFF
                 m.d.comb += link.seed.eq(self.seed ^ salt)
         return m
@@ -122,7 +123,7 @@ def run_pair(pair, images, batches, *, rng, stall=0.3, seed=1, limit=100_000):
             ready = [bool(rng.random() >= stall) for _ in chips]
             for chip, r in zip(chips, ready):
                 ctx.set(chip.errors.ready, r)
-            ports = [chip.push_port(j) for chip in chips for j in range(k)]
+            ports = [port(chip, "push", j) for chip in chips for j in range(k)]
             sampled = await ctx.tick().sample(
                 *[v for chip in chips for v in (
                     chip.errors.valid, chip.errors.payload, chip.received, chip.finished)],
@@ -243,11 +244,11 @@ def _expected(images, batches, lanes):
     return runs, final
 
 
-def _packets(run, chip, params, port=0):
-    """golden.ici's flits of the pushes that leave on ``port``: the DMA deals its accepted
-    pushes to its ports in turn."""
+def _packets(run, chip, params, push_port=0):
+    """golden.ici's flits of the pushes that leave on ``push_port``: the DMA deals its
+    accepted pushes to its ports in turn."""
     ports = params.get("network_ports", 1)
-    packets = [p for push in run.pushes[port::ports] for p in ici.push_packets(
+    packets = [p for push in run.pushes[push_port::ports] for p in ici.push_packets(
         push.descriptor, push.data, src_chip=chip, max_payload_words=params["max_payload"],
         flit_words=params["flit_words"])]
     return np.concatenate(packets) if packets else np.zeros((0, params["flit_words"]),
@@ -415,7 +416,8 @@ def test_flags_move_only_after_the_words(rng):
         while not seen or seen[-1] < 10:
             await ctx.tick()
             value = ctx.get(system.flags[6])
-            if ctx.get(system.receiver.vmem.req.valid & ~system.receiver.vmem.req.ready):
+            receiver = system.receivers[0]
+            if ctx.get(receiver.vmem.req.valid & ~receiver.vmem.req.ready):
                 contended.append(value)
             if not seen or value != seen[-1]:
                 seen.append(value)

@@ -135,8 +135,8 @@ def test_unknown_suite_is_a_one_line_error(tmp_path):
     proc = _regress("alu", cwd=tmp_path)
     assert proc.returncode == 1
     assert proc.stderr.strip() == ("tpu-rtl regress: error: unknown suite 'alu'; suites: "
-                                   "arith, mxu, dma, network, sparsecore, system, tensorcore, vpu, "
-                                   "bf16_mul_exhaustive, vpu_transcendental_exhaustive")
+                                   "arith, mxu, dma, network, sparsecore, system, tensorcore, "
+                                   "vpu, bf16_mul_exhaustive, vpu_transcendental_exhaustive")
 
 
 def test_dma_regression_runs_whole_and_catches_a_broken_golden(tmp_path):
