@@ -113,8 +113,10 @@ Link-bandwidth bound on busbw (``bus_bound``), B = link bytes per cycle per dire
     sides leave some links idle part of the time. With failed chips the one live-chip ring
     reaches at most 2B, less where its routed hops share links with its other hops.
 
-Cost model (``alpha_beta_cycles``)
-    Lockstep steps: each step costs ``alpha`` plus its busiest directed link's bytes / B.
+Cost models
+    ``alpha_beta_cycles``: lockstep steps, each ``alpha`` plus its busiest directed link's
+    bytes / B. ``pipelined_cycles`` (``golden.collective_cost``, re-exported here): the chip
+    programs' pieces, issue, ports, links and reduce, for any number of chunks.
 """
 
 import functools
@@ -124,16 +126,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import arith
+from .collective_cost import WORD_BYTES, CostParams, pipelined_cycles
 from .formats import check_numerics
 from .topology import Topology, all_to_all_bound, route, routing_tables, torus
 
 __all__ = ["KINDS", "DTYPES", "WORD_BYTES", "Transfer", "collective", "schedule",
            "link_loads", "message_bytes", "bus_factor", "bandwidth", "bus_bound",
-           "alpha_beta_cycles"]
+           "alpha_beta_cycles", "CostParams", "pipelined_cycles"]
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 DTYPES = ("float32", "int32")
-WORD_BYTES = 4
 
 
 @dataclass(frozen=True)

@@ -2,64 +2,44 @@
 ``docs/system.md`` between its ``<!-- bench -->`` markers.
 
 Every figure comes from one run of this command (the doc names the command and seed):
-collectives at the largest message size on 1x4 and 4x4, an all-reduce size sweep against
-the alpha-beta model of ``golden.collectives`` (and a variant that also charges each chip's
-injection and ejection ports), alpha itself (a one-word push between neighbours, issue to the
-remote flag), and simulation speed. Every run is checked bit for bit against golden.
+collectives at the largest message size on 1x4 and 4x4; the cost model's constants, measured
+by microbenchmarks (``verif.system_calibration``); the RTL against the model
+(``golden.collective_cost``) over chunks per transfer for every kind on the 1x4 ring, and
+against the lockstep alpha-beta model of ``golden.collectives`` over message sizes; and
+simulation speed. Every run is checked bit for bit against golden.
 """
 
-import math
 import time
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["measure", "BENCH_CHIP", "port_bound_cycles"]
+__all__ = ["measure", "BENCH_CHIP", "RING_CHIP", "CHUNK_SWEEP"]
 
 #: Memories that hold the largest benchmark messages (32 KiB per chip and its staging),
 #: the same for every size, so that each topology is built once.
 BENCH_CHIP = dict(vmem_lines=4096, smem_words=4096, imem_depth=1024, n_flags=64)
 
+#: The 1x4 ring's chip: flags and IMEM for every chunking swept. (A 4x4 system reads out
+#: 16 x 64 flags of 32 bits; 128 flags a chip would pass Amaranth's 65,536-bit limit on
+#: one port.)
+RING_CHIP = dict(BENCH_CHIP, imem_depth=2048, n_flags=128)
+
+#: Chunks per transfer swept at 32 KiB on the 1x4 ring, from one to the most the flag bank
+#: takes: a reduce or gather program uses a flag per step and chunk (1 + steps * chunks
+#: <= 128: 6 steps for all_reduce, 3 for the others), all_to_all one flag in all.
+CHUNK_SWEEP = {"all_reduce": (1, 2, 3, 4, 6, 8, 12, 16, 21),
+               "reduce_scatter": (1, 2, 4, 8, 16, 32, 42),
+               "all_gather": (1, 2, 4, 8, 16, 32, 42),
+               "all_to_all": (1, 2, 4, 8, 16, 32, 64)}
+
+#: Words of a chip's all-reduce row in the size sweep (chunks = 1).
+SIZES = (64, 128, 256, 1024, 4096, 8192)
+
+#: The goal's band for the model: RTL cycles within +-5% of it.
+TOLERANCE = 0.05
+
 BEGIN, END = "<!-- bench -->", "<!-- /bench -->"
-
-
-def port_bound_cycles(transfers, topology, *, alpha, link_bytes_per_cycle, ports=1):
-    """The alpha-beta cost with each chip's injection and ejection ports charged too: per
-    lockstep step, ``alpha`` plus the larger of the busiest link's bytes over B and the
-    most bytes any chip sends or receives over ``ports`` x B (a chip pushes and lands a
-    link's worth a cycle on each of its ``ports`` network ports)."""
-    from golden import collectives
-    steps = {}
-    for tr in transfers:
-        steps.setdefault(tr.step, []).append(tr)
-    total = 0.0
-    for group in steps.values():
-        sent, received = {}, {}
-        for tr in group:
-            nbytes = tr.words * collectives.WORD_BYTES
-            sent[tr.src] = sent.get(tr.src, 0) + nbytes
-            received[tr.dst] = received.get(tr.dst, 0) + nbytes
-        link = collectives.link_loads(group, topology).max()
-        chip = max(max(sent.values()), max(received.values())) / ports
-        total += alpha + max(link, chip) / link_bytes_per_cycle
-    return total
-
-
-def _alpha(backend):
-    """Cycles from a one-word push's issue to its flag at the neighbour: a run with the
-    push and its wait, minus the same run without either (start and halt overheads)."""
-    from golden import tensorcore as tc
-    from golden.memory import Descriptor
-    from sim import system
-    d = Descriptor(("vmem", 0), ("remote", 1, "vmem", 64), (1,), (1,), (1,), 1, sent_flag=0)
-    record = np.array(tc.descriptor_words(d), np.uint32)
-    idle = ["halt\n"] * 4
-    push = ["dma s0+0\nwait f0, 1\nhalt\n", "wait f1, 1\nhalt\n", "halt\n", "halt\n"]
-    images = [np.zeros(2, np.uint32)] * 4
-    smem = [record] * 4
-    runs = [system.run_programs("1x4", programs, vmem=images, smem=smem, chip=BENCH_CHIP,
-                                backend=backend).cycles for programs in (idle, push)]
-    return runs[1] - runs[0]
 
 
 def _inputs(kind, chips, words, rng):
@@ -69,36 +49,43 @@ def _inputs(kind, chips, words, rng):
 
 def measure(path=Path("docs/system.md"), *, backend="verilator", seed=1, quick=False,
             out=print):
-    """Run the benchmarks, print them, and write them into ``path``; return the rows.
-    ``quick`` leaves out the 4x4 torus (its build takes 10 to 20 minutes)."""
-    from golden import collectives
+    """Run the benchmarks, print them, and write them into ``path``; return the goal rows.
+    ``quick`` leaves out the 4x4 torus (its build takes about 20 minutes)."""
+    from golden import collective_cost, collectives
     from golden import topology as topo
     from sim import system
 
+    from .system_calibration import calibrate
+
     rng = np.random.default_rng(seed)
     b = system.LINK_BYTES_PER_CYCLE
-    rows, sweep, speed, pieces = [], [], {}, []
+    out("  calibrating the cost model on the 1x4 ring")
+    params = calibrate(RING_CHIP, backend=backend)
+    out(f"  {params}")
+
+    ring, torus = topo.torus((1, 4)), topo.torus((4, 4))
 
     def run(kind, topology, words, chunks=1):
+        """(inputs' shape, CollectiveRun, model cycles) of one checked collective."""
         chips = int(topology.alive.sum())
         inputs = _inputs(kind, chips, words, rng)
         started = time.perf_counter()
+        chip = RING_CHIP if topology is ring else BENCH_CHIP
         result = system.collective(kind, inputs, topology=topology, backend=backend,
-                                   seed=seed, chip=BENCH_CHIP, chunks=chunks)
+                                   seed=seed, chip=chip, chunks=chunks)
         want = collectives.collective(kind, inputs, topology=topology)
         wrong = int(np.count_nonzero(result.out.view(np.uint32) != want.view(np.uint32)))
         if wrong:
             raise RuntimeError(f"{kind} on {topology.shape}: {wrong} words differ from golden "
                                f"(seed {seed})")
+        model = collective_cost.pipelined_cycles(
+            collectives.schedule(kind, topology, inputs.shape), chunks=chunks, params=params)
         out(f"  {kind} {topology.shape} S={collectives.message_bytes(kind, inputs.shape):,} B, "
-            f"chunks {chunks}: "
-            f"{result.cycles:,} cycles, busbw {result.busbw:.3f} of {result.bus_bound:.1f} "
+            f"chunks {chunks}: {result.cycles:,} cycles (model {model:,.0f}), busbw "
+            f"{result.busbw:.3f} of {result.bus_bound:.1f} "
             f"({time.perf_counter() - started:.1f} s)")
-        return inputs.shape, result
+        return inputs.shape, result, model
 
-    alpha = _alpha(backend)
-    out(f"  alpha: {alpha} cycles")
-    ring, torus = topo.torus((1, 4)), topo.torus((4, 4))
     goals = [("1x4 ring all-reduce", ring, "all_reduce", 8192, 4),
              ("1x4 reduce-scatter", ring, "reduce_scatter", 8192, 4),
              ("1x4 all-gather", ring, "all_gather", 8192, 4),
@@ -110,63 +97,94 @@ def measure(path=Path("docs/system.md"), *, backend="verilator", seed=1, quick=F
                   ("4x4 reduce-scatter", torus, "reduce_scatter", 8192, 2),
                   ("4x4 all-gather", torus, "all_gather", 8192, 2),
                   ("4x4 all-to-all", torus, "all_to_all", 8192, 1)]
+    rows, speed = [], {}
     for label, topology, kind, words, chunks in goals:
-        shape, result = run(kind, topology, words, chunks)
-        rows.append((label, kind, topology, shape, result, chunks))
+        shape, result, model = run(kind, topology, words, chunks)
+        rows.append((label, kind, shape, result, chunks, model))
         speed[topology.shape] = (result.cycles, result.seconds)
-    for chunks in (1, 2, 4, 8):
-        _, result = run("all_reduce", ring, 8192, chunks)
-        pieces.append((chunks, result.cycles, result.busbw))
-    for words in (64, 128, 256, 1024, 4096, 8192):
-        shape, result = run("all_reduce", ring, words)
-        transfers = collectives.schedule("all_reduce", ring, shape)
-        model = collectives.alpha_beta_cycles(transfers, ring, alpha=alpha,
-                                              link_bytes_per_cycle=b)
-        ports = port_bound_cycles(transfers, ring, alpha=alpha, link_bytes_per_cycle=b,
-                                  ports=system.SYSTEM_CHIP["network_ports"])
-        sweep.append((shape, result.cycles, model, ports))
+    sweep = []
+    for kind, counts in CHUNK_SWEEP.items():
+        for chunks in counts:
+            _, result, model = run(kind, ring, 8192, chunks)
+            sweep.append((kind, chunks, result.cycles, result.busbw, model))
+    sizes = []
+    for words in SIZES:
+        shape, result, model = run("all_reduce", ring, words)
+        lockstep = collectives.alpha_beta_cycles(
+            collectives.schedule("all_reduce", ring, shape), ring, alpha=params.alpha,
+            link_bytes_per_cycle=b)
+        sizes.append((words, result.cycles, lockstep, model))
     inputs = _inputs("all_reduce", 4, 1024, rng)
     small = system.collective("all_reduce", inputs, topology="2x2", backend=backend, seed=seed)
     speed["2x2"] = (small.cycles, small.seconds)
-    text = _markdown(rows, sweep, speed, pieces, alpha, seed=seed, backend=backend, quick=quick)
+    text = _markdown(rows, params, sweep, sizes, speed, seed=seed, backend=backend,
+                     quick=quick)
     _write(Path(path), text)
     out(text)
     return rows
 
 
-def _markdown(rows, sweep, speed, pieces, alpha, *, seed, backend, quick):
+def _ratio(cycles, model):
+    """RTL / model, bold when outside the goal's band."""
+    r = cycles / model
+    return f"{r:.3f}" if abs(r - 1) <= TOLERANCE else f"**{r:.3f}**"
+
+
+def _markdown(rows, params, sweep, sizes, speed, *, seed, backend, quick):
     from golden import collectives
     from sim import system
     b = system.LINK_BYTES_PER_CYCLE
+    port = system.SYSTEM_CHIP["network_ports"] * b
     lines = [f"Measured by `tpu-rtl system bench --seed {seed}{' --quick' if quick else ''}` "
              f"({backend}); every run "
              f"bit-exact against `golden.collectives`. B = {b} bytes/cycle (one-word flits); "
-             f"busbw and bounds in bytes/cycle.", "",
+             f"busbw and bounds in bytes/cycle; model: `golden.collective_cost` with the "
+             f"constants below.", "",
              "| goal | S (bytes) | chunks | cycles | busbw | link bound | fraction | "
-             "chip-port bound | fraction |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for label, kind, topology, shape, result, chunks in rows:
+             "chip-port bound | fraction | model | RTL / model |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for label, kind, shape, result, chunks, model in rows:
         # P push engines and P receive engines a chip, B bytes a cycle each: a chip must
         # send bus_factor * S bytes of every kind (all-reduce 2(C-1)/C, the others
         # (C-1)/C), so busbw = S * bus_factor / cycles <= P * B.
-        port = system.SYSTEM_CHIP["network_ports"] * b
         lines.append(f"| {label} | {collectives.message_bytes(kind, shape):,} | {chunks} | "
                      f"{result.cycles:,} | {result.busbw:.3f} | {result.bus_bound:.2f} | "
                      f"{result.busbw / result.bus_bound:.3f} | {port:.2f} | "
-                     f"{result.busbw / port:.3f} |")
-    lines += ["", f"Alpha (a one-word push to a neighbour, from issue to its flag there): "
-                  f"**{alpha} cycles**.", "",
-              "1x4 ring all-reduce against the cost models (alpha above, chunks = 1):", "",
-              "| n (words) | RTL cycles | alpha-beta (links) | RTL / model | "
-              "alpha-beta (links and chip ports) | RTL / model |",
-              "|---:|---:|---:|---:|---:|---:|"]
-    for shape, cycles, model, ports in sweep:
-        lines.append(f"| {shape[1]:,} | {cycles:,} | {model:,.0f} | {cycles / model:.3f} | "
-                     f"{ports:,.0f} | {cycles / ports:.3f} |")
-    lines += ["", "1x4 ring all-reduce of 32 KiB by chunks per transfer (pipelining the ring "
-                  "steps):", "", "| chunks | cycles | busbw |", "|---:|---:|---:|"]
-    for chunks, cycles, busbw in pieces:
-        lines.append(f"| {chunks} | {cycles:,} | {busbw:.3f} |")
+                     f"{result.busbw / port:.3f} | {model:,.0f} | "
+                     f"{_ratio(result.cycles, model)} |")
+    lines += ["", "The cost model's constants (`verif.system_calibration`, on the 1x4 ring):",
+              "", "| constant | value | from |", "|---|---:|---|"]
+    sources = {
+        "alpha": "a one-word push to a neighbour, issue to its flag there",
+        "hop_cycles": "the same push two hops away, less alpha",
+        "group_cycles": "the reduce loop, 8 lines an iteration",
+        "line_cycles": "the reduce loop, one line an iteration",
+        "descriptor_cycles": "back-to-back 8-word pushes",
+        "fill_cycles": "a 64-word push against a 32-word one, less a flit a word",
+        "event_cycles": "fitted to the chunk sweep below (the one constant not measured)",
+        "dma_slots": "the DMA's queue and in-flight descriptors (`outstanding` each)",
+        "push_words": "the programs' push size (`sim.system.plan_push_words`)",
+        "packet_words": "the DMA's packets", "header_flits": "`golden.ici`'s write packet"}
+    for name, source in sources.items():
+        lines.append(f"| `{name}` | {getattr(params, name):g} | {source} |")
+    within = sum(abs(c / m - 1) <= TOLERANCE for _, _, c, _, m in sweep)
+    worst = max(sweep, key=lambda r: abs(r[2] / r[4] - 1))
+    lines += ["", f"1x4 ring, S = 32 KiB, by chunks per transfer: {within} of {len(sweep)} "
+                  f"runs within +-{TOLERANCE:.0%} of the model (bold: outside); the worst, "
+                  f"{worst[0]} at {worst[1]} chunks, {worst[2] / worst[4] - 1:+.1%}.", "",
+              "| kind | chunks | RTL cycles | busbw | model | RTL / model |",
+              "|---|---:|---:|---:|---:|---:|"]
+    for kind, chunks, cycles, busbw, model in sweep:
+        lines.append(f"| {kind} | {chunks} | {cycles:,} | {busbw:.3f} | {model:,.0f} | "
+                     f"{_ratio(cycles, model)} |")
+    lines += ["", "1x4 ring all-reduce by message size (chunks = 1), against the lockstep "
+                  "alpha-beta model (`golden.collectives.alpha_beta_cycles`: alpha + the "
+                  "busiest link's bytes / B per step) and the model:", "",
+              "| n (words) | RTL cycles | alpha-beta | RTL / alpha-beta | model | "
+              "RTL / model |", "|---:|---:|---:|---:|---:|---:|"]
+    for words, cycles, lockstep, model in sizes:
+        lines.append(f"| {words:,} | {cycles:,} | {lockstep:,.0f} | {cycles / lockstep:.3f} | "
+                     f"{model:,.0f} | {_ratio(cycles, model)} |")
     lines += ["", "Simulation speed (Verilator, the compiled whole-run path; loading and "
                   "read-back included, the build not):", "",
               "| system | cycles | seconds | cycles/s |", "|---|---:|---:|---:|"]

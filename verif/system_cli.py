@@ -70,14 +70,15 @@ def add_parser(subparsers):
                    help="folder of the heat map (default build/system)")
     c.set_defaults(func=cmd_collective)
     b = sub.add_parser("bench", help="measure the system goals into docs/system.md",
-                       description="Run the collective benchmarks (1x4 and 4x4, the size sweep "
-                                   "against the alpha-beta model, alpha, simulation speed), "
-                                   "each checked against golden, and write the tables into "
-                                   "docs/system.md.")
+                       description="Run the collective benchmarks (1x4 and 4x4; the cost "
+                                   "model's constants, measured by microbenchmarks; the RTL "
+                                   "against the model by chunks and by size; simulation "
+                                   "speed), each checked against golden, and write the tables "
+                                   "into docs/system.md.")
     b.add_argument("--out", type=Path, default=Path("docs/system.md"))
     b.add_argument("--seed", type=int, default=1)
     b.add_argument("--quick", action="store_true", help="leave out the 4x4 torus (its build "
-                                                        "takes 10 to 20 minutes)")
+                                                        "takes about 20 minutes)")
     b.set_defaults(func=cmd_bench)
 
 

@@ -66,6 +66,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from golden import collectives as gc
+from golden.collective_cost import overlap, piece_range, send_order
 from golden import memory as golden_memory
 from golden import tensorcore as tc
 from golden.vpu import SUBLANES
@@ -146,11 +147,6 @@ class _Piece:
         return sum(n for _, _, n in self.parts)
 
 
-def _part(lo, hi, k, chunks, unit):
-    units = (hi - lo) // unit
-    return lo + k * units // chunks * unit, lo + (k + 1) * units // chunks * unit
-
-
 def _runs(items):
     """Group ``(a, b, length)`` items into runs ``(a, b, length, count, step_a, step_b)``:
     consecutive items of equal length whose ``a`` and ``b`` advance by constant steps."""
@@ -190,10 +186,6 @@ def _split(run, limit):
         per = limit // n
         for first in range(0, count, per):
             yield rows(first, min(per, count - first))
-
-
-def _overlap(xs, ys):
-    return any(a < d and c < b for a, b in xs for c, d in ys)
 
 
 def _check_alignment(kind, n, chips, shards, lanes):
@@ -301,7 +293,7 @@ class _Writer:
         words = sum(p.words for p in pieces)
         reduce = [p for p in pieces if p.op == "reduce"]
         own = [(dst, dst + n) for p in reduce for _, dst, n in p.parts]
-        if _overlap(self.outstanding, own):
+        if overlap(self.outstanding, own):
             self.wait_sent()
         self.emit(f"wait f{flag}, {self.operand(words)}")
         lanes = self.lanes
@@ -446,7 +438,7 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
             parts = []
             for (s_lo, s_hi), (d_lo, d_hi) in zip(tr.src_ranges, tr.dst_ranges):
                 assert s_hi - s_lo == d_hi - d_lo
-                lo, hi = _part(s_lo, s_hi, k, chunks, unit if tr.op == "reduce" else 1)
+                lo, hi = piece_range(s_lo, s_hi, k, chunks, unit if tr.op == "reduce" else 1)
                 if hi > lo:
                     parts.append((lo, d_lo + shift + lo - s_lo, hi - lo))
             if not parts:
@@ -485,17 +477,9 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
     for chip in chips.tolist():
         w = _Writer(lanes=lanes, add_op=add_op, targets=targets, push_words=push_words)
         events = sorted(receives[chip])
-        writes = [[(d, d + n) for p in receives[chip][key] for _, d, n in p.parts]
-                  for key in events]
         # Each send goes right after the last earlier-step receive that writes a word it
         # reads (-1: none, at the start).
-        after = defaultdict(list)
-        for skey in sorted(sends[chip]):
-            reads = [(s, s + n) for p in sends[chip][skey] for s, _, n in p.parts]
-            deps = [i for i, key in enumerate(events)
-                    if kind != "all_to_all" and key[0] < skey[0] and
-                    _overlap(reads, writes[i])]
-            after[max(deps, default=-1)].append(skey)
+        after = send_order(receives[chip], sends[chip], all_to_all=kind == "all_to_all")
         # The sends that follow one receive (or the start) go out together, their pushes
         # taken in turn (all_to_all's to every destination at once).
         w.send([p for skey in after[-1] for p in sends[chip][skey]])

@@ -1,0 +1,357 @@
+"""A pipelined cost model of a collective cut into chunks: an event model of the chip
+programs that run it (``sim.kernels.collective``), with their timing and without their data.
+
+``golden.collectives.alpha_beta_cycles`` charges each lockstep step ``alpha`` plus its
+busiest link's bytes over B. That fits one chunk per transfer and no arithmetic. This model
+keeps alpha and B, cuts the transfers into ``chunks`` pieces, and runs the programs the
+planner writes: each chip sends, then for each of its receive events in order waits for the
+words, reduces them and sends what depended on them. The pieces pipeline as the programs let
+them. Its constants (:class:`CostParams`) are the chip's, measured by ``tpu-rtl system bench``
+on the RTL with microbenchmarks.
+
+Model
+-----
+- **Pieces.** Piece k of a transfer covers part k of each of its ranges by the planner's
+  rule: ``[lo + k*L//chunks, lo + (k+1)*L//chunks)`` in VMEM lines for a reduce (so that
+  pieces stay whole lines), in words for a copy. Empty pieces are dropped. The pieces of one
+  step and chunk that reach a chip are one receive event.
+- **Program order.** A chip first sends the pieces that read only its input. Then, for each
+  of its receive events in (step, chunk) order, it waits until every word has landed, spends
+  ``event_cycles``, reduces the reduce pieces and sends what depended on them. A send depends
+  on the latest earlier step's event that writes a word it reads. Sends after the same event
+  leave together, their pushes taken in turn.
+- **Issue.** A piece's ranges leave as pushes of at most ``push_words`` words. The core
+  issues a push unless ``dma_slots`` pushes are queued or sending; then it waits for the
+  oldest to leave. The DMA takes one push at a time, ``descriptor_cycles`` apart.
+- **Sending.** A chip deals its pushes to its ``ports`` push ports in turn. A port sends a
+  packet only once it holds all of it, so a push starts ``fill_cycles`` per word of its first
+  packet after the DMA took it, or when its port is free, whichever is later. It sends its
+  words as packets of at most ``packet_words`` words, each behind ``header_flits`` header
+  flits, one flit per ``4 / B`` cycles, its port's pushes end to end. Each link of its
+  route, and the receive port it ejects on, carries its flits in the first gap from its
+  start that the pushes booked before it left (work-conserving, as packets of several
+  pushes interleave on a link; two pushes do not share a cycle).
+- **Landing.** A push's last word lands when the last of its resources is done, plus a
+  latency set so that a one-word push to a neighbour lands ``alpha`` cycles after its issue,
+  plus ``hop_cycles`` for every hop after the first.
+- **Ejection.** A packet leaves the router on the receive port of the torus input it arrives
+  on: input ``p`` on port ``(p // 2 + p % 2) mod ports`` (``hdl.ici.Router``).
+- **Reduce.** The VPU adds 8 VMEM lines of a range in ``group_cycles``, and each line left
+  over in ``line_cycles`` (a ``vld``/``vst`` moves 8 lines; one left over is loaded alone).
+  Before a reduce overwrites words one of the chip's own pushes still reads, the chip waits
+  until all its pushes so far have left.
+- **The end.** A chip waits for all its pushes to leave, then halts; the run ends when the
+  last chip halts, plus ``end_cycles``.
+
+Not modelled: a push's hops one after another (every resource of its route is booked from
+its start); the DMA's reads of HBM; router pipeline stalls, credit waits and head-of-line
+blocking. The model is checked against the RTL
+by ``tpu-rtl system bench`` (docs/system.md).
+"""
+
+import bisect
+import heapq
+import itertools
+from collections import defaultdict
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from .vpu import SUBLANES
+
+__all__ = ["CostParams", "pipelined_cycles", "piece_range", "overlap", "send_order"]
+
+#: Bytes a word (``golden.collectives`` re-exports it).
+WORD_BYTES = 4
+
+_AT_LEAST_ONE = ("ports", "lanes", "push_words", "packet_words")
+_WHOLE = _AT_LEAST_ONE + ("header_flits", "dma_slots")
+
+
+@dataclass(frozen=True)
+class CostParams:
+    """The model's constants (module docstring); cycles unless said.
+
+    alpha : a one-word push's issue to its flag at a neighbour
+    link_bytes_per_cycle : B, one link's bandwidth in one direction, bytes a cycle
+    ports : push ports (and receive ports) a chip
+    lanes : words a VMEM line
+    push_words : words a push at most, or None for one push a range
+    packet_words, header_flits : words a packet at most, and the header flits before them
+    group_cycles, line_cycles : the VPU's reduce of 8 lines, and of a line left over
+    descriptor_cycles : the DMA's time for a push before it takes the next
+    fill_cycles : a push port's read of a word of a push's first packet
+    dma_slots : pushes queued or sending at once (0: no limit)
+    event_cycles : a receive event's own cost (its wait, and setting up the reduce)
+    hop_cycles : a hop after the first
+    end_cycles : the last halt to the end of the run
+    """
+    alpha: float
+    link_bytes_per_cycle: float
+    ports: int = 1
+    lanes: int = 8
+    push_words: int = None
+    packet_words: int = 64
+    header_flits: int = 2
+    group_cycles: float = 0.0
+    line_cycles: float = 0.0
+    descriptor_cycles: float = 0.0
+    fill_cycles: float = 0.0
+    dma_slots: int = 0
+    event_cycles: float = 0.0
+    hop_cycles: float = 0.0
+    end_cycles: float = 0.0
+
+    def __post_init__(self):
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "push_words" and value is None:
+                continue
+            whole = f.name in _WHOLE
+            kinds = (int, np.integer) if whole else (int, float, np.integer, np.floating)
+            if isinstance(value, bool) or not isinstance(value, kinds):
+                raise TypeError(f"{f.name} must be {'an integer' if whole else 'a number'}, "
+                                f"not {value!r}")
+            if f.name == "link_bytes_per_cycle":
+                ok, need = value > 0, "> 0"
+            else:
+                least = 1 if f.name in _AT_LEAST_ONE else 0
+                ok, need = value >= least, f">= {least}"
+            if not ok:
+                raise ValueError(f"{f.name} must be {need}, not {value!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class _Piece:
+    key: tuple          # (step, chunk): the receive event at dst
+    src: int
+    dst: int
+    op: str
+    links: tuple
+    parts: tuple        # (src word, dst word, words)
+
+
+def piece_range(lo, hi, k, chunks, unit):
+    """Part ``k`` of ``chunks`` of the range ``[lo, hi)``, cut in whole ``unit``s (VMEM lines
+    for a reduce, words for a copy): ``(start, stop)``, empty for some k when the range
+    has fewer units than chunks."""
+    units = (hi - lo) // unit
+    return lo + k * units // chunks * unit, lo + (k + 1) * units // chunks * unit
+
+
+def _pieces(transfers, chunks, lanes):
+    for tr in transfers:
+        unit = lanes if tr.op == "reduce" else 1
+        for k in range(chunks):
+            parts = []
+            for (s_lo, s_hi), (d_lo, _) in zip(tr.src_ranges, tr.dst_ranges):
+                lo, hi = piece_range(s_lo, s_hi, k, chunks, unit)
+                if hi > lo:
+                    parts.append((lo, d_lo + lo - s_lo, hi - lo))
+            if parts:
+                yield _Piece((tr.step, k), tr.src, tr.dst, tr.op, tr.links, tuple(parts))
+
+
+def overlap(xs, ys):
+    """Whether any range of ``xs`` meets any of ``ys`` (``(start, stop)`` pairs)."""
+    return any(a < d and c < b for a, b in xs for c, d in ys)
+
+
+def send_order(receives, sends, *, all_to_all):
+    """When a chip's sends go (the programs' rule): ``{i: [send keys]}``, the sends issued
+    right after receive event ``i`` of ``sorted(receives)`` (-1: at the start).
+
+    ``receives`` and ``sends`` map a ``(step, chunk)`` key to the pieces the chip receives
+    in that event, and sends for that key; a piece has ``parts``, ``(src word, dst word,
+    words)``. A send goes after the latest earlier-step event that writes a word it reads
+    (all_to_all's sends read only the input, and all go at the start)."""
+    events = sorted(receives)
+    writes = [[(d, d + n) for p in receives[key] for _, d, n in p.parts] for key in events]
+    after = defaultdict(list)
+    for skey in sorted(sends):
+        reads = [(s, s + n) for p in sends[skey] for s, _, n in p.parts]
+        deps = [i for i, key in enumerate(events)
+                if not all_to_all and key[0] < skey[0] and overlap(reads, writes[i])]
+        after[max(deps, default=-1)].append(skey)
+    return after
+
+
+def _pushes(piece, push_words):
+    """``(piece, first source word, words)`` of each push of ``piece``."""
+    out = []
+    for src, _, n in piece.parts:
+        step = push_words or n
+        out += [(piece, lo, min(step, src + n - lo)) for lo in range(src, src + n, step)]
+    return out
+
+
+class _Chip:
+    """One chip's program, as ``("send", pushes)`` and ``("receive", pieces)`` actions,
+    and where it has got to."""
+
+    def __init__(self, actions):
+        self.actions = actions
+        self.at = 0            # the next action
+        self.time = 0.0        # when the core is free for it
+        self.dealt = 0         # pushes dealt to the ports so far
+        self.left = []         # per push issued so far, the time it has left
+        self.unfenced = []     # (source words, time it has left) of pushes not waited for
+
+
+def _programs(pieces, all_to_all, push_words):
+    """{chip: _Chip}: each chip's sends and receive events in program order."""
+    sends = defaultdict(lambda: defaultdict(list))
+    receives = defaultdict(lambda: defaultdict(list))
+    for piece in pieces:
+        sends[piece.src][piece.key].append(piece)
+        receives[piece.dst][piece.key].append(piece)
+    chips = {}
+    for chip in sorted(set(sends) | set(receives)):
+        events = sorted(receives[chip])
+        after = send_order(receives[chip], sends[chip], all_to_all=all_to_all)
+
+        def batch(keys):
+            per_piece = [_pushes(p, push_words) for key in keys for p in sends[chip][key]]
+            return ("send", [push for turn in itertools.zip_longest(*per_piece)
+                             for push in turn if push is not None])
+
+        actions = [batch(after[-1])]
+        for i, key in enumerate(events):
+            actions += [("receive", receives[chip][key]), batch(after[i])]
+        chips[chip] = _Chip(actions)
+    return chips
+
+
+class _Timing:
+    """The resources' timing: the DMA, push ports, links and receive ports."""
+
+    def __init__(self, params):
+        self.p = params
+        self.word_cycles = WORD_BYTES / params.link_bytes_per_cycle
+        self.free = defaultdict(float)          # resource -> when it is next free
+        self.landed = defaultdict(float)        # piece -> when its last word has landed
+        self.booked = defaultdict(list)         # link or receive port -> busy spans
+        # A one-word push, issued at 0, is taken at 0, sent from fill_cycles, and lands
+        # alpha after its issue: the latency after its last flit.
+        self.latency = params.alpha - params.fill_cycles - \
+            (1 + params.header_flits) * self.word_cycles
+
+    def issue(self, chip, program, piece, first, words):
+        """Chip ``chip`` issues a push of ``words`` words of ``piece`` from source word
+        ``first``: book its DMA turn, push port, links and receive port, and move on when
+        ``piece`` has landed."""
+        p = self.p
+        if p.dma_slots and len(program.left) >= p.dma_slots:
+            program.time = max(program.time, program.left[-p.dma_slots])
+        port = program.dealt % p.ports
+        program.dealt += 1
+        dma, push = ("dma", chip), ("push", chip, port)
+        taken = max(program.time, self.free[dma])
+        self.free[dma] = taken + p.descriptor_cycles
+        start = max(taken + min(words, p.packet_words) * p.fill_cycles, self.free[push])
+        busy = (words + p.header_flits * -(-words // p.packet_words)) * self.word_cycles
+        self.free[push] = sent = start + busy
+        # The receiver's input is the far end of the last link (port ^ 1).
+        arrive = piece.links[-1][1] ^ 1
+        eject = ("eject", piece.dst, (arrive // 2 + arrive % 2) % p.ports)
+        done = sent
+        for r in [("link",) + link for link in piece.links] + [eject]:
+            done = max(done, self._book(r, start, busy))
+        program.left.append(sent)
+        program.unfenced.append(((first, first + words), sent))
+        flag = done + self.latency + p.hop_cycles * (len(piece.links) - 1)
+        self.landed[piece] = max(self.landed[piece], flag)
+
+    def _book(self, resource, start, busy):
+        """Book ``busy`` cycles of ``resource`` in its first idle gap from ``start``; return
+        when they end. (Work-conserving: a push issued later but ready earlier goes in a
+        gap the pushes booked before it left, as packets of several pushes interleave on
+        a link.)"""
+        spans = self.booked[resource]
+        at = start
+        i = bisect.bisect_left(spans, (start,))
+        if i and spans[i - 1][1] > at:
+            at = spans[i - 1][1]
+        while i < len(spans) and spans[i][0] < at + busy:
+            at = max(at, spans[i][1])
+            i += 1
+        spans.insert(i, (at, at + busy))
+        return at + busy
+
+    def reduce_cycles(self, pieces):
+        total = 0.0
+        for piece in pieces:
+            if piece.op == "reduce":
+                for _, _, n in piece.parts:
+                    groups, rest = divmod(n // self.p.lanes, SUBLANES)
+                    total += groups * self.p.group_cycles + rest * self.p.line_cycles
+        return total
+
+
+def pipelined_cycles(transfers, *, chunks=1, params):
+    """Cycles of the chip programs that run ``transfers`` (a ``golden.collectives.schedule``)
+    in ``chunks`` pieces per transfer, by the model of the module docstring.
+
+    Parameters
+    ----------
+    transfers : list of golden.collectives.Transfer
+    chunks : int >= 1, pieces per transfer (``sim.kernels.collective.plan_collective``'s)
+    params : CostParams
+
+    Raises
+    ------
+    ValueError
+        Bad ``chunks``.
+    TypeError
+        ``params`` is not a :class:`CostParams`.
+    """
+    if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)) or chunks < 1:
+        raise ValueError(f"chunks must be a positive integer, not {chunks!r}")
+    if not isinstance(params, CostParams):
+        raise TypeError(f"params must be a CostParams, not {type(params).__name__}")
+    transfers = list(transfers)
+    if not transfers:
+        return float(params.end_cycles)
+    all_to_all = all(tr.direction == 0 for tr in transfers)
+    chips = _programs(list(_pieces(transfers, int(chunks), params.lanes)), all_to_all,
+                      params.push_words)
+    timing = _Timing(params)
+    unissued = defaultdict(int)                 # piece -> its pushes not issued yet
+    for program in chips.values():
+        for action, items in program.actions:
+            if action == "send":
+                for piece, _, _ in items:
+                    unissued[piece] += 1
+
+    # One action at a time, of the chip that is earliest, so that pushes take their
+    # resources in issue order; a chip whose event lacks a push not issued yet waits.
+    ready = [(0.0, chip) for chip in chips]
+    blocked = {}
+    while ready:
+        _, chip = heapq.heappop(ready)
+        program = chips[chip]
+        action, items = program.actions[program.at]
+        if action == "send":
+            for piece, first, words in items:
+                timing.issue(chip, program, piece, first, words)
+                unissued[piece] -= 1
+            for other, waiting in list(blocked.items()):
+                if not any(unissued[p] for p in waiting):
+                    del blocked[other]
+                    heapq.heappush(ready, (chips[other].time, other))
+        elif any(unissued[p] for p in items):
+            blocked[chip] = items
+            continue
+        else:
+            program.time = max([program.time] + [timing.landed[p] for p in items])
+            own = [(d, d + n) for p in items if p.op == "reduce" for _, d, n in p.parts]
+            if any(overlap([words], own) for words, _ in program.unfenced):
+                program.time = max([program.time] + [t for _, t in program.unfenced])
+                program.unfenced = []
+            program.time += params.event_cycles + timing.reduce_cycles(items)
+        program.at += 1
+        if program.at < len(program.actions):
+            heapq.heappush(ready, (program.time, chip))
+    # A send depends only on earlier steps' events, so every wait ends.
+    assert not blocked, f"chips {sorted(blocked)} wait for pieces no chip sends"
+    return max(max([p.time] + p.left) for p in chips.values()) + params.end_cycles

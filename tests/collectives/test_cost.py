@@ -1,0 +1,104 @@
+"""``golden.collective_cost``: the pipelined model against cycles derived by hand for small
+schedules (one push, a chain cut into chunks, a reduce, the DMA's slots), against the lockstep
+alpha-beta model where the two must agree, and its refusal of bad input. How close it comes to
+the RTL is measured by ``tpu-rtl system bench`` (docs/system.md), not here."""
+
+import pytest
+
+from golden import collectives
+from golden.collective_cost import CostParams, pipelined_cycles
+
+
+def _copy(step, src, dst, port, words, *, op="copy", start=0):
+    """A one-hop transfer out of ``src``'s torus port ``port``."""
+    return collectives.Transfer(step=step, src=src, dst=dst, links=((src, port),), axis=1,
+                                direction=1, shard=0, op=op,
+                                src_ranges=((start, start + words),),
+                                dst_ranges=((start, start + words),))
+
+
+#: B = 4: a flit a cycle.
+PLAIN = dict(link_bytes_per_cycle=4, header_flits=0)
+
+
+def test_a_one_word_push_lands_alpha_after_its_issue():
+    params = CostParams(alpha=39, **PLAIN | dict(header_flits=2), fill_cycles=1)
+    assert pipelined_cycles([_copy(0, 0, 1, 2, 1)], params=params) == 39
+
+
+def test_a_long_push_fills_its_first_packet_then_streams():
+    # 256 words: the first packet's 64 words are read (64 cycles), then 4 packets of
+    # 2 + 64 flits leave (264 cycles); the last word lands alpha - 4 after the last flit
+    # (a one-word push: 1 cycle of fill and 3 flits before its latency).
+    params = CostParams(alpha=39, link_bytes_per_cycle=4, header_flits=2, fill_cycles=1)
+    assert pipelined_cycles([_copy(0, 0, 1, 2, 256)], params=params) == 64 + 264 + 35
+
+
+def test_chunks_pipeline_a_forwarding_chain():
+    # Chip 0 sends 128 words to chip 1, which forwards them to chip 2. Latency after the
+    # last flit is alpha - 1 = 9. Whole: 2 * (128 + 9) = 274. In 2 chunks of 64: chip 1
+    # forwards the first half while the second arrives: 3 * 64 + 2 * 9 = 210.
+    chain = [_copy(0, 0, 1, 2, 128), _copy(1, 1, 2, 2, 128)]
+    params = CostParams(alpha=10, **PLAIN)
+    assert pipelined_cycles(chain, params=params) == 274
+    assert pipelined_cycles(chain, chunks=2, params=params) == 210
+
+
+def test_a_reduce_costs_its_groups_and_lines_after_the_wait():
+    # 20 lines of 8 words: 2 groups of 8 and 4 lines left over, after the 160 words land
+    # (160 flits, then alpha - 1) and the event's own cycles.
+    params = CostParams(alpha=39, **PLAIN, group_cycles=31, line_cycles=7, event_cycles=5)
+    cycles = pipelined_cycles([_copy(0, 0, 1, 2, 160, op="reduce")], params=params)
+    assert cycles == 160 + 38 + 5 + 2 * 31 + 4 * 7
+
+
+def test_a_full_dma_holds_the_next_issue_until_a_push_has_left():
+    # Two 64-word pushes to two neighbours on two ports go side by side (64 cycles); with
+    # one DMA slot the second is issued when the first has left (128).
+    both = [_copy(0, 0, 1, 2, 64), _copy(0, 0, 3, 3, 64)]
+    free = CostParams(alpha=1, **PLAIN, ports=2)
+    one = CostParams(alpha=1, **PLAIN, ports=2, dma_slots=1)
+    assert pipelined_cycles(both, params=free) == 64
+    assert pipelined_cycles(both, params=one) == 128
+
+
+def test_one_port_takes_both_directions_in_turn():
+    both = [_copy(0, 0, 1, 2, 64), _copy(0, 0, 3, 3, 64)]
+    assert pipelined_cycles(both, params=CostParams(alpha=1, **PLAIN, ports=1)) == 128
+
+
+def test_lockstep_ring_copies_agree_with_the_alpha_beta_model():
+    # With no reduce, fill, headers or DMA cost, one chunk, and a port per direction, each
+    # all-gather step on the ring is alpha + its bytes / B, less the one flit alpha
+    # already counts.
+    transfers = collectives.schedule("all_gather", "1x4", (4, 512))
+    steps = len({tr.step for tr in transfers})
+    assert steps == 3
+    lockstep = collectives.alpha_beta_cycles(transfers, "1x4", alpha=39,
+                                             link_bytes_per_cycle=4)
+    params = CostParams(alpha=39, **PLAIN, ports=2)
+    assert pipelined_cycles(transfers, params=params) == lockstep - steps
+
+
+@pytest.mark.parametrize("change, error, message", [
+    (dict(alpha=-1), ValueError, "alpha must be >= 0"),
+    (dict(alpha="1"), TypeError, "alpha must be a number"),
+    (dict(link_bytes_per_cycle=0), ValueError, "link_bytes_per_cycle must be > 0"),
+    (dict(ports=0), ValueError, "ports must be >= 1"),
+    (dict(ports=1.5), TypeError, "ports must be an integer"),
+    (dict(push_words=0), ValueError, "push_words must be >= 1"),
+    (dict(dma_slots=True), TypeError, "dma_slots must be an integer"),
+    (dict(header_flits=-1), ValueError, "header_flits must be >= 0"),
+])
+def test_bad_constants_are_refused(change, error, message):
+    with pytest.raises(error, match=message):
+        CostParams(**dict(alpha=1, link_bytes_per_cycle=4) | change)
+
+
+def test_bad_chunks_and_params_are_refused():
+    transfers = [_copy(0, 0, 1, 2, 8)]
+    params = CostParams(alpha=1, link_bytes_per_cycle=4)
+    with pytest.raises(ValueError, match="chunks must be a positive integer"):
+        pipelined_cycles(transfers, chunks=0, params=params)
+    with pytest.raises(TypeError, match="params must be a CostParams"):
+        pipelined_cycles(transfers, params=dict(alpha=1))
