@@ -150,7 +150,8 @@ def run_programs(topology, programs, *, vmem, smem=None, chip=None, vcs=2, buffe
     chip : dict
         TensorCore parameters of every chip (:data:`SYSTEM_CHIP` and these); IMEM grows to
         the power of two that holds the longest program.
-    vcs, buffer_flits, link_latency : the routers' and links'
+    vcs, buffer_flits, link_latency : the routers' and links' (``link_latency`` an int, or
+        one per torus port: ``hdl.system.ChipNode``)
     backend, seed, waves, progress : as every runner's
     watchdog : int
         Cycles with no chip working and no flit moving before the run is hung.

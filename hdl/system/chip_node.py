@@ -14,7 +14,7 @@ from ..lib.numbered_ports import port
 from ..tensorcore import TensorCoreSystem
 from ..tensorcore.isa import ERROR_CODES
 from ..tensorcore.sequencer import State
-from .fabric import link_outputs
+from .fabric import check_latencies, link_outputs
 from .node import node_row_layout
 
 __all__ = ["ChipNode", "chip_node_signature", "FLIT_WORDS"]
@@ -59,8 +59,10 @@ class ChipNode(wiring.Component):
     ----------
     dims, vcs, buffer_flits, n_nodes
         The router's (:class:`~hdl.ici.Router`; flits of :data:`FLIT_WORDS` word).
-    link_latency : int
-        Of each outgoing link.
+    link_latency : int, or a tuple of ``2*dims`` ints
+        Cycles of each outgoing link, or of the link out of each torus port ``p`` (axis
+        ``p // 2``, ``+`` for even ``p``): the same on every chip, since every chip is one
+        module, so a tuple makes one direction of an axis slower than the other.
     chip : dict
         The :class:`~hdl.tensorcore.TensorCoreSystem`'s parameters (``n_chips`` and
         ``flit_words`` are set here).
@@ -93,7 +95,7 @@ class ChipNode(wiring.Component):
         check_int("dims", dims, least=2, most=3)
         check_int("vcs", vcs, least=2, most=MAX_VCS)
         check_int("buffer_flits", buffer_flits, least=1)
-        check_int("link_latency", link_latency, least=0)
+        link_latency = check_latencies(link_latency, ports=2 * dims)
         check_int("n_nodes", n_nodes, least=2, most=1 << CHIP_BITS)
         chip = dict(chip or {})
         for name in ("n_chips", "flit_words"):

@@ -10,6 +10,7 @@ from golden import topology
 
 from ..ici import Link
 from ..ici.layouts import CHIP_BITS
+from ..lib.memory_port import check_int
 from ..ocs import OpticalCircuitSwitch, config_layout
 
 __all__ = ["parse_dims", "face_ports", "wired_neighbor", "ocs_layout", "tree_sum",
@@ -92,12 +93,26 @@ def config_rows(m, tables, n, *, configuring):
     return rows, take
 
 
+def check_latencies(link_latency, *, ports):
+    """``link_latency`` checked: an int >= 0 (every link), or a tuple of ``ports`` of them
+    (the link out of each torus port); TypeError or ValueError with the reason."""
+    if isinstance(link_latency, (tuple, list)):
+        if len(link_latency) != ports:
+            raise ValueError(f"link_latency must give one latency per torus port ({ports}), "
+                             f"not {len(link_latency)}")
+        return tuple(check_int(f"link_latency[{p}]", cycles, least=0)
+                     for p, cycles in enumerate(link_latency))
+    return check_int("link_latency", link_latency, least=0)
+
+
 def link_outputs(m, router, node, *, vcs, flit_words, latency):
-    """A :class:`~hdl.ici.Link` of ``latency`` on each torus output of ``router``, its far
-    end on ``node.tx[p]``; ``node.rx[p]`` goes straight into the router (a node's ports,
-    as ``wire_links`` and ``ocs_switches`` join them)."""
-    for p in range(len(router.tx)):
-        m.submodules[f"link{p}"] = link = Link(vcs=vcs, flit_words=flit_words, latency=latency)
+    """A :class:`~hdl.ici.Link` on each torus output p of ``router``, of ``latency`` cycles
+    (an int, or one per output), its far end on ``node.tx[p]``; ``node.rx[p]`` goes
+    straight into the router (a node's ports, as ``wire_links`` and ``ocs_switches`` join
+    them)."""
+    latencies = [latency] * len(router.tx) if isinstance(latency, int) else list(latency)
+    for p, cycles in enumerate(latencies):
+        m.submodules[f"link{p}"] = link = Link(vcs=vcs, flit_words=flit_words, latency=cycles)
         wiring.connect(m, router.tx[p], link.tx)
         wiring.connect(m, link.rx, wiring.flipped(node.tx[p]))
         wiring.connect(m, wiring.flipped(node.rx[p]), router.rx[p])

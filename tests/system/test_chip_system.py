@@ -107,6 +107,17 @@ def test_more_network_ports_than_the_router_has_local_ports_is_refused():
         ChipNode(dims=3, n_nodes=8, chip=dict(system.SYSTEM_CHIP, network_ports=3))
 
 
+@pytest.mark.parametrize("latency, error, message", [
+    ((2, 2, 6), ValueError, r"one latency per torus port \(4\), not 3"),
+    ((2, -1, 2, 2), ValueError, r"link_latency\[1\] must be at least 0"),
+    ((2, 2.0, 2, 2), TypeError, r"link_latency\[1\] must be an integer"),
+    (-1, ValueError, "link_latency must be at least 0"),
+])
+def test_bad_link_latencies_are_refused(latency, error, message):
+    with pytest.raises(error, match=message):
+        ChipNode(dims=2, n_nodes=4, link_latency=latency, chip=system.SYSTEM_CHIP)
+
+
 def test_bad_topology_and_backend_are_refused():
     programs, vmem, smem = _ring_push(4)
     with pytest.raises(ValueError, match="dims must look like '4x4x8', not '2by2'"):

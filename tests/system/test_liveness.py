@@ -1,8 +1,9 @@
 """Liveness of the multi-chip system under scarce link resources: every collective
 completes, bit for bit ``golden.collectives.collective``'s, with the fewest credits the
 routers take (one buffer flit per VC), with long links (6 cycles each way, so the credit
-loop is far longer than a VC buffer is deep) and with 2 VCs, on a 2x2 torus (and a 1x4
-ring); pieces of several transfers are in flight at once (chunks 2 and 3), and a chip
+loop is far longer than a VC buffer is deep), with asymmetric links (one direction of an
+axis 3x slower than the other, and minimum credits) and with 2 VCs, on a 2x2 torus (and a
+1x4 ring); pieces of several transfers are in flight at once (chunks 2 and 3), and a chip
 fails in one run.
 
 A hang is ``sim.system.SystemRunError`` (the forward-progress watchdog, naming the waiting
@@ -27,6 +28,10 @@ CONFIGS = {
     "2x2-min-credits": ("2x2", 2, 1, 2, "tpu"),
     "2x2-long-links": ("2x2", 2, 4, 6, "tpu"),
     "1x4-min-credits": ("1x4", 2, 1, 2, "ieee"),
+    # The links out of the + port of the ring's axis take 6 cycles, 3x the others: one
+    # way round the ring is slower than the other, with the fewest credits.
+    "2x2-asymmetric": ("2x2", 2, 1, (6, 2, 2, 2), "tpu"),
+    "1x4-asymmetric": ("1x4", 2, 1, (2, 2, 6, 2), "tpu"),
 }
 #: kind -> (words of a chip's input row, chunks): several lines per piece, pieces of more
 #: than one step in flight.
