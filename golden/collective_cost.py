@@ -193,7 +193,6 @@ class _Chip:
         self.actions = actions
         self.at = 0            # the next action
         self.time = 0.0        # when the core is free for it
-        self.dealt = 0         # pushes dealt to the ports so far
         self.left = []         # per push issued so far, the time it has left
         self.unfenced = []     # (source words, time it has left) of pushes not waited for
 
@@ -243,8 +242,7 @@ class _Timing:
         p = self.p
         if p.dma_slots and len(program.left) >= p.dma_slots:
             program.time = max(program.time, program.left[-p.dma_slots])
-        port = program.dealt % p.ports
-        program.dealt += 1
+        port = len(program.left) % p.ports
         dma, push = ("dma", chip), ("push", chip, port)
         taken = max(program.time, self.free[dma])
         self.free[dma] = taken + p.descriptor_cycles

@@ -7,10 +7,11 @@ axis 3x slower than the other, and minimum credits) and with 2 VCs, on a 2x2 tor
 fails in one run.
 
 A hang is ``sim.system.SystemRunError`` (the forward-progress watchdog, naming the waiting
-chips and their flags), and fails the test with that message. The link parameter sets are
-those of the ``system`` regression (``verif.suites.system.stimulus.LINKS``), and the
-minimum-credit 2x2 and 1x4 runs use the numerics of its seeds 4 and 2, so that they
-share its Verilator builds. All slow: each configuration is a Verilator build of a few
+chips and their flags), and fails the test with that message. The minimum-credit and
+long-link sets are those of the ``system`` regression
+(``verif.suites.system.stimulus.LINKS``), and the minimum-credit 2x2 and 1x4 runs use the
+numerics of its seeds 4 and 2, so that they share its Verilator builds; the asymmetric
+sets are this file's alone. All slow: each configuration is a Verilator build of a few
 minutes the first time.
 """
 
