@@ -112,9 +112,13 @@ def test_waves_and_progress_on_request(tmp_path, rng, monkeypatch):
     run, _ = _add_run(rng, 100, gaps={"result": 0.5})
     seen = []
     monkeypatch.setattr(compiled, "PROGRESS_EVERY", 32)
-    run_whole(run, backend="verilator", waves=tmp_path / "add.vcd",
-              progress=lambda cycle, status: seen.append((cycle, status)))
-    assert b"$enddefinitions" in (tmp_path / "add.vcd").read_bytes()
+    result = run_whole(run, backend="verilator", waves=tmp_path / "add.vcd",
+                       progress=lambda cycle, status: seen.append((cycle, status)))
+    vcd = (tmp_path / "add.vcd").read_bytes()
+    assert b"$enddefinitions" in vcd
+    # A time stamp an edge: the clock's two edges a cycle apart in time, not all at 0.
+    stamps = [line for line in vcd.splitlines() if line.startswith(b"#")]
+    assert len(stamps) >= 2 * result.cycles
     assert [cycle for cycle, _ in seen][:3] == [32, 64, 96]
     assert seen[0][1].startswith("operands: ")
 

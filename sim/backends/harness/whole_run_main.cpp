@@ -27,11 +27,14 @@ int main(int argc, char** argv) {
     uint64_t cycles = 0;
     top->clk = 0;
     top->eval();
+    // Time advances a unit an edge, so a trace ($dumpvars) shows every cycle apart.
     while (!context->gotFinish()) {
         top->clk = 1;
         top->eval();
+        context->timeInc(1);
         top->clk = 0;
         top->eval();
+        context->timeInc(1);
         ++cycles;
     }
     top->final();
