@@ -6,8 +6,9 @@ busiest link's bytes over B. That fits one chunk per transfer and no arithmetic.
 keeps alpha and B, cuts the transfers into ``chunks`` pieces, and runs the programs the
 planner writes: each chip sends, then for each of its receive events in order waits for the
 words, reduces them and sends what depended on them. The pieces pipeline as the programs let
-them. Its constants (:class:`CostParams`) are the chip's, measured by ``tpu-rtl system bench``
-on the RTL with microbenchmarks.
+them. Its constants (:class:`CostParams`) are the chip's: all but ``event_cycles`` measured
+by ``tpu-rtl system bench`` on the RTL with microbenchmarks, ``event_cycles`` fitted to the
+bench's runs.
 
 Model
 -----
