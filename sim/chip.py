@@ -27,11 +27,11 @@ __all__ = ["ChipRun", "CoreRun", "ProgramRun", "ChipError", "COUNTERS", "execute
 
 BLOCK = "tensorcore"
 
-#: The chip ``matmul`` builds: 8 lanes and an 8x8 MXU, a 64-row MXU result queue (the
-#: kernel keeps 8 pushes in flight), a 16-bundle vector queue (the sequencer runs that far
+#: The chip ``matmul`` builds: 8 lanes and an 8x8 MXU, an 80-row MXU result queue (the
+#: kernel keeps 10 pushes in flight), a 16-bundle vector queue (the sequencer runs that far
 #: ahead of the VPU through flag waits and DMA issue), a VMEM line per cycle from HBM, and
 #: only the ALU operations the kernel uses (a smaller build).
-MATMUL_CHIP = dict(lanes=8, mxu_results=64, vector_queue=16, vmem_lines=512, imem_depth=256,
+MATMUL_CHIP = dict(lanes=8, mxu_results=80, vector_queue=16, vmem_lines=512, imem_depth=256,
                    words_per_cycle=8, read_latency=4, ops=("xor", "max"))
 
 

@@ -1,4 +1,5 @@
-"""The VPU's side of the MXU: pushing weight and LHS rows, popping result rows."""
+"""The VPU's side of the MXU: pushing weight and LHS rows (two pushers side by side),
+popping result rows."""
 
 from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, stream, wiring
@@ -8,7 +9,7 @@ from ..lib.memory_port import check_int
 from ..mxu.matrix_unit import lhs_layout, weights_layout
 from .layouts import REG_BITS, SUBLANES, gather_rows, select_row, vreg_bits, writeback_signature
 
-__all__ = ["MXUPusher", "MXUPopper"]
+__all__ = ["WeightPusher", "LHSPusher", "MXUPopper"]
 
 
 def _bf16_row(words, lanes):
@@ -16,9 +17,29 @@ def _bf16_row(words, lanes):
     return Cat(words[32 * j:32 * j + 16] for j in range(lanes))
 
 
-class MXUPusher(wiring.Component):
-    """``push_weights``, ``push_lhs`` and ``push_lhs_acc``: the 8 sublanes of a vreg as 8 MXU
-    beats, bf16 (with ``push_lhs_acc``, a second vreg's sublanes as their starting sums).
+def _sublane_beats(m, issue, taken, *, lanes):
+    """The registers shared by both pushers: the issued payload, captured, and its sublanes
+    sent one beat at a time. ``taken`` is the output handshake of the current beat.
+
+    Returns ``(payload, beat, sending, first, index)``: the captured payload, the current
+    sublane as bf16, whether a beat is on offer, whether it is the first of its vreg, and
+    the sublane's index.
+    """
+    payload = Signal(issue.payload.shape(), reset_less=True)
+    left = Signal(range(SUBLANES + 1))
+    index = Signal(range(SUBLANES))
+    # The next instruction may issue as the last beat goes, so pushes stream back to back.
+    m.d.comb += issue.ready.eq(~left.any() | ((left == 1) & taken))
+    with m.If(taken):
+        m.d.sync += [left.eq(left - 1), index.eq(index + 1)]
+    with m.If(issue.valid & issue.ready):
+        m.d.sync += [payload.eq(issue.payload), left.eq(SUBLANES), index.eq(0)]
+    beat = _bf16_row(select_row(payload.src, index, lanes), lanes)
+    return payload, beat, left != 0, ~index.any(), index
+
+
+class WeightPusher(wiring.Component):
+    """``push_weights``: the 8 sublanes of a vreg as 8 MXU weight beats, bf16.
 
     Parameters
     ----------
@@ -27,32 +48,68 @@ class MXUPusher(wiring.Component):
 
     Ports
     -----
-    issue : In(stream.Signature(StructLayout({"lhs": 1, "swap": 1, "acc": 1,
-            "src": 256 * lanes, "acc_src": 256 * lanes})))
-        The vreg (read at issue) and where it goes: weight rows (``lhs`` 0) or
-        LHS rows (``lhs`` 1); ``swap`` sets the MXU's swap flag on the first
-        LHS beat (the issuer knows when the shadow tile is whole); ``acc``
-        (LHS rows only) sends ``acc_src``'s sublane ``s`` with LHS row ``s``.
+    issue : In(stream.Signature(StructLayout({"src": 256 * lanes})))
+        The vreg, read at issue.
     weights : Out(stream.Signature(weights_layout(lanes, True)))
         Weight beats: sublane ``s`` is row ``W[k, :]`` of the tile being loaded.
-    lhs : Out(stream.Signature(lhs_layout(lanes)))
-        LHS beats, sublane ``s`` as row ``s``.
-    acc_in : Out(stream.Signature(ArrayLayout(32, lanes)))
-        The starting fp32 sums of each ``acc`` LHS beat, valid with it (the MXU
-        takes the two together).
 
     One beat per cycle the MXU takes, from the cycle after issue; ``issue.ready``
-    is high while idle (8 beats per instruction, so 8 cycles without
-    backpressure).
+    is high while idle and in the cycle the last beat is taken, so instructions
+    stream back to back (8 cycles each without backpressure). It runs
+    beside :class:`LHSPusher`, so the next weight tile loads into the MXU's
+    shadow while LHS rows stream through the current one; the MXU orders the two
+    (an LHS beat that swaps waits for a whole shadow tile, and weights wait for
+    the swap before them).
     """
 
     def __init__(self, *, lanes):
         self.lanes = check_int("lanes", lanes, least=1)
-        layout = data.StructLayout({"lhs": 1, "swap": 1, "acc": 1, "src": vreg_bits(lanes),
+        super().__init__({
+            "issue": In(stream.Signature(data.StructLayout({"src": vreg_bits(lanes)}))),
+            "weights": Out(stream.Signature(weights_layout(lanes, True))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        _, beat, sending, _, _ = _sublane_beats(
+            m, self.issue, self.weights.valid & self.weights.ready, lanes=self.lanes)
+        m.d.comb += [self.weights.valid.eq(sending), self.weights.payload.data.eq(beat)]
+        return m
+
+
+class LHSPusher(wiring.Component):
+    """``push_lhs`` and ``push_lhs_acc``: the 8 sublanes of a vreg as 8 MXU LHS beats, bf16
+    (with ``push_lhs_acc``, a second vreg's sublanes as their starting sums).
+
+    Parameters
+    ----------
+    lanes : int
+        Words per sublane: the MXU is ``lanes x lanes``.
+
+    Ports
+    -----
+    issue : In(stream.Signature(StructLayout({"swap": 1, "acc": 1, "src": 256 * lanes,
+            "acc_src": 256 * lanes})))
+        The vregs, read at issue. ``swap`` sets the MXU's swap flag on the first
+        beat (the issuer knows when the shadow tile is whole); ``acc`` sends
+        ``acc_src``'s sublane ``s`` with LHS row ``s``.
+    lhs : Out(stream.Signature(lhs_layout(lanes)))
+        LHS beats, sublane ``s`` as row ``s``.
+    acc_in : Out(stream.Signature(ArrayLayout(32, lanes)))
+        The starting fp32 sums of each ``acc`` beat, valid with it (the MXU takes
+        the two together).
+
+    One beat per cycle the MXU takes, from the cycle after issue; ``issue.ready``
+    is high while idle and in the cycle the last beat is taken, so instructions
+    stream back to back (8 cycles each without backpressure).
+    """
+
+    def __init__(self, *, lanes):
+        self.lanes = check_int("lanes", lanes, least=1)
+        layout = data.StructLayout({"swap": 1, "acc": 1, "src": vreg_bits(lanes),
                                     "acc_src": vreg_bits(lanes)})
         super().__init__({
             "issue": In(stream.Signature(layout)),
-            "weights": Out(stream.Signature(weights_layout(lanes, True))),
             "lhs": Out(stream.Signature(lhs_layout(lanes))),
             "acc_in": Out(stream.Signature(data.ArrayLayout(32, lanes))),
         })
@@ -60,33 +117,16 @@ class MXUPusher(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         lanes = self.lanes
-        src = Signal(vreg_bits(lanes), reset_less=True)
-        acc_src = Signal(vreg_bits(lanes), reset_less=True)
-        to_lhs = Signal(reset_less=True)
-        swap = Signal(reset_less=True)
-        acc = Signal(reset_less=True)
-        left = Signal(range(SUBLANES + 1))
-        index = Signal(range(SUBLANES))
-
-        m.d.comb += self.issue.ready.eq(~left.any())
-        with m.If(self.issue.valid & self.issue.ready):
-            m.d.sync += [src.eq(self.issue.payload.src), to_lhs.eq(self.issue.payload.lhs),
-                         swap.eq(self.issue.payload.swap), acc.eq(self.issue.payload.acc),
-                         acc_src.eq(self.issue.payload.acc_src), left.eq(SUBLANES),
-                         index.eq(0)]
-        beat = _bf16_row(select_row(src, index, lanes), lanes)
+        payload, beat, sending, first, index = _sublane_beats(
+            m, self.issue, self.lhs.valid & self.lhs.ready, lanes=lanes)
         m.d.comb += [
-            self.weights.valid.eq((left != 0) & ~to_lhs),
-            self.weights.payload.data.eq(beat),
-            self.lhs.valid.eq((left != 0) & to_lhs),
+            self.lhs.valid.eq(sending),
             self.lhs.payload.data.eq(beat),
-            self.lhs.payload.swap.eq(swap & ~index.any()),
-            self.lhs.payload.acc.eq(acc),
-            self.acc_in.valid.eq(self.lhs.valid & acc),
-            self.acc_in.payload.eq(select_row(acc_src, index, lanes)),
+            self.lhs.payload.swap.eq(payload.swap & first),
+            self.lhs.payload.acc.eq(payload.acc),
+            self.acc_in.valid.eq(sending & payload.acc),
+            self.acc_in.payload.eq(select_row(payload.acc_src, index, lanes)),
         ]
-        with m.If((self.weights.valid & self.weights.ready) | (self.lhs.valid & self.lhs.ready)):
-            m.d.sync += [left.eq(left - 1), index.eq(index + 1)]
         return m
 
 
@@ -105,8 +145,8 @@ class MXUPopper(wiring.Component):
     writeback : Out(writeback_signature(lanes))
         Valid in the cycle the eighth row arrives; always taken.
 
-    One pop at a time (``issue.ready`` while idle); it lasts until 8 rows have
-    arrived, however long the MXU takes.
+    One pop at a time (``issue.ready`` while idle, and in the cycle the eighth row
+    arrives); it lasts until 8 rows have arrived, however long the MXU takes.
     """
 
     def __init__(self, *, lanes):
@@ -124,12 +164,14 @@ class MXUPopper(wiring.Component):
         left = Signal(range(SUBLANES + 1))
         index = Signal(range(SUBLANES))
 
-        m.d.comb += [self.issue.ready.eq(~left.any()), self.result.ready.eq(left != 0)]
-        with m.If(self.issue.valid & self.issue.ready):
-            m.d.sync += [dest.eq(self.issue.payload.dest), left.eq(SUBLANES), index.eq(0)]
         arriving = self.result.valid & self.result.ready
+        # The next pop may issue as the eighth row arrives, so pops keep pace with pushes.
+        m.d.comb += [self.issue.ready.eq(~left.any() | ((left == 1) & arriving)),
+                     self.result.ready.eq(left != 0)]
         with m.If(arriving):
             m.d.sync += [left.eq(left - 1), index.eq(index + 1)]
+        with m.If(self.issue.valid & self.issue.ready):
+            m.d.sync += [dest.eq(self.issue.payload.dest), left.eq(SUBLANES), index.eq(0)]
         popped = gather_rows(m, arriving=arriving, index=index, value=self.result.payload,
                              lanes=lanes, name="popped")
         m.d.comb += [

@@ -14,7 +14,7 @@ from ..mxu.matrix_unit import lhs_layout, weights_layout
 from .isa import check_ops, decode, pushes_lhs
 from .layouts import PROGRAM_LAYOUT, SUBLANES, VREGS, vreg_bits
 from .load_store_unit import LoadStoreUnit
-from .mxu_link import MXUPopper, MXUPusher
+from .mxu_link import LHSPusher, MXUPopper, WeightPusher
 from .reduce_unit import ReduceUnit
 from .transcendental_unit import FUNCTIONS, TranscendentalUnit
 from .vector_alu import ALU_OPS, VectorALU
@@ -72,10 +72,12 @@ class VPU(wiring.Component):
     * :class:`~hdl.vpu.reduce_unit.ReduceUnit`: ``rsum``, ``rmax``, ``rmin``,
       latency 9, one per 8 cycles;
     * :class:`~hdl.vpu.load_store_unit.LoadStoreUnit`: ``vld`` (latency 10
-      with a single-cycle VMEM) and ``vst``, one at a time;
-    * :class:`~hdl.vpu.mxu_link.MXUPusher` (``push_weights``, ``push_lhs``,
-      ``push_lhs_acc``: 8 beats each, one at a time) and :class:`~hdl.vpu.mxu_link.MXUPopper`
-      (``pop``: waits for 8 MXU result rows).
+      with a single-cycle VMEM) and ``vst``, one VMEM line a cycle, the next
+      instruction issuing as the last one's final line is requested;
+    * :class:`~hdl.vpu.mxu_link.WeightPusher` (``push_weights``) and, beside it,
+      :class:`~hdl.vpu.mxu_link.LHSPusher` (``push_lhs``, ``push_lhs_acc``): 8 beats an
+      instruction, one instruction at a time each, so a weight tile loads while LHS rows
+      stream; :class:`~hdl.vpu.mxu_link.MXUPopper` (``pop``: waits for 8 MXU result rows).
 
     Program errors stop the VPU before the faulting instruction, with
     ``error`` naming it (:data:`ERRORS`) and ``error_index`` its position;
@@ -184,12 +186,13 @@ class VPU(wiring.Component):
                                                       ops=reductions)
         m.submodules.lsu = lsu = LoadStoreUnit(lanes=lanes, vmem_lines=self.vmem_lines)
         wiring.connect(m, lsu.vmem, wiring.flipped(self.vmem))
-        m.submodules.pusher = pusher = MXUPusher(lanes=lanes)
+        m.submodules.weight_pusher = weight_pusher = WeightPusher(lanes=lanes)
+        m.submodules.lhs_pusher = lhs_pusher = LHSPusher(lanes=lanes)
         m.submodules.popper = popper = MXUPopper(lanes=lanes)
         if self.mxu:
-            wiring.connect(m, pusher.weights, wiring.flipped(self.mxu_weights))
-            wiring.connect(m, pusher.lhs, wiring.flipped(self.mxu_lhs))
-            wiring.connect(m, pusher.acc_in, wiring.flipped(self.mxu_acc))
+            wiring.connect(m, weight_pusher.weights, wiring.flipped(self.mxu_weights))
+            wiring.connect(m, lhs_pusher.lhs, wiring.flipped(self.mxu_lhs))
+            wiring.connect(m, lhs_pusher.acc_in, wiring.flipped(self.mxu_acc))
             wiring.connect(m, wiring.flipped(self.mxu_result), popper.result)
 
         # ---- the two candidates: the words of the beat not yet issued
@@ -219,13 +222,15 @@ class VPU(wiring.Component):
 
         def needs(d):
             return {"trans": d.unit["trans"], "reduce": d.unit["reduce"],
-                    "vmem": d.unit["load"] | d.unit["store"], "mxu": d.unit["mxu"],
+                    "vmem": d.unit["load"] | d.unit["store"],
+                    "weights": d.is_op["push_weights"], "lhs": pushes_lhs(d),
                     "pop": d.unit["pop"]}
 
         # A unit that was not built is never free (its instructions fault first).
         ready = {"trans": trans.issue.ready if functions else 0,
                  "reduce": reduce.issue.ready if reductions else 0,
-                 "vmem": lsu.issue.ready, "mxu": pusher.issue.ready, "pop": popper.issue.ready}
+                 "vmem": lsu.issue.ready, "weights": weight_pusher.issue.ready,
+                 "lhs": lhs_pusher.issue.ready, "pop": popper.issue.ready}
 
         def unit_free(d):
             free = 1
@@ -303,7 +308,7 @@ class VPU(wiring.Component):
 
         # ---- dispatch: each unit takes the candidate that issues to it
         def dispatch(unit_issue, unit, fields):
-            picks = [go[k] & dec[k].unit[unit] for k in range(2)]
+            picks = [go[k] & needs(dec[k])[unit] for k in range(2)]
             m.d.comb += unit_issue.valid.eq(picks[0] | picks[1])
             for name, values in fields.items():
                 m.d.comb += getattr(unit_issue.payload, name).eq(
@@ -327,10 +332,10 @@ class VPU(wiring.Component):
                              "base": [d.base for d in dec], "stride": [d.stride for d in dec],
                              "src": src_a}.items():
             m.d.comb += getattr(lsu.issue.payload, name).eq(Mux(vmem_pick[0], *values))
-        dispatch(pusher.issue, "mxu", {
-            "lhs": [pushes_lhs(d) for d in dec], "swap": [swap, swap],
-            "acc": [d.is_op["push_lhs_acc"] for d in dec], "src": src_a,
-            "acc_src": [r[1] for r in reads]})
+        dispatch(weight_pusher.issue, "weights", {"src": src_a})
+        dispatch(lhs_pusher.issue, "lhs", {
+            "swap": [swap, swap], "acc": [d.is_op["push_lhs_acc"] for d in dec],
+            "src": src_a, "acc_src": [r[1] for r in reads]})
         dispatch(popper.issue, "pop", {"dest": [d.dest for d in dec]})
 
         # ---- the ALU slots: word k of a beat goes to slot k
@@ -358,7 +363,8 @@ class VPU(wiring.Component):
             claimed = claimed | Mux(go[k] & d.writes, _one_hot(d.dest), 0)
         m.d.sync += busy.eq((busy & ~cleared) | claimed)
 
-        m.d.comb += [self.idle.eq(~busy.any() & lsu.issue.ready & pusher.issue.ready),
+        m.d.comb += [self.idle.eq(~busy.any() & lsu.idle & weight_pusher.issue.ready &
+                                  lhs_pusher.issue.ready),
                      self.vmem_issue.eq(lsu.issue.valid & lsu.issue.ready),
-                     self.vmem_idle.eq(lsu.issue.ready)]
+                     self.vmem_idle.eq(lsu.idle)]
         return m

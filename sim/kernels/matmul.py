@@ -21,16 +21,26 @@ infinities, subnormals), so the chain's value does not change. Padded M rows and
 are computed and dropped.
 
 Pipelining.
-- *DMA*: step ``s + 1``'s tiles are fetched during step ``s`` into the other buffer
-  (flag 1 counts their words; each step consumes its own with ``waitc``). The last step
-  of a block fetches the next block's first step.
+- *DMA*: the steps are fetched in one stream over all blocks, into the two buffers in
+  turn (flag 1 counts their words). Late in step ``s``, once its last tile load is out,
+  the program waits for step ``s + 1``'s tiles (``waitc``, consuming them) and fetches
+  step ``s + 2`` into the buffer step ``s`` is done with; a block's first step waits and
+  fetches at the block's start. So a fetch has about a step to land, each wait covers the
+  one fetch outstanding, and a ``dma``, which waits for the loads sent before it, finds
+  :data:`FETCH_GAP` bundles of pushes still queued. The next fetch's descriptor records
+  are written away from the fetch, where the sequencer is ahead of the VPU.
 - *MXU results*: pops trail pushes by ``lag`` LHS pushes, so the MXU's pipeline stays
-  full: the pop after push ``q`` takes the result of push ``q - lag``, cyclically over
-  the block's ``rows * cols`` sums. Before a block's first step, ``lag`` pushes of -0.0
-  LHS rows through an all-zero weight tile prime the queue (each gives back its sum,
-  +0.0, unchanged); after the last step ``lag`` pops drain it.
-- *VMEM loads*: each tile is loaded into a vreg :data:`LOAD_AHEAD` pushes before its
-  push needs it, since a ``vld`` takes longer than a push.
+  full: push ``q``'s bundle pops the result of push ``q - lag``, cyclically over the
+  block's ``rows * cols`` sums, except that the last push through a weight tile leaves
+  its pop to the next bundle, the next tile's push, which so never waits behind a pop.
+  Before a block's first step, ``lag + 1`` pushes of -0.0 LHS rows through an all-zero
+  weight tile prime the queue (each gives back its sum, +0.0, unchanged); after the last
+  step ``lag + 1`` pops drain it.
+- *MXU weights*: a weight tile's push shares its bundle with no load, so it goes as soon
+  as the LHS push before it has, and the tile loads while that push streams.
+- *VMEM loads*: each tile is loaded into a vreg as soon as no earlier push still reads
+  it, one load a push (a ``vld`` takes longer than a push), and the next step's first
+  tiles during the end of the step before, once its tiles are waited for.
 - *Output*: a block's sums go through an output buffer; the next block waits for that
   buffer's DMA (flag 2) only when it stores its own sums.
 
@@ -60,10 +70,16 @@ NEG_ZERO_BF16 = 0x8000
 #: The most sum vregs (``rows * cols``): beside them, the LHS tiles (4 in rotation with one
 #: N-tile a block, else one per M-tile), 2 weight and 2 constant vregs.
 MAX_SUMS = 24
-#: Pops trail pushes by at most this many LHS pushes (the MXU's latency is about 6).
-MAX_LAG = 7
-#: Tiles loaded from VMEM ahead of the push that needs them.
+#: Pops trail pushes by at most this many LHS pushes: a pop that waits blocks the pushes
+#: behind it, and an 8x8 MXU's last result row of a push comes 8 + 66 cycles after the
+#: push issues, so pops keep pace with back-to-back pushes from a trail of 8 on.
+MAX_LAG = 9
+#: Tiles loaded alone before a step's first push when the step before loaded none of its
+#: tiles (a block of one step).
 LOAD_AHEAD = 3
+#: Bundles between a step's last load and the DMA that refills its buffer: a ``dma`` waits
+#: for the loads sent before it, and the vector queue must not run dry meanwhile.
+FETCH_GAP = 5
 _TILE = SUBLANES
 _LANES = 8
 
@@ -243,9 +259,11 @@ class _Writer:
     """Writes the program text; see the module docstring for its shape.
 
     Scalar registers: s1/s2 the next fetch's x and w HBM addresses, s3/s4 the current
-    step's LHS and weight buffers (VMEM lines), s5/s6 the next fetch's buffers (VMEM
-    words), s7 the step counter, s8 the block counter, s9 the current block's table entry,
-    s10..s13 constants (the buffer toggles, the weight stride of a step).
+    step's LHS and weight buffers (VMEM lines), s16/s17 the next step's, s5/s6 the next
+    fetch's buffers (VMEM words), s7 the step counter, s8 the block counter, s9 the current
+    block's table entry, s10..s14 constants (the buffer toggles, the weight stride of a
+    step), s18 the fetches left in the fetched block, s19 its table entry, s20 the fetches
+    left in the program.
     """
 
     def __init__(self, *, rows, cols, k_per_step, lag, k_steps, n_cols, blocks, layout, relu):
@@ -258,6 +276,7 @@ class _Writer:
         # LHS tiles: used once each with one N-tile (a rotation suffices), else kept for
         # every N-tile of the step.
         self.x_regs = _X_ROTATING if cols == 1 else tuple(range(self.sums, self.sums + rows))
+        self.pushes, self.loads = self._plan()
         self.lines = []
 
     def sum_reg(self, q):
@@ -289,29 +308,59 @@ class _Writer:
         self.li("s14", 8 * self.k_per_step * self.n_cols)
         self.li("s3", lay.x[0])
         self.li("s4", lay.w[0])
+        self.li("s16", lay.x[1])
+        self.li("s17", lay.w[1])
         self.li("s5", x_words[0])
         self.li("s6", w_words[0])
         self.li("s9", _TABLE)
+        self.li("s19", _TABLE)
         self.li("s8", self.blocks)
+        self.li("s18", self.k_steps)
+        self.li("s20", self.blocks * self.k_steps)
         self.emit(f"vld v{_NEG}, {_CONST_LINE}, 0", f"xor v{_ZERO}, v{_ZERO}, v{_ZERO}")
         self.emit(f"fadd f{_F_OUT}, {self.out_words}")   # the output buffer starts free
-        # The first step's tiles.
-        self.emit("lw s1, 0(s9)")
-        self.emit("lw s2, 1(s9)")
-        self._fetch()
-        self.emit("xor s5, s5, s12 | xor s6, s6, s13")
+        self.emit("lw s1, 0(s19)")
+        self.emit("lw s2, 1(s19)")
+        self._records()
+        self.emit(f"dma {_DX}")
+        self.emit(f"dma {_DW}", "addi s20, s20, -1 | addi s18, s18, -1")
+        self._next_fetch()
         self._block()
         self.emit("halt")
         return "\n".join(self.lines) + "\n"
 
-    def _fetch(self):
-        """Issue the DMAs of the step at s1/s2 into the buffers at s5/s6."""
-        # A dma reads its record before the same bundle's sw: each dma follows its sws.
-        self.emit(f"sw s1, {_DX + 1}(s0)")
+    def _records(self, label=None):
+        """Write the descriptor records of the step at s1/s2 into the buffers at s5/s6."""
+        self.emit(f"sw s1, {_DX + 1}(s0)", label=label)
         self.emit(f"sw s5, {_DX + 2}(s0)")
-        self.emit(f"sw s2, {_DW + 1}(s0)", f"dma {_DX}")
+        self.emit(f"sw s2, {_DW + 1}(s0)")
         self.emit(f"sw s6, {_DW + 2}(s0)")
-        self.emit(f"dma {_DW}")
+
+    def _wait_and_fetch(self):
+        """Wait for the step fetched last, then fetch the next one if any is left (its
+        records are ready). The wait comes first, so at most one fetch is outstanding on the
+        flag when a step waits for its tiles (golden.tensorcore's ordering contract)."""
+        skip = f"fetched{len(self.lines)}"
+        self.emit(f"waitc f{_F_TILES}, {self.step_words}", f"beq s20, s0, {skip}")
+        self.emit(f"dma {_DX}")
+        self.emit(f"dma {_DW}", "addi s20, s20, -1 | addi s18, s18, -1")
+        self.emit("nop", label=skip)
+
+    def _next_fetch(self):
+        """Advance s1/s2 and s5/s6 to the step after the one fetched last and write its
+        records (nothing once every step is fetched). Away from the fetch itself, where the
+        vector queue is short, so the sequencer spends those bundles while it is ahead."""
+        skip, same_block = f"advanced{len(self.lines)}", f"same{len(self.lines)}"
+        self.emit(f"beq s20, s0, {skip}")
+        self.emit("xor s5, s5, s12 | xor s6, s6, s13")
+        self.emit(f"addi s1, s1, {8 * self.k_per_step} | add s2, s2, s14")
+        self.emit(f"bne s18, s0, {same_block}")
+        # The fetched block's steps are done: the next block's first step.
+        self.emit(f"lw s1, {_ENTRY}(s19)")
+        self.emit(f"lw s2, {_ENTRY + 1}(s19)")
+        self.emit(f"addi s19, s19, {_ENTRY} | li s18, {self.k_steps}")
+        self._records(label=same_block)
+        self.emit("nop", label=skip)
 
     def _pairs(self, op, regs):
         """``op vR, vR, <operand>`` on every vreg of ``regs``, two ALU slots a bundle."""
@@ -320,18 +369,23 @@ class _Writer:
 
     def _block(self):
         sums, lag = self.sums, self.lag
-        tail = [self.sum_reg(q) for q in range(sums - lag, sums)]
+        tail = [self.sum_reg(q) for q in range(sums - lag - 1, sums)]
+        head = self._head_loads()
         self.emit("nop", label="block")
         self._pairs("xor v{r}, v{r}, v{r}", range(sums))
-        if lag:
-            self.emit(f"push_weights v{_ZERO}")
-            for reg in tail:
-                self.emit(f"push_lhs_acc v{_NEG}, v{reg}")
+        # The step's first tiles arrive while the zeros prime the MXU's result queue.
+        self._wait_and_fetch()
+        primes = [f"push_weights v{_ZERO}"] + [f"push_lhs_acc v{_NEG}, v{reg}" for reg in tail]
+        loads = [text.format(x="s3", w="s4") for text, _, _ in self.loads[:head]]
+        for i in range(max(len(primes), len(loads))):
+            self.emit(loads[i] if i < len(loads) else None,
+                      primes[i] if i < len(primes) else None)
+        self._next_fetch()
         if self.k_steps > 1:
             self.li("s7", self.k_steps - 1)
-            self._step(label="step", last=False)
+            self._step(label="step", head=head, last=False)
             self.emit("loop s7, step")
-        self._step(label=None, last=True)
+        self._step(label=None, head=head, last=True)
         for reg in tail:
             self.emit(f"pop v{reg}")
         if self.relu:
@@ -346,55 +400,98 @@ class _Writer:
         self.emit(f"dma {_DO}")
         self.emit(f"addi s9, s9, {_ENTRY} | loop s8, block")
 
-    def _step(self, *, label, last):
-        """One K-tile: wait for its tiles, fetch the next step's, then per N-tile push the
-        weight tile and every LHS tile, popping ``lag`` pushes behind."""
-        rows, cols, lag = self.rows, self.cols, self.lag
-        self.emit(f"waitc f{_F_TILES}, {self.step_words}", label=label)
-        if last:
-            # The next block's first step, unless this is the last block.
-            skip = f"nofetch{len(self.lines)}"
-            self.emit("li s15, 1")
-            self.emit(f"beq s8, s15, {skip}")
-            self.emit(f"lw s1, {_ENTRY}(s9)")
-            self.emit(f"lw s2, {_ENTRY + 1}(s9)")
-            self._fetch()
-            self.emit("nop", label=skip)
-        else:
-            self.emit(f"addi s1, s1, {8 * self.k_per_step} | add s2, s2, s14")
-            self._fetch()
-        # Each tile is loaded from VMEM up to LOAD_AHEAD pushes before the push that needs
-        # it (a vld's latency is longer than a push's 8 cycles), but never into a vreg an
-        # earlier push still has to read: a vld issues before its bundle's push.
-        loads, pushes = [], []          # loads: (text, vreg, index of its push)
-        ks = self.k_per_step
+    def _plan(self):
+        """A step's pushes, ``(text, pop, vreg read)``, and its tile loads in order of use,
+        ``(text, vreg written, index of the push that needs it)``; a load's text has
+        ``{x}``/``{w}`` for the registers of its step's buffers."""
+        rows, cols, lag, ks = self.rows, self.cols, self.lag, self.k_per_step
+        loads, pushes = [], []
         for kk in range(ks):
             for c in range(cols):
                 weights = _W[(kk * cols + c) % len(_W)]
-                loads.append((f"vld v{weights}, s4+{8 * kk * cols + c}, {cols}", weights,
+                loads.append((f"vld v{weights}, {{w}}+{8 * kk * cols + c}, {cols}", weights,
                               len(pushes)))
                 pushes.append((f"push_weights v{weights}", None, weights))
                 for b in range(rows):
                     q = (kk * cols + c) * rows + b
                     x = self.x_regs[b % len(self.x_regs)]
                     if c == 0 or cols == 1:
-                        loads.append((f"vld v{x}, s3+{8 * b * ks + kk}, {ks}", x, len(pushes)))
-                    pop = f"pop v{self.sum_reg((q - lag) % self.sums)}"
-                    pushes.append((f"push_lhs_acc v{x}, v{self.sum_reg(q)}", pop, x))
-        # The first push a load may share a bundle with: after the last earlier reader.
-        earliest = [1 + max((i for i in range(user) if pushes[i][2] == reg), default=-1)
-                    for _, reg, user in loads]
-        k = 0
-        while k < min(LOAD_AHEAD, len(loads)) and earliest[k] <= 0:
-            self.emit(loads[k][0])
+                        loads.append((f"vld v{x}, {{x}}+{8 * b * ks + kk}, {ks}", x,
+                                      len(pushes)))
+                    pushes.append((f"push_lhs_acc v{x}, v{self.sum_reg(q)}", q, x))
+        # Each LHS push pops in its own bundle, except the last through a weight tile: its
+        # pop goes in the next bundle, the next tile's push (so the step's first bundle pops
+        # for the step before's last push), and that push never waits behind a pop.
+        pops = []
+        for i, (_, q, _) in enumerate(pushes):
+            if q is None:                       # a weight tile: the push before's pop
+                q = pushes[i - 1][1] if i else -1
+            elif i + 1 == len(pushes) or pushes[i + 1][1] is None:
+                q = None                        # popped in the next bundle
+            pops.append(None if q is None else f"pop v{self.sum_reg((q - lag) % self.sums)}")
+        return [(text, pop, reg) for (text, _, reg), pop in zip(pushes, pops)], loads
+
+    def _after_last_reader(self, reg, before=None):
+        """The first push a load into ``reg`` may share a bundle with (a vld issues before
+        its bundle's push): after the last push before ``before`` that reads ``reg``."""
+        end = len(self.pushes) if before is None else before
+        return 1 + max((i for i in range(end) if self.pushes[i][2] == reg), default=-1)
+
+    def _head_loads(self):
+        """How many of a step's loads the step before it issues (0 with one step a block)."""
+        if self.k_steps == 1:
+            return 0
+        saved, self.lines = self.lines, []
+        head = self._step(label=None, head=0, last=False)
+        self.lines = saved
+        return head
+
+    def _step(self, *, label, head, last):
+        """One step, whose first ``head`` loads were issued before it: per K-tile and N-tile,
+        push the weight tile and every LHS tile, popping ``lag`` pushes behind, each tile
+        loaded from VMEM ahead of its push. Unless ``last``: once its own loads are out,
+        :data:`FETCH_GAP` bundles have passed and the next step's tiles are about to find
+        vregs free, wait for those tiles, fetch the step after, and load the next step's
+        first tiles into vregs this step has done with. Returns how many of the next step's
+        loads it issued."""
+        own = [(text.format(x="s3", w="s4"), user) for text, _, user in self.loads]
+        upcoming = [(text.format(x="s16", w="s17"), self._after_last_reader(reg))
+                    for text, reg, _ in self.loads]
+        earliest = [self._after_last_reader(reg, user) for _, reg, user in self.loads]
+        # No sooner than two bundles before the next step's second load finds its vreg free
+        # (its first, a weight tile, may find one sooner): later, the DMA waits for fewer
+        # queued loads.
+        soonest = min(when for _, when in upcoming[1:2] or upcoming) - 2
+        k, done, fetched = head, 0, last
+        last_own = -1                   # the bundle of the last own load, once all are out
+        first = len(self.lines)
+        # A cold start: the first loads alone, LOAD_AHEAD pushes ahead.
+        while k < min(LOAD_AHEAD, len(own)) and earliest[k] <= 0:
+            self.emit(own[k][0])
             k += 1
-        for i, (push, pop, _) in enumerate(pushes):
-            while k + 1 < len(loads) and loads[k + 1][2] <= i:     # overdue: alone first
-                self.emit(loads[k][0])
+        for i, (push, pop, _) in enumerate(self.pushes):
+            while k + 1 < len(own) and own[k + 1][1] <= i:       # overdue: alone first
+                self.emit(own[k][0])
                 k += 1
+            if not fetched and k == len(own) and i > last_own + FETCH_GAP and i >= soonest:
+                self._wait_and_fetch()
+                fetched = True
             load = None
-            if k < len(loads) and earliest[k] <= i:
-                load, k = loads[k][0], k + 1
+            if push.startswith("push_weights"):
+                pass        # nothing to wait for: the tile loads while the last LHS push goes
+            elif k < len(own) and earliest[k] <= i:
+                load, k = own[k][0], k + 1
+                if k == len(own):
+                    last_own = i
+            elif fetched and not last and done < len(upcoming) and upcoming[done][1] <= i:
+                load, done = upcoming[done][0], done + 1
             self.emit(load, push, pop)
+        if not fetched:
+            self._wait_and_fetch()
+        if not last:
+            self._next_fetch()
         self.emit("xor s3, s3, s10 | xor s4, s4, s11")
-        self.emit("xor s5, s5, s12 | xor s6, s6, s13")
+        self.emit("xor s16, s16, s10 | xor s17, s17, s11")
+        if label:
+            self.lines[first] = f"{label}: {self.lines[first]}"
+        return done

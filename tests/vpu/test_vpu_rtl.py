@@ -212,7 +212,8 @@ def test_issue_timing_follows_the_documented_latencies():
     assert t[8] == t[7] + 9 and t[9] == t[8]
     assert t[10] == t[8] + 2 and t[11] == t[10] + 9 + deep
     assert t[12] == t[11] + 1 and t[13] == t[12] + 10
-    assert t[14] == t[13] + 2 and t[15] == t[14] + 9       # the store's 8 lines, then free
+    # The store's 8 lines; the load issues as the last one goes.
+    assert t[14] == t[13] + 2 and t[15] == t[14] + 8
     assert state["executed"] == 16 and state["error"] == 0
     assert state["dual"] == sum(a == b for a, b in zip(t[::2], t[1::2]))
 
