@@ -27,14 +27,15 @@ int main(int argc, char** argv) {
     uint64_t cycles = 0;
     top->clk = 0;
     top->eval();
-    // Time advances a unit an edge, so a trace ($dumpvars) shows every cycle apart.
+    // Time advances 5 ns (in the testbench's 1 ps precision) an edge, the 10 ns clock of the
+    // Icarus testbench, so a trace ($dumpvars) shows every cycle apart, as there.
     while (!context->gotFinish()) {
         top->clk = 1;
         top->eval();
-        context->timeInc(1);
+        context->timeInc(5000);
         top->clk = 0;
         top->eval();
-        context->timeInc(1);
+        context->timeInc(5000);
         ++cycles;
     }
     top->final();
