@@ -103,14 +103,13 @@ class LoadStoreUnit(wiring.Component):
         with m.If(resp.valid):
             m.d.sync += received.eq(received + 1)
         loading = take & ~issue.store
+        staying = Signal(range(3))              # loads still waiting after this cycle
+        m.d.comb += staying.eq(waiting - last_response)
         # The queue of destinations: the oldest leaves with its last response, a new load
         # joins behind whatever stays.
         with m.If(last_response):
             m.d.sync += dests[0].eq(dests[1])
-        staying = Signal(range(3))              # loads still waiting after this cycle
-        m.d.comb += staying.eq(waiting - last_response)
         with m.If(loading):
-            # Behind the loads that still wait after this cycle.
             with m.If(~staying.any()):
                 m.d.sync += dests[0].eq(issue.dest)
             with m.Else():
