@@ -278,6 +278,9 @@ class VPU(wiring.Component):
         same_unit = 0
         for (unit, need0), need1 in zip(needs(d0).items(), needs(d1).values()):
             same_unit = same_unit | (need0 & need1)
+        # Two MXU pushes never issue together: an LHS push's swap is decided from the
+        # shadow tile before the cycle, which a weight push beside it would change.
+        same_unit = same_unit | (d0.unit["mxu"] & d1.unit["mxu"])
         # A fault of the second word waits for it to be the oldest: it stops the VPU then.
         m.d.comb += go[1].eq(go[0] & present[1] & ~faults[1].any() & ~waits(d1) &
                              unit_free(d1) & ~after_first & ~same_unit)

@@ -227,6 +227,20 @@ def test_write_after_read_in_one_beat_issues_together_and_reads_the_old_value():
     assert (state["vregs"][2] == 12).all() and (state["vregs"][0] == 14).all()
 
 
+def test_a_weight_push_and_an_lhs_push_in_one_beat_swap_as_in_order(rng):
+    # The LHS push after a weight push that fills the shadow tile swaps that tile in
+    # (golden.vpu.MXUState); the two pushers are separate units, yet the pair must not
+    # issue together, or the swap would be decided from the shadow before the weights.
+    vregs = rng.integers(0, 1 << 16, (golden.VREGS, 8, 8), dtype=np.uint64).astype(np.uint32)
+    program = "push_weights v0\npush_lhs v1\npop v2\nvst v2, 0, 1"
+    issued, state = _run(program, lanes=8, vregs=vregs, ops=("xor",), limit=300)
+    expected = golden.execute(golden.assemble(program), vregs=vregs,
+                              vmem=np.zeros(64 * 8, np.uint32), lanes=8)
+    np.testing.assert_array_equal(state["vregs"], expected.vregs)
+    np.testing.assert_array_equal(state["vmem"], expected.vmem)
+    assert issued[1] > issued[0]
+
+
 # ---------------------------------------------------------------- program errors
 
 @pytest.mark.parametrize("kind, fault", [
