@@ -17,25 +17,32 @@ def _bf16_row(words, lanes):
     return Cat(words[32 * j:32 * j + 16] for j in range(lanes))
 
 
-def _sublane_beats(m, issue, taken, *, lanes):
-    """The registers shared by both pushers: the issued payload, captured, and its sublanes
-    sent one beat at a time. ``taken`` is the output handshake of the current beat.
-
-    Returns ``(payload, beat, sending, first, index)``: the captured payload, the current
-    sublane as bf16, whether a beat is on offer, whether it is the first of its vreg, and
-    the sublane's index.
-    """
-    payload = Signal(issue.payload.shape(), reset_less=True)
+def _eight_beats(m, issue, taken):
+    """The count shared by the pushers and the popper: an instruction lasts 8 beats, and
+    the next may issue as the last one goes (so instructions stream back to back).
+    ``taken`` is the handshake of the current beat. Returns ``(start, busy, index)``: an
+    instruction issues, one is under way, and the current beat's sublane."""
     left = Signal(range(SUBLANES + 1))
     index = Signal(range(SUBLANES))
-    # The next instruction may issue as the last beat goes, so pushes stream back to back.
+    start = issue.valid & issue.ready
     m.d.comb += issue.ready.eq(~left.any() | ((left == 1) & taken))
     with m.If(taken):
         m.d.sync += [left.eq(left - 1), index.eq(index + 1)]
-    with m.If(issue.valid & issue.ready):
-        m.d.sync += [payload.eq(issue.payload), left.eq(SUBLANES), index.eq(0)]
+    with m.If(start):
+        m.d.sync += [left.eq(SUBLANES), index.eq(0)]
+    return start, left != 0, index
+
+
+def _sublane_beats(m, issue, taken, *, lanes):
+    """A pusher's registers: the issued payload, captured, and its sublanes sent one beat
+    at a time. Returns ``(payload, beat, sending, index)``: the captured payload, the
+    current sublane as bf16, whether a beat is on offer, and the sublane's index."""
+    payload = Signal(issue.payload.shape(), reset_less=True)
+    start, sending, index = _eight_beats(m, issue, taken)
+    with m.If(start):
+        m.d.sync += payload.eq(issue.payload)
     beat = _bf16_row(select_row(payload.src, index, lanes), lanes)
-    return payload, beat, left != 0, ~index.any(), index
+    return payload, beat, sending, index
 
 
 class WeightPusher(wiring.Component):
@@ -71,7 +78,7 @@ class WeightPusher(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        _, beat, sending, _, _ = _sublane_beats(
+        _, beat, sending, _ = _sublane_beats(
             m, self.issue, self.weights.valid & self.weights.ready, lanes=self.lanes)
         m.d.comb += [self.weights.valid.eq(sending), self.weights.payload.data.eq(beat)]
         return m
@@ -117,12 +124,12 @@ class LHSPusher(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         lanes = self.lanes
-        payload, beat, sending, first, index = _sublane_beats(
+        payload, beat, sending, index = _sublane_beats(
             m, self.issue, self.lhs.valid & self.lhs.ready, lanes=lanes)
         m.d.comb += [
             self.lhs.valid.eq(sending),
             self.lhs.payload.data.eq(beat),
-            self.lhs.payload.swap.eq(payload.swap & first),
+            self.lhs.payload.swap.eq(payload.swap & ~index.any()),
             self.lhs.payload.acc.eq(payload.acc),
             self.acc_in.valid.eq(sending & payload.acc),
             self.acc_in.payload.eq(select_row(payload.acc_src, index, lanes)),
@@ -161,17 +168,13 @@ class MXUPopper(wiring.Component):
         m = Module()
         lanes = self.lanes
         dest = Signal(REG_BITS, reset_less=True)
-        left = Signal(range(SUBLANES + 1))
-        index = Signal(range(SUBLANES))
-
-        arriving = self.result.valid & self.result.ready
+        arriving = Signal()
         # The next pop may issue as the eighth row arrives, so pops keep pace with pushes.
-        m.d.comb += [self.issue.ready.eq(~left.any() | ((left == 1) & arriving)),
-                     self.result.ready.eq(left != 0)]
-        with m.If(arriving):
-            m.d.sync += [left.eq(left - 1), index.eq(index + 1)]
-        with m.If(self.issue.valid & self.issue.ready):
-            m.d.sync += [dest.eq(self.issue.payload.dest), left.eq(SUBLANES), index.eq(0)]
+        start, busy, index = _eight_beats(m, self.issue, arriving)
+        m.d.comb += [self.result.ready.eq(busy),
+                     arriving.eq(self.result.valid & self.result.ready)]
+        with m.If(start):
+            m.d.sync += dest.eq(self.issue.payload.dest)
         popped = gather_rows(m, arriving=arriving, index=index, value=self.result.payload,
                              lanes=lanes, name="popped")
         m.d.comb += [

@@ -322,8 +322,7 @@ class _Writer:
         self.emit("lw s1, 0(s19)")
         self.emit("lw s2, 1(s19)")
         self._records()
-        self.emit(f"dma {_DX}")
-        self.emit(f"dma {_DW}", "addi s20, s20, -1 | addi s18, s18, -1")
+        self._fetch()
         self._next_fetch()
         self._block()
         self.emit("halt")
@@ -342,9 +341,13 @@ class _Writer:
         flag when a step waits for its tiles (golden.tensorcore's ordering contract)."""
         skip = f"fetched{len(self.lines)}"
         self.emit(f"waitc f{_F_TILES}, {self.step_words}", f"beq s20, s0, {skip}")
+        self._fetch()
+        self.emit("nop", label=skip)
+
+    def _fetch(self):
+        """The DMAs of the step whose records are written, counted off."""
         self.emit(f"dma {_DX}")
         self.emit(f"dma {_DW}", "addi s20, s20, -1 | addi s18, s18, -1")
-        self.emit("nop", label=skip)
 
     def _next_fetch(self):
         """Advance s1/s2 and s5/s6 to the step after the one fetched last and write its
