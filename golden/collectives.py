@@ -79,11 +79,15 @@ All-reduce schedule
 
 All-to-all schedule
     Direct sends over the routing tables, copies only; rank c copies ``inputs[c, c]`` locally.
-    Without failed chips, step t - 1 for the t-th nonzero offset vector v (row-major order over
-    the grid of ``dims``) sends every chip p's block for chip (p + v) mod dims (coordinates
-    wrap; on a twisted torus this is still a permutation of chip ids); with failed chips, step
-    t - 1 sends rank r's block for rank (r + t) mod C. Source words ``[d*m, (d+1)*m)`` of the
-    flattened [C, m] send buffer go to words ``[c*m, (c+1)*m)`` of the receiver's buffer.
+    Without failed chips, each step sends every chip p's block for chip (p + v) mod dims, for
+    one nonzero offset vector v (coordinates wrap; on a twisted torus this is still a
+    permutation of chip ids); with failed chips, rank r's block for rank (r + t) mod C, for
+    one shift t. The offsets (shifts) are taken in row-major order over the grid of ``dims``
+    (1 to C - 1), each followed by its opposite, -v mod dims (C - t): a chip's network ports
+    take its pushes in turn, so the two that leave together go opposite ways round, and
+    arrive on opposite inputs (which the routers eject apart). Source words
+    ``[d*m, (d+1)*m)`` of the flattened [C, m] send buffer go to words ``[c*m, (c+1)*m)``
+    of the receiver's buffer.
 
 Steps
     Each reduce or gather phase lasts ``max(R_k) - 1`` steps; ring step t of phase p is step
@@ -405,13 +409,26 @@ def _ring_transfers(plan, hops, lo, hi, *, gather, first_step):
     return out
 
 
+def _opposites_together(shifts, negate):
+    """``shifts`` in order, each followed at once by its opposite ``negate(shift)`` (unless
+    that came earlier or is itself)."""
+    out = []
+    for shift in shifts:
+        for s in (shift, negate(shift)):
+            if s not in out:
+                out.append(s)
+    return out
+
+
 def _all_to_all_transfers(topology, plan, hops, m):
     chips = plan.chips.size
     if topology.failed:
-        pairs = [[(r, (r + t) % chips) for r in range(chips)] for t in range(1, chips)]
+        shifts = _opposites_together(range(1, chips), lambda t: chips - t)
+        pairs = [[(r, (r + t) % chips) for r in range(chips)] for t in shifts]
     else:
         dims = np.array(topology.dims)
-        offsets = np.array(list(itertools.product(*map(range, dims))))[1:]
+        offsets = _opposites_together(list(itertools.product(*map(range, dims)))[1:],
+                                      lambda v: tuple(int(x) for x in -np.array(v) % dims))
         coords = topology.coords
         pairs = [list(zip(range(chips), np.ravel_multi_index(
             tuple(((coords + v) % dims).T), topology.dims).tolist())) for v in offsets]
