@@ -2,17 +2,18 @@
 completes, bit for bit ``golden.collectives.collective``'s, with the fewest credits the
 routers take (one buffer flit per VC), with long links (6 cycles each way, so the credit
 loop is far longer than a VC buffer is deep), with asymmetric links (one direction of an
-axis 3x slower than the other, and minimum credits) and with 2 VCs, on a 2x2 torus (and a
-1x4 ring); pieces of several transfers are in flight at once (chunks 2 and 3), and a chip
-fails in one run.
+axis 3x slower than the other, and minimum credits), and with all of that and one DMA
+descriptor in flight a chip (``outstanding = 1``: a chip's pushes on every dimension leave
+one after another), with 2 VCs, on a 2x2 torus (and a 1x4 ring); pieces of several
+transfers are in flight at once (chunks 2 and 3), and a chip fails in one run.
 
 A hang is ``sim.system.SystemRunError`` (the forward-progress watchdog, naming the waiting
-chips and their flags), and fails the test with that message. The minimum-credit and
-long-link sets are those of the ``system`` regression
-(``verif.suites.system.stimulus.LINKS``), and the minimum-credit 2x2 and 1x4 runs use the
-numerics of its seeds 4 and 2, so that they share its Verilator builds; the asymmetric
-sets are this file's alone. All slow: each configuration is a Verilator build of a few
-minutes the first time.
+chips and their flags), and fails the test with that message. The minimum-credit,
+long-link and asymmetric sets are those of the ``system`` regression
+(``verif.suites.system.stimulus.LINKS``), and the 2x2 asymmetric and the 1x4
+minimum-credit runs use the numerics of its seeds 4 and 2, so that they share its
+Verilator builds. All slow: each configuration is a Verilator build of a few minutes the
+first time.
 """
 
 import numpy as np
@@ -24,15 +25,18 @@ from sim import system
 
 from .collective_data import collective_inputs
 
-#: name -> (shape, vcs, buffer_flits, link_latency, numerics).
+#: name -> (shape, vcs, buffer_flits, link_latency, numerics, chip overrides).
 CONFIGS = {
-    "2x2-min-credits": ("2x2", 2, 1, 2, "tpu"),
-    "2x2-long-links": ("2x2", 2, 4, 6, "tpu"),
-    "1x4-min-credits": ("1x4", 2, 1, 2, "ieee"),
+    "2x2-min-credits": ("2x2", 2, 1, 2, "tpu", {}),
+    "2x2-long-links": ("2x2", 2, 4, 6, "tpu", {}),
+    "1x4-min-credits": ("1x4", 2, 1, 2, "ieee", {}),
     # The links out of the + port of the ring's axis take 6 cycles, 3x the others: one
     # way round the ring is slower than the other, with the fewest credits.
-    "2x2-asymmetric": ("2x2", 2, 1, (6, 2, 2, 2), "tpu"),
-    "1x4-asymmetric": ("1x4", 2, 1, (2, 2, 6, 2), "tpu"),
+    "2x2-asymmetric": ("2x2", 2, 1, (6, 2, 2, 2), "tpu", {}),
+    "1x4-asymmetric": ("1x4", 2, 1, (2, 2, 6, 2), "tpu", {}),
+    # As 2x2-asymmetric, and the DMA takes one descriptor at a time (queue and flight):
+    # a push waits for the one before it, whichever dimension either goes on.
+    "2x2-one-dma": ("2x2", 2, 1, (6, 2, 2, 2), "tpu", {"outstanding": 1}),
 }
 #: kind -> (words of a chip's input row, chunks): several lines per piece, pieces of more
 #: than one step in flight.
@@ -44,7 +48,7 @@ FAILED_ROW = 240
 
 
 def _live_and_exact(config, kind, seed, *, dtype="float32", failed=()):
-    shape, vcs, buffer_flits, link_latency, numerics = CONFIGS[config]
+    shape, vcs, buffer_flits, link_latency, numerics, chip = CONFIGS[config]
     topology = topo.torus(shape, failed=failed)
     row, chunks = SIZES[kind]
     chips = int(topology.alive.sum())
@@ -56,7 +60,8 @@ def _live_and_exact(config, kind, seed, *, dtype="float32", failed=()):
     try:
         run = system.collective(kind, inputs, topology=topology, dtype=dtype, seed=seed,
                                 numerics=numerics, chunks=chunks, vcs=vcs,
-                                buffer_flits=buffer_flits, link_latency=link_latency)
+                                buffer_flits=buffer_flits, link_latency=link_latency,
+                                chip=chip)
     except system.SystemRunError as error:
         pytest.fail(f"{kind} {dtype} on {config} (failed {failed}, chunks {chunks}) did not "
                     f"complete: {error} (seed {seed})")

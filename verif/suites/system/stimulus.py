@@ -15,14 +15,14 @@ seed      shape     link set      numerics
 1         2x2       default       tpu
 2         1x4       min_credits   ieee
 3         2x2x2     long_links    tpu
-4         2x2       min_credits   tpu
+4         2x2       asymmetric    tpu
 ========  ========  ============  ========
 
 From the second round of four (seeds 5 to 8) on, the link set moves one on per round and
 the numerics mode flips every round, so later seeds make other builds; every eighth seed
 is a 4x4 torus instead of a 2x2 one (a 16-chip build, slow to make and to run: "rare", and no
-coverage bin depends on it). ``tests/system/test_liveness.py`` runs its minimum-credit
-collectives on the builds of seeds 4 (2x2) and 2 (1x4), so both share them.
+coverage bin depends on it). ``tests/system/test_liveness.py`` runs its asymmetric 2x2 and
+minimum-credit 1x4 collectives on the builds of seeds 4 and 2, so both share them.
 
 A seed's **cases** (:func:`cases`) share its build (a topology of the same shape is only
 routing tables and the ``alive`` mask streamed in): every kind of
@@ -54,17 +54,23 @@ from golden import topology as topo
 from sim.kernels.collective import plan_collective
 from sim.system import SYSTEM_CHIP, plan_push_words
 
-__all__ = ["LINKS", "SHAPES", "DEAL", "ROUNDS", "SIZES", "LARGE_WORDS", "SPECIALS",
-           "Build", "Case", "build", "topology_of", "plan", "slow_indices", "case", "cases",
-           "inputs_of", "size_class", "fits", "pick_size"]
+__all__ = ["ASYMMETRIC", "LINKS", "SHAPES", "DEAL", "ROUNDS", "SIZES", "LARGE_WORDS",
+           "SPECIALS", "Build", "Case", "build", "link_latency", "topology_of", "plan",
+           "slow_indices", "case", "cases", "inputs_of", "size_class", "fits", "pick_size"]
 
-#: Link parameter sets: (vcs, buffer_flits, link_latency).
-LINKS = {"default": (2, 8, 2), "min_credits": (2, 1, 2), "long_links": (2, 4, 6)}
+#: ``asymmetric``'s link latencies, (slow, fast): the links out of the + port of the first
+#: axis longer than one chip take ``slow`` cycles (3x), so one way round its rings is
+#: slower than the other; every other link takes ``fast`` (:func:`link_latency`).
+ASYMMETRIC = (6, 2)
+#: Link parameter sets: (vcs, buffer_flits, link_latency), the latency an int for every
+#: link or :data:`ASYMMETRIC`.
+LINKS = {"default": (2, 8, 2), "min_credits": (2, 1, 2), "long_links": (2, 4, 6),
+         "asymmetric": (2, 1, ASYMMETRIC)}
 #: Shapes the seeds deal, and the rare one.
 SHAPES = ("2x2", "1x4", "2x2x2", "4x4")
 #: (shape, link set, numerics) by ``(seed - 1) % 4`` in the first round (module docstring).
 DEAL = (("2x2", "default", "tpu"), ("1x4", "min_credits", "ieee"),
-        ("2x2x2", "long_links", "tpu"), ("2x2", "min_credits", "tpu"))
+        ("2x2x2", "long_links", "tpu"), ("2x2", "asymmetric", "tpu"))
 #: Rounds of cases per seed: each round every kind in each dtype (and on a 2x2 build every
 #: kind with a chip failed), each case drawing its own size, chunks and data.
 ROUNDS = 2
@@ -95,13 +101,28 @@ class Build:
     @property
     def link_params(self):
         """``sim.system.collective``'s ``vcs``, ``buffer_flits`` and ``link_latency``."""
-        vcs, buffer_flits, link_latency = LINKS[self.link]
-        return dict(vcs=vcs, buffer_flits=buffer_flits, link_latency=link_latency)
+        vcs, buffer_flits, latency = LINKS[self.link]
+        return dict(vcs=vcs, buffer_flits=buffer_flits,
+                    link_latency=link_latency(self.shape, latency))
 
     def describe(self):
-        vcs, flits, latency = LINKS[self.link]
-        return (f"{self.shape}, {self.link} ({vcs} VCs, {flits} buffer flits, "
-                f"{latency}-cycle links), {self.numerics}")
+        params = self.link_params
+        latency = params["link_latency"]
+        links = (f"{latency}-cycle links" if isinstance(latency, int)
+                 else f"links of {', '.join(map(str, latency))} cycles by torus port")
+        return (f"{self.shape}, {self.link} ({params['vcs']} VCs, {params['buffer_flits']} "
+                f"buffer flits, {links}), {self.numerics}")
+
+
+def link_latency(shape, latency):
+    """``sim.system``'s ``link_latency`` on torus ``shape`` for a :data:`LINKS` latency: an
+    int as it is, :data:`ASYMMETRIC` as one latency per torus port."""
+    if isinstance(latency, int):
+        return latency
+    slow, fast = latency
+    dims = topo.torus(shape).dims
+    axis = next(a for a, n in enumerate(dims) if n > 1)
+    return tuple(slow if port == 2 * axis else fast for port in range(2 * len(dims)))
 
 
 @dataclass(frozen=True)
