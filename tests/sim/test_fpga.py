@@ -73,3 +73,18 @@ def test_harness_chains_a_register_on_every_port_but_the_clock():
     assert "assign scan_out = o2_q;" in harness
     assert ".a (i1_q)" in harness and ".b (i3_q)" in harness and ".y (o2_d)" in harness
     assert ".clk(clk)" in harness
+
+
+@pytest.mark.slow
+def test_the_router_gets_through_synthesis(in_tmp):
+    # Without its PRE_SYNTH passes the router stops Yosys with an abc9 assertion
+    # (YosysHQ/yosys#4349); with them `tpu-rtl fpga router` reports its area and Fmax.
+    report_path = in_tmp / "router.json"
+    assert main(["fpga", "router", "--json", str(report_path)]) == 0
+    report = json.loads(report_path.read_text())
+    assert report["flow"]["yosys"] == "proc; splitnets; synth_ecp5 -nowidelut"
+    # 2 VCs of 8 flits on 5 inputs and a 256-entry table in distributed RAM: thousands of
+    # LUTs, no block RAM or DSP; the flip-flops are the router's own registers.
+    assert 1000 < report["lut4"] < 10000 and report["lutram"] > 0
+    assert report["bram"] == 0 and report["dsp"] == 0 and 300 < report["ff"] < 2000
+    assert report["fmax_mhz"] > 10
