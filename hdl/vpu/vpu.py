@@ -56,8 +56,11 @@ class VPU(wiring.Component):
     busy bit per vreg, set at issue and cleared by the write-back) and its
     unit can take it; it reads its source vregs in the issue cycle. The second
     word of a beat issues in the same cycle as the first when it also can,
-    neither reads nor writes the first one's destination, and the two do not
-    need the same unit (two ALU operations go to the two ALU slots). So the
+    neither reads nor writes the first one's destination, the two do not
+    need the same unit (two ALU operations go to the two ALU slots), and they
+    are not two MXU pushes (a ``push_lhs``'s swap is decided from the shadow
+    tile before its cycle, which a ``push_weights`` beside it would change,
+    though the two pushers are separate units). So the
     architectural state always equals sequential execution
     (``golden.vpu.execute``).
 
