@@ -36,7 +36,7 @@ Model
   latency set so that a one-word push to a neighbour lands ``alpha`` cycles after its issue,
   plus ``hop_cycles`` for every hop after the first.
 - **Ejection.** A packet leaves the router on the receive port of the torus input it arrives
-  on: input ``p`` on port ``(p // 2 + p % 2) mod ports`` (``hdl.ici.Router``).
+  on: input ``p`` on port ``golden.routing.eject_port(p)`` (``hdl.ici.Router``).
 - **Reduce.** The VPU adds 8 VMEM lines of a range in ``group_cycles``, and each line left
   over in ``line_cycles`` (a ``vld``/``vst`` moves 8 lines; one left over is loaded alone).
   Before a reduce overwrites words one of the chip's own pushes still reads, the chip waits
@@ -58,6 +58,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from .routing import eject_port
 from .vpu import SUBLANES
 
 __all__ = ["CostParams", "pipelined_cycles", "piece_range", "overlap", "send_order"]
@@ -65,7 +66,7 @@ __all__ = ["CostParams", "pipelined_cycles", "piece_range", "overlap", "send_ord
 #: Bytes a word (``golden.collectives`` re-exports it).
 WORD_BYTES = 4
 
-_AT_LEAST_ONE = ("ports", "lanes", "push_words", "packet_words")
+_AT_LEAST_ONE = ("ports", "torus_ports", "lanes", "push_words", "packet_words")
 _WHOLE = _AT_LEAST_ONE + ("header_flits", "dma_slots")
 
 
@@ -76,6 +77,7 @@ class CostParams:
     alpha : a one-word push's issue to its flag at a neighbour
     link_bytes_per_cycle : B, one link's bandwidth in one direction, bytes a cycle
     ports : push ports (and receive ports) a chip
+    torus_ports : the routers' torus ports, 2 x the topology's dimensions
     lanes : words a VMEM line
     push_words : words a push at most, or None for one push a range
     packet_words, header_flits : words a packet at most, and the header flits before them
@@ -90,6 +92,7 @@ class CostParams:
     alpha: float
     link_bytes_per_cycle: float
     ports: int = 1
+    torus_ports: int = 4
     lanes: int = 8
     push_words: int = None
     packet_words: int = 64
@@ -252,7 +255,8 @@ class _Timing:
         self.free[push] = sent = start + busy
         # The receiver's input is the far end of the last link (port ^ 1).
         arrive = piece.links[-1][1] ^ 1
-        eject = ("eject", piece.dst, (arrive // 2 + arrive % 2) % p.ports)
+        eject = ("eject", piece.dst,
+                 eject_port(arrive, torus_ports=p.torus_ports, local_ports=p.ports))
         done = sent
         for r in [("link",) + link for link in piece.links] + [eject]:
             done = max(done, self._book(r, start, busy))

@@ -78,7 +78,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["UNREACHABLE", "RoutingTables", "DeadlockError", "build_tables", "next_vc",
-           "check_pairing", "walk", "deadlock_free"]
+           "eject_port", "check_pairing", "walk", "deadlock_free"]
 
 UNREACHABLE = -1
 _INF = 1 << 40
@@ -314,6 +314,21 @@ def next_vc(tables, chip, dst, in_port, in_vc, out_port):
         (np.asarray(in_port) == np.asarray(out_port) ^ 1)
     ring_vc = np.where(tables.dateline[chip, out_port] | straight, base + 1, base)
     return np.where(tables.escape[chip, dst], tables.escape_vc, ring_vc)
+
+
+def eject_port(in_port, *, torus_ports, local_ports):
+    """The local port a router ejects a packet on that arrived on torus input ``in_port``.
+
+    Every packet of one input ejects on one port, so the packets of a route stay in order.
+    With a local port for every torus input (``local_ports >= torus_ports``) input p ejects
+    on port p. With fewer, input p (axis ``p // 2``, sign ``p % 2``) ejects on
+    ``(p // 2 + p % 2) mod local_ports``: with 2 ports the two inputs of an axis eject
+    apart, and so do the + inputs of neighbouring axes, so a destination's arrivals split
+    even when all of them come the same way round.
+    """
+    if local_ports >= torus_ports:
+        return in_port
+    return (in_port // 2 + in_port % 2) % local_ports
 
 
 def check_pairing(topology, tables):

@@ -6,6 +6,8 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from golden.routing import eject_port
+
 from ..lib.memory_port import check_int
 from ..lib.numbered_ports import port, port_name
 from .allocator import Allocator
@@ -30,10 +32,9 @@ class Router(wiring.Component):
     Local ports: with ``local_ports = k`` above 1 the chip injects and ejects up to ``k``
     flits a cycle, through ``inject``/``eject`` and ``inject1``/``eject1`` ... A packet
     ejects on the ejection port of the input it arrives on, so the packets of one route
-    keep one order: torus input ``p`` (axis ``p // 2``, sign ``p % 2``) on port
-    ``(p // 2 + p % 2) mod k``, local input j on port j. (With 2 ports, the two inputs of
-    each axis eject apart, as do the + inputs of neighbouring axes: a destination's
-    arrivals split even when all of them come the same way round.)
+    keep one order: torus input ``p`` on port ``golden.routing.eject_port(p)`` (its own
+    port when there are as many local ports as torus ports; with 2, the two inputs of
+    each axis apart), local input j on port j.
 
     Microarchitecture: an :class:`InputPort` per torus port (``vcs`` VC buffers) and one
     for injection (one buffer); the route of a packet is looked up in the table as its
@@ -84,8 +85,8 @@ class Router(wiring.Component):
         flit is buffered first (one more cycle per hop, and the arrival logic is cut off
         from the allocator).
     local_ports : int
-        Injection and ejection ports, 1 (default) or 2 (with 2 torus dimensions up to 4:
-        switch outputs are numbered in 3 bits).
+        Injection and ejection ports, 1 (default) to ``8 - 2*dims`` (switch outputs are
+        numbered in 3 bits): up to 4 on a 2-D torus, one per torus input.
     observe : bool
         Add the verification ports below (``hold``, ``switched``, ``starved``,
         ``dateline``, ``dateline_hops``); default False, the router alone. They change
@@ -205,8 +206,8 @@ class Router(wiring.Component):
                              flit_words=self.flit_words, buffer_flits=self.buffer_flits,
                              port=-1 if local else i, n_ports=n_ports,
                              bypass=self.pipeline == 1,
-                             eject_to=n_ports + (i - n_ports if local
-                                                 else (i // 2 + i % 2) % k))
+                             eject_to=n_ports + (i - n_ports if local else eject_port(
+                                 i, torus_ports=n_ports, local_ports=k)))
             m.submodules[self.local_name("inject", i - n_ports) if local
                          else f"input{i}"] = port
             lookup = table.read_port(domain="comb")

@@ -67,6 +67,15 @@ def test_one_port_takes_both_directions_in_turn():
     assert pipelined_cycles(both, params=CostParams(alpha=1, **PLAIN, ports=1)) == 128
 
 
+def test_arrivals_share_a_receive_port_unless_each_input_has_its_own():
+    # Into chip 0 from chip 1 over its +x (arriving on input -x, 1) and from chip 2 over
+    # its -y (arriving on input +y, 2). With 2 receive ports both inputs eject on port 1,
+    # one push after the other (128); with 4, each on its own (64).
+    both = [_copy(0, 1, 0, 0, 64), _copy(0, 2, 0, 3, 64)]
+    assert pipelined_cycles(both, params=CostParams(alpha=1, **PLAIN, ports=2)) == 128
+    assert pipelined_cycles(both, params=CostParams(alpha=1, **PLAIN, ports=4)) == 64
+
+
 def test_lockstep_ring_copies_agree_with_the_alpha_beta_model():
     # With no reduce, fill, headers or DMA cost, one chunk, and a port per direction, each
     # all-gather step on the ring is alpha + its bytes / B, less the one flit alpha

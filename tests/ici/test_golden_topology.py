@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from golden import topology as topo
-from golden.routing import walk
+from golden.routing import eject_port, walk
 from golden.topology import UNREACHABLE
 
 PLUS_X, MINUS_X, PLUS_Y, MINUS_Y, PLUS_Z, MINUS_Z = range(6)
@@ -470,6 +470,23 @@ def test_vc_rule_by_hand():
     hops = topo.route(t, topo.routing_tables(t), (3, 0), (1, 1))
     assert [(tuple(int(x) for x in t.coords[c]), p, v) for c, p, v in hops] == [
         ((3, 0), PLUS_X, 1), ((0, 0), PLUS_X, 1), ((1, 0), PLUS_Y, 0)]
+
+
+@pytest.mark.parametrize("dims, local_ports, want", [
+    (2, 1, [0, 0, 0, 0]),
+    (2, 2, [0, 1, 1, 0]),
+    (2, 3, [0, 1, 1, 2]),
+    (2, 4, [0, 1, 2, 3]),
+    (3, 2, [0, 1, 1, 0, 0, 1]),
+    (3, 4, [0, 1, 1, 2, 2, 3]),
+    (3, 6, [0, 1, 2, 3, 4, 5]),
+])
+def test_eject_port_by_hand(dims, local_ports, want):
+    """Inputs +x, -x, +y, -y (, +z, -z): each its own port when there are enough; with
+    2 ports the two of an axis apart, and +x and +y apart too."""
+    got = [eject_port(p, torus_ports=2 * dims, local_ports=local_ports)
+           for p in range(2 * dims)]
+    assert got == want
 
 
 # ---------------------------------------------------------------- deadlock proof

@@ -78,10 +78,10 @@ def cut_packets(flits, flit_words, where):
 class Bench:
     """Testbench neighbours of one router: an upstream sender per input (and the
     injector) that spends credits, a downstream receiver per output that models its VC
-    buffers and returns credits, and an ejection sink with random ``ready``.
+    buffers and returns credits, and a sink with random ``ready`` on each ejection port.
 
-    ``expect[uid]`` is where a packet must come out, ``(port, vc)`` or ``(EJECT, 0)``,
-    or None when it must be dropped.
+    ``expect[uid]`` is where a packet must come out, ``(port, vc)`` or ``(EJECT, j)`` for
+    ejection port j, or None when it must be dropped.
     """
 
     def __init__(self, router, rng, *, send_p=0.8, drain_p=0.7, ready_p=0.7):
@@ -95,7 +95,8 @@ class Bench:
         self.credits = [[self.depth] * self.vcs for _ in range(self.ports)]
         self.held = [[0] * self.vcs for _ in range(self.ports)]
         self.received = {(o, w): [] for o in range(self.ports) for w in range(self.vcs)}
-        self.received[(EJECT, 0)] = []
+        self.ejects = [router.local("eject", j) for j in range(router.local_ports)]
+        self.received |= {(EJECT, j): [] for j in range(router.local_ports)}
         self.offer = None
         self.cycle = 0
         self.first_out = {}
@@ -133,10 +134,11 @@ class Bench:
                 assert self.held[o][w] <= self.depth, \
                     f"cycle {self.cycle}: output {o} VC {w} sent without a credit"
                 self._record((o, w), ctx.get(r.tx[o].data.as_value()))
-        ready = rng.random() < self.ready_p
-        ctx.set(r.eject.ready, ready)
-        if ready and ctx.get(r.eject.valid):
-            self._record((EJECT, 0), ctx.get(r.eject.payload.as_value()))
+        for j, eject in enumerate(self.ejects):
+            ready = rng.random() < self.ready_p
+            ctx.set(eject.ready, ready)
+            if ready and ctx.get(eject.valid):
+                self._record((EJECT, j), ctx.get(eject.payload.as_value()))
         for i in range(self.ports):
             ready_vcs = [v for v in range(self.vcs)
                          if self.queues[i][v] and self.credits[i][v] > 0]
@@ -292,6 +294,37 @@ def test_every_port_pair_and_vc_rule(vcs, buffer_flits, flit_words, pipeline, rn
     assert set(seen.values()) == {(EJECT, 0), (0, 1), (3, 1), (1, 0), (1, 1), (2, 0),
                                   (2, 1)}, f"seed {seed}: VC rule cases not all exercised"
     assert result["counters"] == (expected_forwarded(bench, router.n_ports), 0, 0)
+
+
+@pytest.mark.parametrize("local_ports, ports_of_inputs", [
+    (1, [0, 0, 0, 0]),
+    (2, [0, 1, 1, 0]),
+    (4, [0, 1, 2, 3]),
+])
+def test_each_torus_input_ejects_on_its_port(local_ports, ports_of_inputs, rng, seed):
+    """Packets for this chip from +x, -x, +y and -y (written out by hand: with 2 local
+    ports the two of an axis apart, and +x and +y apart; with 4 each its own) leave on
+    those ejection ports, whole, while every port's sink stalls at random."""
+    tables = topo.routing_tables(topo.torus((4, 4)), vcs=2)
+    chip = 5
+    router = Router(dims=2, n_nodes=16, local_ports=local_ports)
+    bench = Bench(router, rng)
+    uid = 0
+    for _ in range(3):
+        for port, eject in enumerate(ports_of_inputs):
+            for vc in range(2):
+                bench.send(port, vc, uid, packet(rng, uid=uid, dst=chip, src=port,
+                                                 flits=int(rng.integers(1, 5)),
+                                                 flit_words=1), (EJECT, eject))
+                uid += 1
+
+    async def run(ctx):
+        await load_table(ctx, router, table_entries(tables, chip, vcs=2))
+        await bench.run(ctx)
+
+    simulate(router, bench, run)
+    seen = bench.check()
+    assert set(seen.values()) == {(EJECT, j) for j in set(ports_of_inputs)}, f"seed {seed}"
 
 
 @pytest.mark.parametrize("pipeline", [1, 2])
