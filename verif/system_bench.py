@@ -9,16 +9,29 @@ against the lockstep alpha-beta model of ``golden.collectives`` over message siz
 simulation speed. Every run is checked bit for bit against golden.
 """
 
+import dataclasses
 import time
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["measure", "BENCH_CHIP", "RING_CHIP", "CHUNK_SWEEP"]
+__all__ = ["measure", "BENCH_CHIP", "RING_CHIP", "TORUS_CHIP", "CHUNK_SWEEP"]
 
 #: Memories that hold the largest benchmark messages (32 KiB per chip and its staging),
 #: the same for every size, so that each topology is built once.
 BENCH_CHIP = dict(vmem_lines=4096, smem_words=4096, imem_depth=1024, n_flags=64)
+
+#: The 4x4 torus's chip: a network port per torus link (4 on a 2-D torus; two ports cap
+#: busbw at 2B, half the 4x4 bound), and 16 lanes, so that the reduce (8 lines of 16 words
+#: in 28 cycles: 4.6 words a cycle) keeps ahead of four receive engines (4 words a cycle)
+#: and the DMA's VMEM port (a line a cycle) carries four push and four receive engines;
+#: the same 32K words of VMEM as ``BENCH_CHIP``.
+TORUS_CHIP = dict(BENCH_CHIP, lanes=16, network_ports=4, vmem_lines=2048)
+#: Words a chip of the 4x4 goals (S = 64 KiB: the largest all-reduce its VMEM holds with
+#: its staging), and their chunks per transfer: 2, so that a reduce piece is 8 VMEM lines
+#: of 16 lanes (the VPU moves 8 lines a vld/vst, and a smaller piece costs as much; at
+#: 32 KiB a piece in 2 chunks is 4 lines, and the all-reduce took 2.2x as long as in one).
+TORUS_WORDS, TORUS_CHUNKS = 16384, 2
 
 #: The 1x4 ring's chip: flags and IMEM for every chunking swept. (A 4x4 system reads out
 #: 16 x 64 flags of 32 bits; 128 flags a chip would pass Amaranth's 65,536-bit limit on
@@ -50,7 +63,7 @@ def _inputs(kind, chips, words, rng):
 def measure(path=Path("docs/system.md"), *, backend="verilator", seed=1, quick=False,
             out=print):
     """Run the benchmarks, print them, and write them into ``path``; return the goal rows.
-    ``quick`` leaves out the 4x4 torus (its build takes about 20 minutes)."""
+    ``quick`` leaves out the 4x4 torus (its build takes about 35 minutes)."""
     from golden import collective_cost, collectives
     from golden import topology as topo
     from sim import system
@@ -70,7 +83,7 @@ def measure(path=Path("docs/system.md"), *, backend="verilator", seed=1, quick=F
         chips = int(topology.alive.sum())
         inputs = _inputs(kind, chips, words, rng)
         started = time.perf_counter()
-        chip = RING_CHIP if topology is ring else BENCH_CHIP
+        chip = RING_CHIP if topology is ring else TORUS_CHIP
         result = system.collective(kind, inputs, topology=topology, backend=backend,
                                    seed=seed, chip=chip, chunks=chunks)
         want = collectives.collective(kind, inputs, topology=topology)
@@ -79,7 +92,8 @@ def measure(path=Path("docs/system.md"), *, backend="verilator", seed=1, quick=F
             raise RuntimeError(f"{kind} on {topology.shape}: {wrong} words differ from golden "
                                f"(seed {seed})")
         model = collective_cost.pipelined_cycles(
-            collectives.schedule(kind, topology, inputs.shape), chunks=chunks, params=params)
+            collectives.schedule(kind, topology, inputs.shape), chunks=chunks,
+            params=_for_chip(params, chip))
         out(f"  {kind} {topology.shape} S={collectives.message_bytes(kind, inputs.shape):,} B, "
             f"chunks {chunks}: {result.cycles:,} cycles (model {model:,.0f}), busbw "
             f"{result.busbw:.3f} of {result.bus_bound:.1f} "
@@ -91,16 +105,15 @@ def measure(path=Path("docs/system.md"), *, backend="verilator", seed=1, quick=F
              ("1x4 all-gather", ring, "all_gather", 8192, 4),
              ("1x4 all-to-all", ring, "all_to_all", 8192, 1)]
     if not quick:
-        # Chunks 2, not 4: a 4x4 reduce piece of 32 KiB in 4 chunks is 4 VMEM lines, and
-        # the VPU moves 8 lines a vld/vst, so pieces under 8 lines cost as much as 8.
-        goals += [("4x4 torus all-reduce", torus, "all_reduce", 8192, 2),
-                  ("4x4 reduce-scatter", torus, "reduce_scatter", 8192, 2),
-                  ("4x4 all-gather", torus, "all_gather", 8192, 2),
-                  ("4x4 all-to-all", torus, "all_to_all", 8192, 1)]
+        goals += [("4x4 torus all-reduce", torus, "all_reduce", TORUS_WORDS, TORUS_CHUNKS),
+                  ("4x4 reduce-scatter", torus, "reduce_scatter", TORUS_WORDS, TORUS_CHUNKS),
+                  ("4x4 all-gather", torus, "all_gather", TORUS_WORDS, TORUS_CHUNKS),
+                  ("4x4 all-to-all", torus, "all_to_all", TORUS_WORDS, 1)]
     rows, speed = [], {}
     for label, topology, kind, words, chunks in goals:
         shape, result, model = run(kind, topology, words, chunks)
-        rows.append((label, kind, shape, result, chunks, model))
+        chip = dict(system.SYSTEM_CHIP) | (RING_CHIP if topology is ring else TORUS_CHIP)
+        rows.append((label, kind, shape, result, chunks, model, chip["network_ports"]))
         speed[topology.shape] = (result.cycles, result.seconds)
     sweep = []
     for kind, counts in CHUNK_SWEEP.items():
@@ -124,6 +137,15 @@ def measure(path=Path("docs/system.md"), *, backend="verilator", seed=1, quick=F
     return rows
 
 
+def _for_chip(params, chip):
+    """``params`` (measured on :data:`RING_CHIP`) with the ports, lanes and push size of
+    ``chip``; the measured constants are cycles, which the lanes do not change."""
+    from sim import system
+    whole = dict(system.SYSTEM_CHIP) | dict(chip)
+    return dataclasses.replace(params, ports=whole["network_ports"], lanes=whole["lanes"],
+                               push_words=system.plan_push_words(whole))
+
+
 def _ratio(cycles, model):
     """RTL / model, bold when outside the goal's band."""
     r = cycles / model
@@ -134,19 +156,22 @@ def _markdown(rows, params, sweep, sizes, speed, *, seed, backend, quick):
     from golden import collectives
     from sim import system
     b = system.LINK_BYTES_PER_CYCLE
-    port = system.SYSTEM_CHIP["network_ports"] * b
+    ring, torus = (dict(system.SYSTEM_CHIP) | chip for chip in (RING_CHIP, TORUS_CHIP))
     lines = [f"Measured by `tpu-rtl system bench --seed {seed}{' --quick' if quick else ''}` "
              f"({backend}); every run "
              f"bit-exact against `golden.collectives`. B = {b} bytes/cycle (one-word flits); "
              f"busbw and bounds in bytes/cycle; model: `golden.collective_cost` with the "
-             f"constants below.", "",
+             f"constants below. The 1x4 ring's chips have {ring['network_ports']} network "
+             f"ports and {ring['lanes']} lanes (`RING_CHIP`), the 4x4 torus's "
+             f"{torus['network_ports']} and {torus['lanes']} (`TORUS_CHIP`).", "",
              "| goal | S (bytes) | chunks | cycles | busbw | link bound | fraction | "
              "chip-port bound | fraction | model | RTL / model |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for label, kind, shape, result, chunks, model in rows:
+    for label, kind, shape, result, chunks, model, ports in rows:
         # P push engines and P receive engines a chip, B bytes a cycle each: a chip must
         # send bus_factor * S bytes of every kind (all-reduce 2(C-1)/C, the others
         # (C-1)/C), so busbw = S * bus_factor / cycles <= P * B.
+        port = ports * b
         lines.append(f"| {label} | {collectives.message_bytes(kind, shape):,} | {chunks} | "
                      f"{result.cycles:,} | {result.busbw:.3f} | {result.bus_bound:.2f} | "
                      f"{result.busbw / result.bus_bound:.3f} | {port:.2f} | "

@@ -63,6 +63,11 @@ def add_parser(subparsers):
     c.add_argument("--dtype", choices=DTYPES, default="float32")
     c.add_argument("--numerics", choices=("tpu", "ieee"), default="tpu")
     c.add_argument("--chunks", type=int, default=1, help="pieces per transfer (default 1)")
+    c.add_argument("--network-ports", type=int, metavar="P",
+                   help="network ports a chip (default 2: sim.system.SYSTEM_CHIP); a port "
+                        "per torus link (4 on a 2-D torus) lifts busbw past 2B")
+    c.add_argument("--lanes", type=int, help="VMEM lanes a chip (default 8); with 4 ports, "
+                                             "16, so that the reduce keeps up")
     c.add_argument("--backend", choices=("verilator", "amaranth", "icarus"),
                    default="verilator")
     c.add_argument("--seed", type=int, default=1, help="seed of the data (default 1)")
@@ -78,7 +83,7 @@ def add_parser(subparsers):
     b.add_argument("--out", type=Path, default=Path("docs/system.md"))
     b.add_argument("--seed", type=int, default=1)
     b.add_argument("--quick", action="store_true", help="leave out the 4x4 torus (its build "
-                                                        "takes about 20 minutes)")
+                                                        "takes about 35 minutes)")
     b.set_defaults(func=cmd_bench)
 
 
@@ -179,12 +184,16 @@ def cmd_collective(args):
     if args.chunks < 1:
         raise CommandError(f"--chunks must be at least 1, not {args.chunks}", status=2)
     chips = int(topology.alive.sum())
+    chip = {name: value for name, value in (("network_ports", args.network_ports),
+                                             ("lanes", args.lanes)) if value is not None}
+    whole = dict(system.SYSTEM_CHIP) | chip
     rng = np.random.default_rng(args.seed)
     print(f"system {args.kind} on {topology.shape}{' twisted' if args.twist else ''}"
           f"{' failed ' + ','.join(map(str, args.fail)) if args.fail else ''} ({chips} chips, "
           f"{args.dtype}, numerics {args.numerics}, chunks {args.chunks}, seed {args.seed}, "
-          f"backend {args.backend}); B = {system.LINK_BYTES_PER_CYCLE} bytes/cycle per link "
-          f"direction", flush=True)
+          f"backend {args.backend}); {whole['network_ports']} network ports and "
+          f"{whole['lanes']} lanes a chip; B = {system.LINK_BYTES_PER_CYCLE} bytes/cycle per "
+          f"link direction", flush=True)
     rows, last = [], None
     progress = ProgressLine(f"system {args.kind}", total=len(sizes), unit="sizes")
     try:
@@ -193,7 +202,7 @@ def cmd_collective(args):
             try:
                 run = system.collective(args.kind, inputs, topology=topology, dtype=args.dtype,
                                         numerics=args.numerics, chunks=args.chunks,
-                                        backend=args.backend, seed=args.seed)
+                                        chip=chip, backend=args.backend, seed=args.seed)
             except system.SystemRunError as error:
                 raise CommandError(str(error)) from None
             want = collectives.collective(args.kind, inputs, topology=topology,
@@ -219,5 +228,7 @@ def cmd_collective(args):
                  + "".join(f" --fail {c}" for c in args.fail)
                  + f" --sizes {sizes[0]}:{sizes[-1]} --dtype {args.dtype} --numerics "
                    f"{args.numerics} --chunks {args.chunks} --seed {args.seed} --backend "
-                   f"{args.backend}")
+                   f"{args.backend}"
+                   + "".join(f" --{name.replace('_', '-')} {value}"
+                             for name, value in chip.items()))
         raise CommandError(f"mismatch: {bad} wrong words (reproduce: {again})")

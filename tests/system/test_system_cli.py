@@ -46,11 +46,28 @@ def test_a_wrong_word_fails_the_command_with_a_reproducer(monkeypatch, tmp_path,
     (["--chunks", "0"], 2, "--chunks must be at least 1"),
     (["--fail", "9"], 1, "chip 9 is outside 0..3"),
     (["--twist"], 1, "a twisted torus is"),
+    (["--network-ports", "5"], 1, "network_ports must be at most 4, not 5"),
+    (["--network-ports", "0"], 1, "network_ports must be at least 1, not 0"),
 ])
 def test_bad_arguments_are_one_line_errors(args, status, message, capsys):
     assert cli.main(["system", "collective", "all_reduce", *args]) == status
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_chip_options_reach_the_run_and_the_header(monkeypatch, capsys):
+    seen = []
+
+    def record(*args, **kwargs):
+        seen.append(kwargs["chip"])
+        raise system.SystemRunError("stopped by the test")
+    monkeypatch.setattr(system, "collective", record)
+    assert cli.main(["system", "collective", "all_reduce", "--topology", "4x4",
+                     "--network-ports", "4", "--lanes", "16"]) == 1
+    captured = capsys.readouterr()
+    assert seen == [{"network_ports": 4, "lanes": 16}]
+    assert "4 network ports and 16 lanes a chip" in captured.out
+    assert "stopped by the test" in captured.err
 
 
 def test_sizes_and_inputs():
