@@ -24,7 +24,7 @@ from amaranth.hdl import Shape, UnusedElaboratable
 from golden import collectives as gc_golden
 from golden import tensorcore as tc
 from golden import topology as topo
-from hdl.ici.layouts import PORT_BITS
+from hdl.ici.layouts import max_local_ports
 from hdl.lib.blackbox import BlackBox
 from hdl.lib.memory_port import check_int
 from hdl.memory.dma_push_ports import DEFAULT_PUSH_BEATS
@@ -178,10 +178,10 @@ def run_programs(topology, programs, *, vmem, smem=None, chip=None, vcs=2, buffe
                              f"{'needs a program' if alive[c] else 'takes no program'}")
     words = [None if p is None else tc.program_words(p) for p in programs]
     params = dict(SYSTEM_CHIP) | dict(chip or {})
-    # ChipNode's rule, checked before any part is built, so that a bad count is one error
+    # ChipNode's check, made before any part is built, so that a bad count is one error
     # and leaves no half-built parts behind.
     check_int("network_ports", params["network_ports"], least=1,
-              most=(1 << PORT_BITS) - 2 * len(topology.dims))
+              most=max_local_ports(len(topology.dims)))
     lanes = params["lanes"]
     longest = max(len(w) for w in words if w is not None)
     params["imem_depth"] = max(params["imem_depth"], memory_depth(longest))

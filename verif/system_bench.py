@@ -79,11 +79,12 @@ def measure(path=Path("docs/system.md"), *, backend="verilator", seed=1, quick=F
     ring, torus = topo.torus((1, 4)), topo.torus((4, 4))
 
     def run(kind, topology, words, chunks=1):
-        """(inputs' shape, CollectiveRun, model cycles) of one checked collective."""
+        """(inputs' shape, CollectiveRun, model cycles, chip parameters) of one checked
+        collective."""
         chips = int(topology.alive.sum())
         inputs = _inputs(kind, chips, words, rng)
         started = time.perf_counter()
-        chip = RING_CHIP if topology is ring else TORUS_CHIP
+        chip = _whole(RING_CHIP if topology is ring else TORUS_CHIP)
         result = system.collective(kind, inputs, topology=topology, backend=backend,
                                    seed=seed, chip=chip, chunks=chunks)
         want = collectives.collective(kind, inputs, topology=topology)
@@ -98,7 +99,7 @@ def measure(path=Path("docs/system.md"), *, backend="verilator", seed=1, quick=F
             f"chunks {chunks}: {result.cycles:,} cycles (model {model:,.0f}), busbw "
             f"{result.busbw:.3f} of {result.bus_bound:.1f} "
             f"({time.perf_counter() - started:.1f} s)")
-        return inputs.shape, result, model
+        return inputs.shape, result, model, chip
 
     goals = [("1x4 ring all-reduce", ring, "all_reduce", 8192, 4),
              ("1x4 reduce-scatter", ring, "reduce_scatter", 8192, 4),
@@ -111,18 +112,17 @@ def measure(path=Path("docs/system.md"), *, backend="verilator", seed=1, quick=F
                   ("4x4 all-to-all", torus, "all_to_all", TORUS_WORDS, 1)]
     rows, speed = [], {}
     for label, topology, kind, words, chunks in goals:
-        shape, result, model = run(kind, topology, words, chunks)
-        chip = dict(system.SYSTEM_CHIP) | (RING_CHIP if topology is ring else TORUS_CHIP)
+        shape, result, model, chip = run(kind, topology, words, chunks)
         rows.append((label, kind, shape, result, chunks, model, chip["network_ports"]))
         speed[topology.shape] = (result.cycles, result.seconds)
     sweep = []
     for kind, counts in CHUNK_SWEEP.items():
         for chunks in counts:
-            _, result, model = run(kind, ring, 8192, chunks)
+            _, result, model, _ = run(kind, ring, 8192, chunks)
             sweep.append((kind, chunks, result.cycles, result.busbw, model))
     sizes = []
     for words in SIZES:
-        shape, result, model = run("all_reduce", ring, words)
+        shape, result, model, _ = run("all_reduce", ring, words)
         lockstep = collectives.alpha_beta_cycles(
             collectives.schedule("all_reduce", ring, shape), ring, alpha=params.alpha,
             link_bytes_per_cycle=b)
@@ -137,13 +137,20 @@ def measure(path=Path("docs/system.md"), *, backend="verilator", seed=1, quick=F
     return rows
 
 
+def _whole(chip):
+    """Every TensorCore parameter of a benchmark chip: ``sim.system.SYSTEM_CHIP``'s, as
+    ``sim.system.collective`` completes them, and ``chip``'s."""
+    from sim import system
+    return dict(system.SYSTEM_CHIP) | dict(chip)
+
+
 def _for_chip(params, chip):
     """``params`` (measured on :data:`RING_CHIP`) with the ports, lanes and push size of
-    ``chip``; the measured constants are cycles, which the lanes do not change."""
+    ``chip`` (all its parameters); the measured constants are cycles, which the lanes do
+    not change."""
     from sim import system
-    whole = dict(system.SYSTEM_CHIP) | dict(chip)
-    return dataclasses.replace(params, ports=whole["network_ports"], lanes=whole["lanes"],
-                               push_words=system.plan_push_words(whole))
+    return dataclasses.replace(params, ports=chip["network_ports"], lanes=chip["lanes"],
+                               push_words=system.plan_push_words(chip))
 
 
 def _ratio(cycles, model):
@@ -156,7 +163,7 @@ def _markdown(rows, params, sweep, sizes, speed, *, seed, backend, quick):
     from golden import collectives
     from sim import system
     b = system.LINK_BYTES_PER_CYCLE
-    ring, torus = (dict(system.SYSTEM_CHIP) | chip for chip in (RING_CHIP, TORUS_CHIP))
+    ring, torus = _whole(RING_CHIP), _whole(TORUS_CHIP)
     lines = [f"Measured by `tpu-rtl system bench --seed {seed}{' --quick' if quick else ''}` "
              f"({backend}); every run "
              f"bit-exact against `golden.collectives`. B = {b} bytes/cycle (one-word flits); "

@@ -24,7 +24,7 @@ from ..lib.memory_port import WORD_BITS, check_int
 
 __all__ = [
     "CHIP_BITS", "LENGTH_BITS", "MAX_VCS", "MAX_FLIT_WORDS", "MAX_DIMS", "PORT_BITS",
-    "OPCODES", "route_word_layout", "flit_layout", "route_entry_layout",
+    "max_local_ports", "OPCODES", "route_word_layout", "flit_layout", "route_entry_layout",
     "table_write_layout", "encode_route_entry", "table_entries",
 ]
 
@@ -39,6 +39,14 @@ MAX_FLIT_WORDS = 8
 #: Torus dimensions: at most 3, so ports ``0 .. 6`` (eject is 6 in 3-D) fit ``PORT_BITS``.
 MAX_DIMS = 3
 PORT_BITS = 3
+
+
+def max_local_ports(dims):
+    """The most injection and ejection ports a router on a ``dims``-D torus can have: its
+    switch outputs (``2*dims`` torus ports, then the local ones) are numbered in
+    ``PORT_BITS``. A chip's network ports are its router's local ports."""
+    return (1 << PORT_BITS) - 2 * dims
+
 #: Opcodes of a well-formed header (``golden.ici.OPCODES``); 0 and 3 are malformed.
 OPCODES = {"write": 1, "flag_add": 2}
 

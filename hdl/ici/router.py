@@ -12,8 +12,8 @@ from ..lib.memory_port import check_int
 from ..lib.numbered_ports import port, port_name
 from .allocator import Allocator
 from .input_port import InputPort
-from .layouts import (CHIP_BITS, MAX_VCS, PORT_BITS, flit_layout, route_entry_layout,
-                      table_write_layout)
+from .layouts import (CHIP_BITS, MAX_VCS, flit_layout, max_local_ports,
+                      route_entry_layout, table_write_layout)
 from .link import LinkSignature
 
 __all__ = ["Router", "COUNTER_BITS"]
@@ -149,7 +149,7 @@ class Router(wiring.Component):
         check_int("buffer_flits", buffer_flits, least=1)
         check_int("n_nodes", n_nodes, least=1, most=1 << CHIP_BITS)
         check_int("pipeline", pipeline, least=1, most=2)
-        check_int("local_ports", local_ports, least=1, most=(1 << PORT_BITS) - 2 * dims)
+        check_int("local_ports", local_ports, least=1, most=max_local_ports(dims))
         self.dims, self.vcs, self.buffer_flits = dims, vcs, buffer_flits
         self.flit_words, self.n_nodes, self.pipeline = flit_words, n_nodes, pipeline
         self.n_ports, self.local_ports = 2 * dims, local_ports

@@ -8,7 +8,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..ici import LinkSignature, Router
-from ..ici.layouts import CHIP_BITS, MAX_VCS, PORT_BITS
+from ..ici.layouts import CHIP_BITS, MAX_VCS, max_local_ports
 from ..lib.memory_port import check_int
 from ..lib.numbered_ports import port
 from ..tensorcore import TensorCoreSystem
@@ -103,9 +103,10 @@ class ChipNode(wiring.Component):
                 raise TypeError(f"a system chip's {name} is set by the system, not by chip=")
         self.dims, self.vcs, self.buffer_flits = dims, vcs, buffer_flits
         self.link_latency, self.n_nodes = link_latency, n_nodes
+        # Checked before the chip is built, so that a refused count leaves no part behind.
+        self.local_ports = check_int("network_ports", chip.get("network_ports", 1), least=1,
+                                     most=max_local_ports(dims))
         self.tensorcore = TensorCoreSystem(**chip, n_chips=n_nodes, flit_words=FLIT_WORDS)
-        self.local_ports = self.tensorcore.network_ports
-        check_int("network_ports", self.local_ports, least=1, most=(1 << PORT_BITS) - 2 * dims)
         self.memory_images = {name: (memory, f"tensorcore.{path}") for name, (memory, path)
                               in self.tensorcore.memory_images.items()}
         self.n_flags = self.tensorcore.flags.shape().length

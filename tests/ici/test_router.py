@@ -532,6 +532,9 @@ def test_credit_violations_are_flagged():
     (dict(dims=2, n_nodes=257), ValueError, "n_nodes must be at most 256"),
     (dict(dims=2, n_nodes=4, flit_words=9), ValueError, "flit_words must be at most 8"),
     (dict(dims=2, n_nodes=4, pipeline=3), ValueError, "pipeline must be at most 2"),
+    (dict(dims=2, n_nodes=4, local_ports=5), ValueError, "local_ports must be at most 4"),
+    (dict(dims=3, n_nodes=8, local_ports=3), ValueError, "local_ports must be at most 2"),
+    (dict(dims=2, n_nodes=4, local_ports=0), ValueError, "local_ports must be at least 1"),
     (dict(dims=2.0, n_nodes=4), TypeError, "dims must be an integer"),
     (dict(dims=2, n_nodes=4, vcs=True), TypeError, "vcs must be an integer"),
 ])

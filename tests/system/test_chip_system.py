@@ -1,3 +1,5 @@
+# amaranth: UnusedElaboratable=no
+# (The bad-parameter tests construct ChipNodes whose __init__ raises.)
 """The multi-chip system top (``hdl.system.ChipSystem``) through ``sim.system.run_programs``:
 remote pushes between chips through routers and the OCS, the run's end, the watchdog's
 message, and bad arguments.
