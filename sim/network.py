@@ -103,8 +103,8 @@ class NetworkStats:
     ``latency`` joins ``latency_lo`` and ``latency_hi``), the latency ``histogram``
     (``BUCKETS`` bins over every node), the sending ``nodes``, the ``window`` in cycles,
     the harness ``cycles`` (configuration, run, drain and read-out), ``drain_cycles``,
-    the simulator's ``seconds``, and ``expected``: the counts the test knobs should
-    produce (``corrupted`` payload errors, ``malformed`` drops)."""
+    the simulator's ``seconds``, the build's ``params``, and ``down``: the two ends
+    ``((chip, port), (chip, port))`` of the link taken down mid-run, or None."""
     run: NetworkRun
     per_node: dict
     histogram: np.ndarray
@@ -114,6 +114,7 @@ class NetworkStats:
     drain_cycles: int
     seconds: float
     params: dict = field(default_factory=dict)
+    down: tuple | None = None
 
     def total(self, name):
         """The sum over the nodes of statistic ``name``."""
@@ -126,7 +127,9 @@ class NetworkStats:
     def problems(self):
         """What broke exactly-once, intact delivery: a list of one-line reasons, empty
         when every packet created and queued was injected, and every one injected was
-        ejected once, in sequence and intact (or, if made malformed on purpose, dropped)."""
+        ejected once, in sequence and intact (or, if made malformed on purpose, dropped; or,
+        routed over a link taken down, given up by a router at its end and counted
+        ``undeliverable``)."""
         t = self.total
         found = []
         for name in ("header_errors", "sequence_errors"):
@@ -138,9 +141,15 @@ class NetworkStats:
         if t("dropped") != t("malformed"):
             found.append(f"routers dropped {t('dropped')} malformed packets where "
                          f"{t('malformed')} were sent")
-        if t("received") != t("injected") - t("malformed"):
-            found.append(f"{t('received')} packets ejected where "
-                         f"{t('injected') - t('malformed')} well-formed ones were injected")
+        ends = set() if self.down is None else {chip for chip, _ in self.down}
+        giving_up = set(np.flatnonzero(self.per_node["undeliverable"]).tolist())
+        if giving_up - ends:
+            found.append(f"routers at chips {sorted(giving_up - ends)} gave up "
+                         f"{t('undeliverable')} packets, but no link of theirs went down")
+        delivered = t("injected") - t("malformed") - t("undeliverable")
+        if t("received") != delivered:
+            found.append(f"{t('received')} packets ejected where {delivered} were injected "
+                         f"well-formed and not given up at a down link")
         if t("created") != t("injected") + t("overflow"):
             found.append(f"{t('created')} packets created, but {t('injected')} injected and "
                          f"{t('overflow')} lost to full source queues")
@@ -301,9 +310,32 @@ def _lit(topology, dims):
     return lit
 
 
-def _rows(topology, tables, vcs, dims, settings, seeds, lit):
+def _link_down(topology, link_down):
+    """``(down, ends, fault_at)`` of ``run_stats``'s ``link_down``: per node the torus ports
+    that go down (bool [n_chips, 2D]), the link's two ends ``((chip, port), (chip,
+    port))`` (None without a fault) and the cycle they go down (0: never)."""
+    down = np.zeros((topology.n_chips, topology.n_ports), dtype=bool)
+    if link_down is None:
+        return down, None, 0
+    if isinstance(link_down, (str, bytes)) or not hasattr(link_down, "__len__") or \
+            len(link_down) != 3:
+        raise ValueError(f"link_down must be (chip, port, cycle), not {link_down!r}")
+    chip = _int("link_down chip", link_down[0], 0, topology.n_chips - 1)
+    port = _int("link_down port", link_down[1], 0, topology.n_ports - 1)
+    cycle = _int("link_down cycle", link_down[2], 1, (1 << 32) - 1)
+    far = int(topology.ocs[chip * topology.n_ports + port])
+    if far < 0:
+        raise ValueError(f"link_down: {topology.describe(chip, port)} has no link to take "
+                         f"down (it is dark in {topology!r})")
+    ends = ((chip, port), divmod(far, topology.n_ports))
+    for c, p in ends:
+        down[c, p] = True
+    return down, ends, cycle
+
+
+def _rows(topology, tables, vcs, dims, settings, seeds, lit, down):
     """The ``tables`` stream: row r holds every node's entry for r, hop count from r, and
-    node r's settings."""
+    node r's settings (``down``: its torus ports that a link fault takes down)."""
     n = topology.n_chips
     layout = row_layout(n, len(dims))
     entries = np.array([table_entries(tables, c, vcs=vcs) for c in range(n)], dtype=object)
@@ -320,7 +352,9 @@ def _rows(topology, tables, vcs, dims, settings, seeds, lit):
             value |= int(hops[r, c]) << (off_hops + c * HOP_BITS)
         settings_r = node.const({"dst": int(dst[r]), "sends": int(sends[r]),
                                  "lit": int(sum(1 << p for p in np.flatnonzero(lit[r]))),
-                                 "seed": seeds[r]}).as_value().value
+                                 "seed": seeds[r],
+                                 "down": int(sum(1 << p for p in np.flatnonzero(down[r])))
+                                 }).as_value().value
         rows.append(value | settings_r << off_node)
     return rows
 
@@ -349,7 +383,7 @@ def _check_params(traffic, rate, packet_flits, vcs, buffer_flits, link_latency,
 def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flits=8,
               link_latency=2, cycles, warmup, seed=0, backend="verilator", local_ports=1,
               message_packets=8, source_queue=64, watchdog=None, corrupt_every=0,
-              malformed_every=0, stall=0.0, waves=None, progress=None):
+              malformed_every=0, stall=0.0, link_down=None, waves=None, progress=None):
     """One network run; returns :class:`NetworkStats` (no integrity check: see
     :meth:`NetworkStats.problems`). Parameters as :func:`run`, and the test knobs:
 
@@ -358,6 +392,12 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
     0 to 1 in steps of 2**-16, that a torus output of a router is held (sends nothing)
     in a cycle, drawn per output and cycle from the seed (``hdl.system.NetworkNode``);
     0 (the default) never holds, and leaves every figure as it was.
+
+    ``link_down``: ``(chip, port, cycle)`` takes the link out of torus port ``port`` of
+    ``chip`` down, both ways, at cycle ``cycle`` (1 or more) of the run and until its
+    end (``hdl.ici.Router``'s ``down``): the packet each end is sending on it finishes,
+    and every later packet routed over it is given up by the router at that end and
+    counted ``undeliverable``, never lost silently. None (the default): no fault.
 
     Raises
     ------
@@ -380,12 +420,14 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
                            source_queue=source_queue)
     dims = topology.dims
     lit, ocs = _lit(topology, dims), _ocs_beats(topology, dims)   # realizable?
+    down, ends, fault_at = _link_down(topology, link_down)
     settings = _node_settings(topology, traffic, seed)
     mode, _, sends = settings
     if not sends.any():
         raise ValueError(f"no node of {topology!r} sends {traffic} traffic")
     tables = topo.routing_tables(topology, vcs=vcs)
-    rows = _rows(topology, tables, vcs, dims, settings, _seeds(seed, topology.n_chips), lit)
+    rows = _rows(topology, tables, vcs, dims, settings, _seeds(seed, topology.n_chips), lit,
+                 down)
     threshold = round(rate / (local_ports * packet_flits) * (1 << 16))
     whole = WholeRun(
         BLOCK, params, play={"tables": rows, "ocs": ocs},
@@ -395,10 +437,11 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
                 "mode": mode, "threshold": threshold, "packet_flits": packet_flits,
                 "message_packets": message_packets, "cycles": cycles, "warmup": warmup,
                 "watchdog": watchdog, "corrupt_every": corrupt_every,
-                "malformed_every": malformed_every, "stall": round(stall * (1 << 16))})
+                "malformed_every": malformed_every, "stall": round(stall * (1 << 16)),
+                "fault_at": fault_at})
     result = _simulate(whole, backend=backend, waves=waves, progress=progress)
     return _stats(topology, result, whole, nodes=int(sends.sum()), window=cycles - warmup,
-                  packet_flits=packet_flits, watchdog=watchdog)
+                  packet_flits=packet_flits, watchdog=watchdog, down=ends)
 
 
 def run(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flits=8,
@@ -490,7 +533,7 @@ def sweep(topology, *, rates=None, stop_at_saturation=True, progress=None, **kwa
     return curve
 
 
-def _stats(topology, result, whole, *, nodes, window, packet_flits, watchdog):
+def _stats(topology, result, whole, *, nodes, window, packet_flits, watchdog, down=None):
     outputs = result.outputs
     words = np.array(result.recorded["stats"], dtype=np.int64)
     n = topology.n_chips
@@ -523,7 +566,7 @@ def _stats(topology, result, whole, *, nodes, window, packet_flits, watchdog):
         hops_mean=t["hops_window"] / packets if packets else math.nan,
         link_utilization=links)
     return NetworkStats(net, per_node, histogram, nodes, window, result.cycles,
-                        outputs["drain_cycles"], result.seconds, dict(whole.params))
+                        outputs["drain_cycles"], result.seconds, dict(whole.params), down)
 
 
 def _hang_message(topology, outputs, per_node, watchdog):

@@ -11,6 +11,7 @@ any packet lost, duplicated, out of sequence, misrouted or corrupted.
     .venv/bin/python tools/soak_network.py --topology 4x4 --traffic uniform --cycles 100000
     .venv/bin/python tools/soak_network.py --topology 4x4x8 --twist --traffic all_to_all
     .venv/bin/python tools/soak_network.py --topology 4x4 --failed 5 --traffic all_to_all
+    .venv/bin/python tools/soak_network.py --topology 4x4 --link-down 5:+y@50000
 """
 
 import argparse
@@ -23,14 +24,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from golden import topology as topo  # noqa: E402
 from sim import network  # noqa: E402
 from sim.transactors import SimulationHang  # noqa: E402
+from verif.network_cli import parse_link_down  # noqa: E402
 
 
-def soak(shape, *, twist, failed, traffic, rate, cycles, warmup, seed, backend):
+def soak(shape, *, twist, failed, traffic, rate, cycles, warmup, seed, backend,
+         link_down=None):
     """One soak run; returns (topology, NetworkStats, wall seconds, problems)."""
     topology = topo.torus(shape, twist=twist, failed=failed)
     start = time.monotonic()
     stats = network.run_stats(topology, traffic=traffic, rate=rate, cycles=cycles,
-                              warmup=warmup, seed=seed, backend=backend)
+                              warmup=warmup, seed=seed, backend=backend, link_down=link_down)
     return topology, stats, time.monotonic() - start, stats.problems()
 
 
@@ -46,22 +49,29 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--backend", default="verilator",
                         choices=("verilator", "amaranth", "icarus"))
+    parser.add_argument("--link-down", metavar="CHIP:PORT@CYCLE",
+                        help="take a link down mid-run (as tpu-rtl network --link-down)")
     args = parser.parse_args(argv)
     failed = tuple(int(c) for c in args.failed.split(",") if c)
     try:
+        link_down = parse_link_down(args.link_down) if args.link_down else None
         topology, stats, wall, problems = soak(
             args.topology, twist=args.twist, failed=failed, traffic=args.traffic,
             rate=args.rate, cycles=args.cycles, warmup=args.warmup, seed=args.seed,
-            backend=args.backend)
+            backend=args.backend, link_down=link_down)
     except SimulationHang as error:
         print(f"HUNG (watchdog): {error}")
         return 1
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     t = stats.total
     print(f"{topology!r}, {args.traffic}, rate {args.rate}, seed {args.seed}")
     print(f"cycles {args.cycles} (warm-up {args.warmup}); harness cycles {stats.cycles}, "
           f"drain {stats.drain_cycles}")
     for name in ("created", "overflow", "injected", "received", "header_errors",
-                 "sequence_errors", "payload_errors", "dropped", "protocol", "held", "queued"):
+                 "sequence_errors", "payload_errors", "dropped", "undeliverable", "protocol",
+                 "held", "queued"):
         print(f"  {name:16s} {t(name):>12,}")
     print(f"offered {stats.run.offered:.3f}  accepted {stats.run.accepted:.3f} "
           f"flits/node/cycle  latency {stats.run.latency_mean:.1f}  p99 {stats.run.latency_p99:g}")

@@ -6,6 +6,7 @@ docs/network.md.
     tpu-rtl network --topology 4x4                    # uniform traffic, a load sweep
     tpu-rtl network --topology 4x4x8 --twist --traffic all_to_all --local-ports 2
     tpu-rtl network --goals docs/network.md           # every measurement of the doc
+    tpu-rtl network --topology 4x4 --link-down 5:+y@2000   # a link taken down mid-run
 
 A sweep prints one table row per load point (side by side when ``--twist`` compares the
 regular and the twisted torus), then writes two PNG plots under ``--out`` (default
@@ -18,7 +19,21 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["add_parser", "cmd_network", "measure_goals"]
+__all__ = ["add_parser", "cmd_network", "measure_goals", "parse_link_down"]
+
+
+def parse_link_down(text):
+    """``CHIP:PORT@CYCLE`` (PORT ``+x``, ``-y``, ... or its number) as ``sim.network``'s
+    ``link_down`` ``(chip, port, cycle)``; ValueError with the expected form otherwise."""
+    from golden.topology import PORT_NAMES
+    form = f"--link-down takes CHIP:PORT@CYCLE, e.g. 5:+y@2000, not {text!r}"
+    try:
+        where, cycle = text.split("@")
+        chip, port = where.split(":")
+        port = PORT_NAMES.index(port) if port in PORT_NAMES else int(port)
+        return int(chip), port, int(cycle)
+    except ValueError:
+        raise ValueError(form) from None
 
 
 def add_parser(subparsers):
@@ -58,6 +73,10 @@ def add_parser(subparsers):
                    default="verilator", help="simulator (default verilator)")
     p.add_argument("--out", default="build/network", metavar="DIR",
                    help="where the plots go (default build/network)")
+    p.add_argument("--link-down", metavar="CHIP:PORT@CYCLE",
+                   help="take the link out of PORT (+x, -x, +y, ...) of CHIP down, both "
+                        "ways, at CYCLE of every run; the packets routed over it are "
+                        "given up and counted as undeliverable")
     p.add_argument("--all-points", action="store_true",
                    help="do not stop the sweep at saturation")
     p.add_argument("--goals", metavar="FILE.md",
@@ -122,7 +141,8 @@ def _network(args):
                     buffer_flits=args.buffer_flits, link_latency=args.link_latency,
                     cycles=args.cycles, warmup=args.warmup, seed=args.seed,
                     backend=args.backend, local_ports=args.local_ports,
-                    message_packets=args.message_packets)
+                    message_packets=args.message_packets,
+                    link_down=parse_link_down(args.link_down) if args.link_down else None)
     print(f"network {args.topology}: {args.traffic} traffic, {args.packet_flits}-flit "
           f"packets, {args.vcs} VCs x {args.buffer_flits} flits, {args.link_latency}-cycle "
           f"links, {args.local_ports} local port(s), {args.cycles} cycles per point "
@@ -150,12 +170,26 @@ def _network(args):
     finally:
         line.close()
     print(latency_table(curves))
+    if args.link_down:
+        print(link_down_report(curves))
     out = Path(args.out)
     for path in plot_curves(curves, out, args.topology, args.traffic):
         print(f"wrote {path}")
     for name, stats in last.items():
         print(f"  {name}: {stats.cycles:,} cycles in {stats.seconds:.2f} s "
               f"({stats.cycles_per_second:,.0f} cycles/s)")
+
+
+def link_down_report(curves):
+    """A line per topology: the link taken down and the packets given up at each point."""
+    from golden.topology import PORT_NAMES
+    lines = []
+    for name, curve in curves.items():
+        (a, p), (b, q) = curve[0][1].down
+        counts = ", ".join(f"{s.total('undeliverable'):,}" for _, s in curve)
+        lines.append(f"{name}: link chip {a} {PORT_NAMES[p]} <-> chip {b} {PORT_NAMES[q]} "
+                     f"down; packets undeliverable per point: {counts}")
+    return "\n".join(lines)
 
 
 def latency_table(curves):

@@ -1,7 +1,7 @@
 """A router input port: per-VC flit buffers, packet framing, route lookup on arrival, and
 the dropping of malformed packets."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.hdl import C, Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -50,6 +50,10 @@ class InputPort(wiring.Component):
     flit if the length is 0, else ``length`` flits) is marked: its flits leave the buffer
     one per cycle per VC without the switch, and return their credits like any other.
 
+    Down outputs: a packet whose header reaches the head of its VC while its output port
+    is ``down`` is given up the same way (counted in ``undeliverable``), whenever it
+    arrived; a packet whose header crossed the switch before goes on to its tail.
+
     Parameters
     ----------
     vcs : int
@@ -78,6 +82,8 @@ class InputPort(wiring.Component):
     dst, entry : Out(CHIP_BITS), In(route_entry_layout)
         The route lookup of the arriving flit's route word: ``entry`` must follow ``dst``
         combinationally.
+    down : In(n_ports)
+        Bit p: torus output p is down; packets not yet started on it are given up.
     heads : Out(head_layout).array(vcs)
         Each VC's oldest flit that is not being dropped (``valid`` 0 when none).
     grant : In(vcs)
@@ -88,6 +94,10 @@ class InputPort(wiring.Component):
     malformed, overflow : Out(1)
         Pulses: a malformed header arrived; a flit arrived at a full buffer (the sender
         broke the credit protocol; the flit is lost).
+    undeliverable : Out(range(vcs + 1))
+        Packets given up this cycle because their output is down (one per VC at most).
+    discarded : Out(range(vcs + 1))
+        Flits that left the buffers this cycle without the switch (malformed or given up).
     dateline : Out(1)
         Pulse: a well-formed header arrived whose hop takes a dateline link, i.e. its
         entry is ``fixed`` and ``straight`` with an odd ``vc``. (Escape hops are fixed
@@ -118,11 +128,14 @@ class InputPort(wiring.Component):
             "room": Out(vcs),
             "dst": Out(CHIP_BITS),
             "entry": In(route_entry_layout),
+            "down": In(n_ports),
             "heads": Out(head_layout).array(vcs),
             "grant": In(vcs),
             "data": Out(32 * flit_words),
             "malformed": Out(1),
             "overflow": Out(1),
+            "undeliverable": Out(range(vcs + 1)),
+            "discarded": Out(range(vcs + 1)),
             "dateline": Out(1),
         })
 
@@ -155,6 +168,9 @@ class InputPort(wiring.Component):
         layout = self.entry_layout
         hdr_port, hdr_vc, hdr_bad, hdr_length = self._route(m)
         malformed, overflow, headers, data_out = [], [], [], 0
+        given_up, discarded = [], []
+        # Indexed by an entry's port, which may name an ejection output (never down).
+        down = Cat(self.down, C(0, (1 << PORT_BITS) - self.n_ports))
         for v in range(self.vcs):
             m.submodules[f"vc{v}"] = fifo = SyncFIFO(width=layout.size,
                                                      depth=self.buffer_flits)
@@ -189,24 +205,36 @@ class InputPort(wiring.Component):
             if self.bypass:
                 head = layout(Mux(fifo.r_rdy, fifo.r_data, incoming.as_value()))
                 head_valid = fifo.r_rdy | arrive
+            # A packet given up at its header because its output is down: the rest of its
+            # flits follow the header out without the switch, whenever they arrive.
+            giving_up = Signal(name=f"giving_up{v}")
+            give_up = Signal(name=f"give_up{v}")
+            m.d.comb += give_up.eq(giving_up | (head.head & ~head.drop
+                                                & down.bit_select(head.port, 1)))
+            with m.If(head_valid & give_up):
+                m.d.sync += giving_up.eq(~head.tail)
+            discard = head.drop | give_up
             consume = Signal(name=f"consume{v}")
-            m.d.comb += consume.eq(head_valid & (head.drop | self.grant[v]))
+            m.d.comb += consume.eq(head_valid & (discard | self.grant[v]))
             bypassed = ~fifo.r_rdy & consume if self.bypass else 0
             m.d.comb += [
                 fifo.r_en.eq(consume),
                 fifo.w_en.eq(arrive & ~bypassed),
                 fifo.w_data.eq(incoming),
                 self.room[v].eq(fifo.w_rdy),
-                self.heads[v].valid.eq(head_valid & ~head.drop),
+                self.heads[v].valid.eq(head_valid & ~discard),
                 self.heads[v].port.eq(head.port), self.heads[v].vc.eq(head.vc),
                 self.heads[v].head.eq(head.head), self.heads[v].tail.eq(head.tail),
             ]
             m.d.sync += self.link.credit[v].eq(consume)
             overflow.append(fifo.w_en & ~fifo.w_rdy)
+            given_up.append(head_valid & give_up & head.head)
+            discarded.append(head_valid & discard)
             data_out = data_out | Mux(self.grant[v], head.data, 0)
         entry = self.entry
         m.d.comb += [self.data.eq(data_out), self.malformed.eq(Cat(*malformed).any()),
                      self.overflow.eq(Cat(*overflow).any()),
+                     self.undeliverable.eq(sum(given_up)), self.discarded.eq(sum(discarded)),
                      self.dateline.eq(Cat(*headers).any() & ~hdr_bad & entry.fixed
                                       & entry.straight & entry.vc[0]
                                       & (entry.port < self.n_ports))]

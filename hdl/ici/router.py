@@ -58,6 +58,13 @@ class Router(wiring.Component):
     buffer slots and return their credits, never reach an output, and never hold an
     output VC, so the VC carries on with the next packet.
 
+    Links taken down: while bit p of ``down`` is high, torus output p starts no packet.
+    A packet already crossing to it goes on to its tail (a wormhole packet is never cut,
+    so the far router never sees half a packet); every packet whose header comes to the
+    head of its buffer routed to p is discarded as a malformed one is and counted in
+    ``undeliverable``, so it never waits for a link that will not come back and nothing
+    is lost silently. Rewriting the table can route later packets around the link.
+
     Deadlock freedom: the router takes exactly the channels the tables name (output port
     and VC by the rule above) and holds each output VC from its header to its tail, so it
     cannot deadlock when the tables' channel dependency graph over (link, VC) is acyclic,
@@ -112,6 +119,13 @@ class Router(wiring.Component):
         port j).
     dropped : Out(32)
         Malformed packets dropped.
+    down : In(2*dims)
+        Bit p: torus output p is down (above); 0 in normal operation.
+    undeliverable : Out(32)
+        Packets discarded because their output was down.
+    discarded : Out(range(2*dims*vcs + local_ports + 1))
+        Flits discarded this cycle, of malformed and undeliverable packets
+        (combinational).
     overflow : Out(1)
         Sticky: a neighbour broke the credit protocol (a flit arrived at a full buffer, or
         a credit came back that was never spent). Never set in a correct network.
@@ -138,8 +152,9 @@ class Router(wiring.Component):
     Stall rules: a head waits while its output VC has no credit, is owned by another
     packet (header only), or the output grants another input; ``eject`` holds its flit
     while ``ready`` is low and takes nothing new; ``inject.ready`` is low while the
-    injection buffer is full. Nothing is dropped except malformed packets; nothing is
-    duplicated or reordered within a VC.
+    injection buffer is full. Nothing is dropped except malformed packets and packets
+    routed to a down output, each counted; nothing is duplicated or reordered within a
+    VC.
     """
 
     def __init__(self, *, dims=2, vcs=2, buffer_flits=8, flit_words=1, n_nodes=256,
@@ -167,6 +182,9 @@ class Router(wiring.Component):
             "table": In(stream.Signature(table_write_layout(n_nodes))),
             "forwarded": Out(COUNTER_BITS).array(self.n_ports + local_ports),
             "dropped": Out(COUNTER_BITS),
+            "down": In(self.n_ports),
+            "undeliverable": Out(COUNTER_BITS),
+            "discarded": Out(range(self.n_ports * vcs + local_ports + 1)),
             "overflow": Out(1),
             **(self._observed() if self.observe else {}),
         })
@@ -213,7 +231,7 @@ class Router(wiring.Component):
             lookup = table.read_port(domain="comb")
             # Destinations beyond the table read as the all-zero (unreachable) entry.
             known = port.dst < self.n_nodes
-            m.d.comb += [lookup.addr.eq(port.dst),
+            m.d.comb += [lookup.addr.eq(port.dst), port.down.eq(self.down),
                          port.entry.eq(Mux(known, lookup.data.as_value(), 0))]
             inputs.append(port)
         for j in range(k):
@@ -260,7 +278,10 @@ class Router(wiring.Component):
 
         if self.observe:
             self._observe(m, alloc, inputs)
-        m.d.sync += self.dropped.eq(self.dropped + sum(p.malformed for p in inputs))
+        m.d.sync += [self.dropped.eq(self.dropped + sum(p.malformed for p in inputs)),
+                     self.undeliverable.eq(self.undeliverable
+                                           + sum(p.undeliverable for p in inputs))]
+        m.d.comb += self.discarded.eq(sum(p.discarded for p in inputs))
         with m.If(alloc.credit_error | Cat(*(p.overflow for p in inputs)).any()):
             m.d.sync += self.overflow.eq(1)
         return m

@@ -94,6 +94,7 @@ STATS = (
                         # credit left
     "starved_cycles",   # cycles in which some flit waited for an output VC with no credit
     "stalled",          # port-cycles the stall knob held a torus output
+    "undeliverable",    # packets the router gave up: their output link was down
 )
 N_STATS = len(STATS)
 #: The histogram's first statistics address.
@@ -113,9 +114,10 @@ def node_layout(dims):
     """A node's own settings, in its row of the configuration: ``dst`` (the fixed
     destination, or the first of an all-to-all), ``sends`` (whether it generates
     traffic), ``lit`` (per torus port, a link inside the torus is lit; face links go
-    through the OCS) and the ``seed`` of its generators."""
+    through the OCS), the ``seed`` of its generators, and ``down`` (per torus port, the
+    link goes down when the run's fault comes, ``NetworkSystem.fault_at``)."""
     return data.StructLayout({"dst": unsigned(CHIP_BITS), "sends": 1, "lit": 2 * dims,
-                              "seed": 32})
+                              "seed": 32, "down": 2 * dims})
 
 
 def row_layout(n_nodes, dims):

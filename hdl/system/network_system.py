@@ -88,6 +88,10 @@ class NetworkSystem(wiring.Component):
         seeded random fraction ``stall / 2**16`` of the cycles (``NetworkNode``); 0
         never.
     cycles, warmup, watchdog : In(32)
+    fault_at : In(32)
+        A link fault: from cycle ``fault_at`` of the run (``now``) to the end, every
+        node's torus ports that its settings mark ``down`` are down (``NetworkNode.fault``):
+        a link taken down mid-run. 0: none.
     finished : Out(1)
         The read-out is over.
     busy : Out(1)
@@ -124,7 +128,7 @@ class NetworkSystem(wiring.Component):
             "stall": In(GAP_BITS + 1),
             "packet_flits": In(range(MAX_PACKET_FLITS + 1)), "message_packets": In(16),
             "corrupt_every": In(16), "malformed_every": In(16),
-            "cycles": In(32), "warmup": In(32), "watchdog": In(32),
+            "cycles": In(32), "warmup": In(32), "watchdog": In(32), "fault_at": In(32),
             "finished": Out(1), "busy": Out(1), "hung": Out(1), "config_error": Out(1),
             "phase": Out(3), "hang_phase": Out(3), "outstanding": Out(32),
             "run_cycles": Out(32), "drain_cycles": Out(32),
@@ -154,6 +158,9 @@ class NetworkSystem(wiring.Component):
                    ("mode", "threshold", "stall", "packet_flits", "message_packets",
                     "alive", "corrupt_every", "malformed_every")}
         window = Signal()
+        fault = Signal()
+        m.d.comb += fault.eq((in_phase["run"] | in_phase["drain"]) & self.fault_at.any()
+                             & (now >= self.fault_at))
         for c, node in enumerate(nodes):
             m.submodules[f"node{c}"] = node
             config = Signal(node_row_layout(len(dims)), name=f"config{c}")
@@ -162,6 +169,7 @@ class NetworkSystem(wiring.Component):
                          node.config_valid.eq(take_row), node.config.eq(config),
                          node.node.eq(c), node.now.eq(now), node.window.eq(window),
                          node.go.eq(in_phase["run"] | in_phase["drain"]),
+                         node.fault.eq(fault),
                          node.create.eq(in_phase["run"])]
             for name, value in traffic.items():
                 m.d.comb += getattr(node.traffic, name).eq(value)

@@ -52,10 +52,10 @@ def node_signature(*, dims, vcs, n_nodes, local_ports):
         "tx": Out(link).array(ports), "rx": In(link).array(ports),
         "config_valid": In(1), "config": In(node_row_layout(dims)),
         "node": In(CHIP_BITS), "go": In(1), "create": In(1), "window": In(1),
-        "now": In(32), "traffic": In(traffic_signature(n_nodes)),
+        "now": In(32), "fault": In(1), "traffic": In(traffic_signature(n_nodes)),
         "lit": Out(ports), "moved": Out(1),
         "injected": Out(range(local_ports + 1)), "arrived": Out(range(local_ports + 1)),
-        "drops": Out(4), "pending": Out(1),
+        "drops": Out(8), "pending": Out(1),
         "stat_addr": In(STAT_ADDR_BITS), "stat_data": Out(32),
     })
 
@@ -92,6 +92,10 @@ class NetworkNode(wiring.Component):
     go, create, window : In(1)
         Generators running; creation on; measurement window open.
     now : In(32)
+    fault : In(1)
+        The run's link fault has come: the torus ports its settings mark ``down`` are
+        down from this cycle on (``Router.down``; their packets are counted
+        ``undeliverable``).
     traffic : In(traffic_signature(n_nodes))
     lit : Out(2*dims)
         The node's lit torus ports, from its settings.
@@ -99,8 +103,9 @@ class NetworkNode(wiring.Component):
         A flit was injected, ejected or sent on a link this cycle.
     injected, arrived : Out(range(local_ports + 1))
         Packets whose tail was injected, and ejected, this cycle.
-    drops : Out(4)
-        Malformed packets the router dropped this cycle (seen a cycle late).
+    drops : Out(8)
+        Packets the router dropped this cycle, malformed or undeliverable (seen a cycle
+        late).
     pending : Out(1)
         A generator has a packet queued or half sent.
     stat_addr : In(STAT_ADDR_BITS)
@@ -153,7 +158,8 @@ class NetworkNode(wiring.Component):
                      router.table.payload.dst.eq(cfg.row),
                      router.table.payload.entry.eq(cfg.entry),
                      hop_write.en.eq(self.config_valid), hop_write.addr.eq(cfg.row),
-                     hop_write.data.eq(cfg.hops), self.lit.eq(settings.lit)]
+                     hop_write.data.eq(cfg.hops), self.lit.eq(settings.lit),
+                     router.down.eq(Mux(self.fault, settings.down, 0))]
         with m.If(self.config_valid & (cfg.row == self.node)):
             m.d.sync += settings.eq(cfg.node)
 
@@ -191,13 +197,16 @@ class NetworkNode(wiring.Component):
                      self.injected.eq(sum(g.tail for g in generators)),
                      self.arrived.eq(sum(s.arrived for s in sinks)),
                      self.pending.eq(Cat(g.queued.any() for g in generators).any())]
+        dropped = Signal.like(router.dropped)
         last_dropped = Signal.like(router.dropped)
-        m.d.sync += last_dropped.eq(router.dropped)
-        m.d.comb += self.drops.eq(router.dropped - last_dropped)
+        m.d.comb += dropped.eq(router.dropped + router.undeliverable)
+        m.d.sync += last_dropped.eq(dropped)
+        m.d.comb += self.drops.eq(dropped - last_dropped)
 
-        # Flits that entered the router and have not left (dropped ones stay counted).
+        # Flits that entered the router and have neither left nor been discarded.
         held = Signal(32)
-        m.d.sync += held.eq(held + sum(injects) + sum(arrivals) - sum(ejects) - sum(sent))
+        m.d.sync += held.eq(held + sum(injects) + sum(arrivals) - sum(ejects) - sum(sent)
+                            - router.discarded)
         links = [Signal(32, name=f"link{p}_window") for p in range(ports)]
         for p, count in enumerate(links):
             m.d.sync += count.eq(count + (sent[p] & self.window))
@@ -216,6 +225,7 @@ class NetworkNode(wiring.Component):
             worst = Mux(sink.latency_max > worst, sink.latency_max, worst)
         stats["latency_max"] = worst
         stats["dropped"], stats["protocol"] = router.dropped, router.overflow
+        stats["undeliverable"] = router.undeliverable
         stats["held"] = held
         stats["queued"] = sum(g.queued for g in generators)
 

@@ -487,6 +487,65 @@ def test_table_rewrite_between_runs(rng):
     assert totals[1][0] == expected_forwarded(bench, router.n_ports)
 
 
+def framing(flits, flit_words=1):
+    """``(started, cut)``: how many packets have their header among ``flits`` (framed by
+    their headers' lengths), and whether the last of them is still incomplete."""
+    k = started = 0
+    while k < len(flits):
+        k += ici.LENGTH.get(as_row(flits[k], flit_words)[0])
+        started += 1
+    return started, k > len(flits)
+
+
+@pytest.mark.parametrize("pipeline", [1, 2])
+def test_a_down_output_finishes_its_packet_then_gives_up_the_rest(pipeline, rng, seed):
+    """Output +y of chip 12 goes down while a packet crosses to it: that packet comes out
+    whole, no packet starts on the port after it, every other packet routed there is
+    given up with all its flits and counted in ``undeliverable``, their credits come
+    back, and every other output carries on as before."""
+    tables = topo.routing_tables(topo.torus((4, 4)), vcs=2)
+    chip, down = 12, 2
+    router = Router(dims=2, vcs=2, buffer_flits=3, n_nodes=16, pipeline=pipeline)
+    bench = Bench(router, rng, send_p=0.9, drain_p=0.8, ready_p=0.8)
+    queue_all_pairs(bench, rng, tables, chip, per_pair=3, max_flits=6)
+    routed_down = {uid: where for uid, where in bench.expect.items()
+                   if where is not None and where[0] == down}
+    for uid in routed_down:          # out whole where golden says, or given up: see below
+        bench.expect[uid] = None
+    outs = [(down, w) for w in range(2)]
+    result = {}
+
+    async def run(ctx):
+        await load_table(ctx, router, table_entries(tables, chip, vcs=2))
+        while not any(framing(bench.received[o])[1] for o in outs):
+            assert bench.cycle < 3000, f"seed {seed}: no packet on the port to cut"
+            await bench.step(ctx)
+        # Mid-packet on one of the port's VCs (a header out, its tail not yet).
+        ctx.set(router.down, 1 << down)
+        await bench.step(ctx)        # records what was allocated before the port went down
+        result["started"] = [framing(bench.received[o])[0] for o in outs]
+        await bench.run(ctx)
+        result["counters"] = counters(ctx, router) + (ctx.get(router.undeliverable),)
+
+    simulate(router, bench, run)
+    seen = {}
+    for where, flits in bench.received.items():
+        for pkt in cut_packets(flits, 1, f"output {where}"):   # whole packets only
+            uid = ici.ADDRESS.get(pkt.reshape(-1)[1])
+            assert uid not in seen, f"seed {seed}: packet {uid} came out twice"
+            seen[uid] = where
+            assert where == routed_down.get(uid, bench.expect[uid]), f"seed {seed}: {uid}"
+            np.testing.assert_array_equal(pkt, bench.sent[uid], f"packet {uid} changed")
+    lost = [u for u, e in bench.expect.items() if e is not None and u not in seen]
+    assert not lost, f"seed {seed}: packets {lost} never came out"
+    assert [framing(bench.received[o])[0] for o in outs] == result["started"]
+    forwarded, dropped, overflow, undeliverable = result["counters"]
+    given_up = set(routed_down) - set(seen)
+    assert 0 < sum(result["started"]) and undeliverable == len(given_up) > 0, f"seed {seed}"
+    assert dropped == 0 and overflow == 0
+    assert bench.credits == [[3] * 2] * 4 and bench.held == [[0] * 2] * 4
+
+
 def test_credit_violations_are_flagged():
     """A neighbour that sends without credits overflows a buffer, and one that returns a
     credit never spent breaks the books: both set the sticky ``overflow``."""

@@ -100,3 +100,22 @@ def test_one_verilator_seed(tmp_path):
     """A whole Verilator seed: 8 runs of 4,000 cycles on its own build."""
     record = run_seed("network", 2, "verilator", tmp_path)
     assert record["status"] == "pass", record
+
+
+@pytest.mark.parametrize("backend", ["verilator", "amaranth"])
+def test_the_last_run_of_each_seed_takes_a_live_link_down(backend):
+    """One run a seed (the last) takes a link down, a lit one of its topology, in the
+    middle half of its traffic, and its description says so."""
+    for seed in range(1, 9):
+        b = stimulus.build(seed, backend)
+        planned = stimulus.runs(seed, b, backend)
+        assert [r.link_down is not None for r in planned] == \
+            [False] * (len(planned) - 1) + [True]
+        last = planned[-1]
+        chip, port, cycle = last.link_down
+        topology = stimulus.topology_of(b, last)
+        assert topology.ocs[chip * topology.n_ports + port] >= 0, (seed, last)
+        assert last.cycles // 4 <= cycle < 3 * last.cycles // 4
+        assert f"the link out of chip {chip} {topo.PORT_NAMES[port]} down at {cycle}" \
+            in last.describe()
+        assert last.settings()["link_down"] == last.link_down

@@ -17,6 +17,9 @@ from the stimulus:
   buffer waited for an output VC that had no credit left: per port, and per VC.
 * ``network.stall``: the link stall knob held some link (``held``) or none (``none``),
   counted by the hardware.
+* ``network.link_down``: in a run that took a link down, the routers at its ends gave
+  packets up (``given_up``, their ``undeliverable`` count); in a run that took none,
+  they gave none up (``up``).
 
 Per run, from the stimulus (what was asked for): ``network.topology`` (regular, twisted,
 mesh, failed), ``network.dims`` (2, 3), ``network.traffic`` (the six patterns) and
@@ -38,8 +41,8 @@ from sim.network import TRAFFIC
 
 from .stimulus import KINDS
 
-__all__ = ["TURNS", "LINK_VCS", "DATELINES", "OCS_COMMITS", "OCS_DRAINS", "turn_name",
-           "Sampler"]
+__all__ = ["TURNS", "LINK_VCS", "DATELINES", "OCS_COMMITS", "OCS_DRAINS", "LINK_DOWN",
+           "turn_name", "Sampler"]
 
 
 def _dor_turns():
@@ -60,6 +63,7 @@ LINK_VCS = tuple(f"{p} vc{v}" for p in PORT_NAMES for v in range(4))
 DATELINES = tuple(f"{p} vc{v}" for p in PORT_NAMES for v in (1, 3))
 OCS_COMMITS = ("ok", "timeout", "self_loop", "asymmetric", "target_range", "port_range")
 OCS_DRAINS = ("busy", "idle")
+LINK_DOWN = ("up", "given_up")
 
 
 def turn_name(i, o, n_ports):
@@ -85,6 +89,7 @@ class Sampler:
         self.credit_empty_port = _point("network.credit_empty_port", PORT_NAMES)
         self.credit_empty_vc = _point("network.credit_empty_vc", range(4))
         self.stall = _point("network.stall", ("none", "held"))
+        self.link_down = _point("network.link_down", LINK_DOWN)
         self.topology = _point("network.topology", KINDS)
         self.dims = _point("network.dims", (2, 3))
         self.traffic = _point("network.traffic", TRAFFIC)

@@ -20,13 +20,15 @@ read the same both ways) in a shuffled order, so that a seed of 8 runs has each;
 run draws its packet length (1 to 8 flits), offered load (0.05 to 1.0 flits
 per node per cycle), all-to-all message length, random link stalls (none in one run of
 four, else holding each link 2% to 40% of the cycles) and the seed of every random choice
-in the hardware (creation, destinations, stalls).
+in the hardware (creation, destinations, stalls). The last run of a seed also takes one
+of its live links down mid-run (``link_down``: a link and a cycle in the middle half of
+the traffic, from a generator of its own, so the other draws are as they were).
 
 Everything comes from ``numpy.random.default_rng([seed, ...])``: a seed is reproducible
 alone.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -87,18 +89,23 @@ class Run:
     stall: float
     seed: int
     cycles: int
+    link_down: tuple | None = None
 
     def settings(self):
         """The keyword arguments of ``sim.network.run_stats`` for this run."""
         return dict(traffic=self.traffic, rate=self.rate, packet_flits=self.packet_flits,
                     message_packets=self.message_packets, stall=self.stall, seed=self.seed,
-                    cycles=self.cycles, warmup=self.cycles // 4)
+                    cycles=self.cycles, warmup=self.cycles // 4, link_down=self.link_down)
 
     def describe(self):
         failed = f" (chip {self.failed} failed)" if self.failed is not None else ""
         stall = f", links stalled {self.stall:.0%}" if self.stall else ""
+        down = ""
+        if self.link_down is not None:
+            chip, port, cycle = self.link_down
+            down = f", the link out of chip {chip} {topo.PORT_NAMES[port]} down at {cycle}"
         return (f"{self.kind}{failed}, {self.traffic} at {self.rate:.2f}, "
-                f"{self.packet_flits}-flit packets{stall}, run seed {self.seed}")
+                f"{self.packet_flits}-flit packets{stall}{down}, run seed {self.seed}")
 
 
 def shape_of(seed, backend="verilator"):
@@ -161,4 +168,15 @@ def runs(seed, b, backend="verilator"):
                        rate=round(float(rng.uniform(0.05, 1.0)), 3),
                        message_packets=int(rng.integers(1, 9)), stall=stall,
                        seed=int(rng.integers(1, 1 << 31)), cycles=CYCLES[backend]))
+    last = out[-1]
+    out[-1] = replace(last, link_down=_link_down(seed, topology_of(b, last), last.cycles))
     return out
+
+
+def _link_down(seed, topology, cycles):
+    """A live link of ``topology`` and a cycle in the middle half of ``cycles``:
+    ``sim.network.run_stats``'s ``link_down``."""
+    rng = np.random.default_rng([seed, 0x11D])
+    lit = np.flatnonzero(topology.ocs >= 0)
+    chip, port = divmod(int(lit[rng.integers(lit.size)]), topology.n_ports)
+    return chip, port, int(rng.integers(cycles // 4, 3 * cycles // 4))

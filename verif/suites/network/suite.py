@@ -14,7 +14,9 @@ A seed has two cases:
   payload word); no router dropped a packet, none broke the credit protocol, and nothing
   is left in a router or a source queue; the link stall knob held links exactly when it
   was asked to; and in a regular torus or a mesh every switch turn taken is one of
-  dimension-order routing. The forward-progress watchdog firing
+  dimension-order routing. In the run that takes a link down mid-run, the packets given
+  up as undeliverable are exactly those injected and not delivered, all at the link's
+  two ends (``NetworkStats.problems``), and none are given up in any other run. The forward-progress watchdog firing
   (``SimulationHang``) is a failure of the run, with its message.
 * ``ocs``: :func:`.ocs.run_case`, the OCS reconfigured under traffic (drained, or
   refused, never losing a flit), and refusing bad maps.
@@ -108,6 +110,8 @@ def check_network(seed, *, backend, coverage=None, waves=None, inject=None):
             alive = [int(c) for c in range(topology.n_chips) if topology.alive[c]]
             sampler.observed(stats.per_node, topology.n_ports, alive)
             sampler.stall("held" if stats.total("stalled") else "none")
+            if run.link_down is None or stats.total("undeliverable"):
+                sampler.link_down("up" if run.link_down is None else "given_up")
             sampler.topology(run.kind)
             sampler.dims(len(b.dims))
             sampler.traffic(run.traffic)
