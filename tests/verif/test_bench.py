@@ -1,7 +1,8 @@
 """``tpu-rtl bench`` on a tiny plan: every section is measured and written.
 
 The real numbers come from ``tpu-rtl bench`` (docs/benchmarks.md); here the
-plan is shrunk so the whole table is produced in about a minute, and the test
+plan is shrunk (one arithmetic unit and the smallest MXU, each on every
+simulation path) so the whole table is produced in about a minute, and the test
 checks its shape and that every measurement is a positive number.
 """
 
@@ -12,7 +13,7 @@ from verif.bench import Plan, SparseBench, run_bench
 
 TINY = Plan(repeats=1, arith_ops=64, mxu_shape=(8, 4, 4), export_sizes=(4,),
             util_cases=(((8, 8, 8), 4, 4),), mxu_sizes=(2,),
-            units=("fp32_add", "bf16_mul", "fp32_to_bf16"),
+            units=("bf16_mul",),  # the exhaustive harness is compared with it
             sparsecore=SparseBench(backend="amaranth", row_widths=(8,), read_latencies=(4,),
                                    gather_ids=16, alphas=(1.5,), zipf_rows=16, zipf_width=8,
                                    zipf_bags=2, bag=4, optimizer="sgd"))
@@ -34,7 +35,7 @@ def test_tiny_bench_writes_every_section(tmp_path, monkeypatch):
 
     speed = {row.split("|")[1].strip(): row for row in text.splitlines()
              if re.match(r"\| (fp32_add|bf16_mul|fp32_to_bf16|mxu \dx\d) \|", row)}
-    assert set(speed) == {"fp32_add", "bf16_mul", "fp32_to_bf16", "mxu 2x2"}
+    assert set(speed) == {"bf16_mul", "mxu 2x2"}
     for row in speed.values():
         assert all(value > 0 for value in _numbers(row)), row
     assert re.search(r"harness streams the bf16 multiplier at [\d,]+ cycles per second", text)
