@@ -15,6 +15,7 @@ from .operands import expected, operands
 _SMALL = {"ops": ("xor",)}
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("shape, activation, numerics", [
     ((5, 13, 7), "relu", "tpu"),
     ((9, 8, 3), None, "ieee"),

@@ -19,6 +19,7 @@ def in_tmp(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.mark.long
 def test_fpga_reports_a_small_unit(in_tmp, capsys):
     report_path = in_tmp / "reports" / "f2b.json"
     assert main(["fpga", "fp32_to_bf16", "--param", "stages=1", "--param", "numerics=tpu",

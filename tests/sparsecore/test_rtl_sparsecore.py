@@ -96,6 +96,7 @@ def test_update_is_bit_exact(optimizer, numerics, with_state, words_per_cycle, r
     assert run.hbm_reads == golden.dedup(b.indices).hbm_reads
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("backend", ["verilator", ICARUS])
 def test_compiled_backends_agree_cycle_for_cycle(backend, rng):
     b = _batch(rng, width=8, n_bags=6)

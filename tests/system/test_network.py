@@ -87,6 +87,7 @@ def compare_backends(topology, seed, **kwargs):
     return a
 
 
+@pytest.mark.long
 def test_backends_agree_on_a_twisted_torus(seed):
     topology = SHAPES["2x4-twisted"]()
     lo, hi = hop_range(topology)

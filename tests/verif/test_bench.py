@@ -8,6 +8,8 @@ checks its shape and that every measurement is a positive number.
 
 import re
 
+import pytest
+
 import verif.bench
 from verif.bench import Plan, SparseBench, run_bench
 
@@ -24,6 +26,7 @@ def _numbers(row):
             if cell.strip() != "n/a"]
 
 
+@pytest.mark.long
 def test_tiny_bench_writes_every_section(tmp_path, monkeypatch):
     monkeypatch.setattr(verif.bench, "QUICK", TINY)
     output = tmp_path / "benchmarks.md"

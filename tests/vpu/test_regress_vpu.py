@@ -3,6 +3,7 @@ every bin, and a check catches a broken golden (on the 1-lane Verilator build te
 uses too)."""
 
 import numpy as np
+import pytest
 
 from golden import vpu as golden
 from verif.suites import SUITES
@@ -83,6 +84,7 @@ def test_stimulus_alone_reaches_every_tpu_bin(seed):
     assert all("ieee" in hole for hole in missing), (seed, missing)
 
 
+@pytest.mark.long
 def test_a_program_passes_and_a_broken_golden_is_caught_on_verilator(seed):
     build, program = suite.program(seed, "tpu", 1, 0)      # the 1-lane build: quick to make
     for inject, mismatches in ((None, 0), ("golden-fault", 1)):

@@ -236,6 +236,7 @@ def test_run_matches_golden_with_hazards_and_dual_issue_on_amaranth(rng):
     assert got.cycles > got.executed // 2
 
 
+@pytest.mark.long
 @needs_icarus
 @pytest.mark.parametrize("numerics", ["tpu", "ieee"])
 def test_run_matches_golden_on_icarus(numerics, rng):
@@ -311,6 +312,7 @@ def _bf16_vreg(rng):
     return (values.view(np.uint32) >> np.uint32(16)) | np.uint32(0x5A5A0000)   # upper: junk
 
 
+@pytest.mark.long
 def test_mxu_link_matches_matmul_on_verilator(rng):
     """Weights and LHS vregs pushed through the VPU into its 8x8 MXU and popped back: each
     pop is golden.mxu.matmul of the LHS bf16 rows and the weight tile swapped in before."""
