@@ -83,7 +83,7 @@ def check_network(seed, *, backend, coverage=None, waves=None, inject=None):
     if coverage is not None:
         coverage_db.clear()
         sampler = Sampler()
-    checked = mismatches = cycles = packets = 0
+    checked = mismatches = cycles = packets = undeliverable = 0
     first = None
     for index, run in enumerate(plan_runs(seed, b, backend)):
         topology = topology_of(b, run)
@@ -106,6 +106,7 @@ def check_network(seed, *, backend, coverage=None, waves=None, inject=None):
             continue
         cycles += stats.cycles
         packets += stats.total("received")
+        undeliverable += stats.total("undeliverable")
         if coverage is not None:
             alive = [int(c) for c in range(topology.n_chips) if topology.alive[c]]
             sampler.observed(stats.per_node, topology.n_ports, alive)
@@ -120,6 +121,7 @@ def check_network(seed, *, backend, coverage=None, waves=None, inject=None):
         coverage_db.export_to_xml(str(coverage))
     return {"case": "network", "checked": checked, "mismatches": mismatches,
             "first_mismatch": first, "cycles": cycles, "packets": packets,
+            "undeliverable": undeliverable,
             "build": f"{b.shape}, {b.vcs} VCs, {b.buffer_flits} buffer flits, "
                      f"{b.link_latency}-cycle links"}
 
