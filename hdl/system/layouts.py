@@ -80,7 +80,7 @@ STATS = (
     "payload_errors",   # packets with a wrong target or data word
     "dropped",          # malformed packets the router dropped
     "protocol",         # 1: the router saw the credit protocol broken
-    "held",             # flits that entered the router and did not leave (at the end)
+    "held",             # flits in the router at the end: entered, neither left nor discarded
     "queued",           # packets waiting in the source queues or being injected
     # Observed coverage (``verif.suites.network``), over the whole run; bitmaps are sticky.
     "turns_lo",         # bitmap, bit 8*i + o: a flit crossed the switch from input i to
