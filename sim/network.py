@@ -333,10 +333,13 @@ def _link_down(topology, link_down):
     return down, ends, cycle
 
 
-def _rows(topology, tables, vcs, dims, settings, seeds, lit, down):
+def _rows(topology, tables, vcs, dims, settings, seeds, lit, down=None):
     """The ``tables`` stream: row r holds every node's entry for r, hop count from r, and
-    node r's settings (``down``: its torus ports that a link fault takes down)."""
+    node r's settings (``down``: bool [n_chips, 2D], the torus ports a link fault takes
+    down; None, the default, for none: ``sim.system``'s chips have no link faults)."""
     n = topology.n_chips
+    if down is None:
+        down = np.zeros((n, topology.n_ports), dtype=bool)
     layout = row_layout(n, len(dims))
     entries = np.array([table_entries(tables, c, vcs=vcs) for c in range(n)], dtype=object)
     hops = _hops(topology, tables)

@@ -105,3 +105,21 @@ def test_a_dark_port_has_no_link_to_take_down():
     with pytest.raises(ValueError, match=r"link_down: chip 3 \(0, 3\) \+y has no link to "
                                          r"take down \(it is dark in"):
         network.run_stats(mesh, rate=0.5, cycles=100, warmup=10, link_down=(3, 2, 5))
+
+
+def test_configuration_rows_mark_only_the_link_ends():
+    """``sim.system`` streams its chips' configuration rows with no link down (it passes
+    no ``down``): the same rows as an all-up ``down``; marking a port changes only the row
+    of that port's chip."""
+    topology = topo.torus("2x2")
+    tables = topo.routing_tables(topology, vcs=2)
+    zeros = np.zeros(4, np.int64)
+    lit = network._lit(topology, topology.dims)
+    args = (topology, tables, 2, topology.dims, (0, zeros, zeros), [0] * 4, lit)
+    up = np.zeros((4, topology.n_ports), dtype=bool)
+    plain = network._rows(*args)
+    assert len(plain) == 4 and plain == network._rows(*args, up)
+    down = up.copy()
+    down[2, 1] = True
+    marked = network._rows(*args, down)
+    assert [a != b for a, b in zip(plain, marked)] == [False, False, True, False]
