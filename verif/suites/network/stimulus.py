@@ -169,11 +169,11 @@ def runs(seed, b, backend="verilator"):
                        message_packets=int(rng.integers(1, 9)), stall=stall,
                        seed=int(rng.integers(1, 1 << 31)), cycles=CYCLES[backend]))
     last = out[-1]
-    out[-1] = replace(last, link_down=_link_down(seed, topology_of(b, last), last.cycles))
+    out[-1] = replace(last, link_down=_draw_link_down(seed, topology_of(b, last), last.cycles))
     return out
 
 
-def _link_down(seed, topology, cycles):
+def _draw_link_down(seed, topology, cycles):
     """A live link of ``topology`` and a cycle in the middle half of ``cycles``:
     ``sim.network.run_stats``'s ``link_down``."""
     rng = np.random.default_rng([seed, 0x11D])
