@@ -38,7 +38,7 @@ from golden.formats import check_numerics
 
 from .export import export
 from .backends.build_cache import build_root, cached_build
-from .backends.toolchain import tool_env, verilator, verilator_version
+from .backends.toolchain import model_opt, tool_env, verilator, verilator_version
 
 __all__ = ["ExhaustiveError", "ExhaustiveResult", "StreamCheck", "build_stream_harness",
            "run_stream_check", "merge_results", "HARNESS", "build_harness",
@@ -52,10 +52,10 @@ _BF16 = 65536           # bf16 patterns: values of a, and results per a (one per
 # per-call overhead vanishes. A multiple of every check's per_value.
 _CHUNK = 1 << 20
 _KEEP = 5               # mismatches reported in full
-# OPT_FAST=-O3 compiles the model's hot code with -O3 instead of -Os, about
-# 1.5x faster; --threads would only slow a design this small down.
-_FLAGS = ("--cc", "--exe", "--build", "-O3", "-j", "2", "-MAKEFLAGS", "OPT_FAST=-O3",
-          "-Wno-fatal")
+# The model's hot code is compiled with OPT_FAST=$TPU_RTL_OPT (-O3 unless set): -O3
+# runs about 1.5x faster than Verilator's -Os; --threads would only slow a design
+# this small down.
+_FLAGS = ("--cc", "--exe", "--build", "-O3", "-j", "2", "-Wno-fatal")
 
 
 class ExhaustiveError(RuntimeError):
@@ -141,7 +141,7 @@ def build_stream_harness(block, params, source, *, prefix=None):
     (:mod:`sim.backends.build_cache`), and remembered for the life of the
     process while its executable exists.
     """
-    key = (block, tuple(sorted(params.items())), str(source), prefix, build_root())
+    key = (block, tuple(sorted(params.items())), str(source), prefix, build_root(), model_opt())
     exe = _built.get(key)
     if exe is None or not exe.exists():
         exe = _built[key] = _build_stream_harness(block, params, source, prefix)
@@ -151,7 +151,8 @@ def build_stream_harness(block, params, source, *, prefix=None):
 def _build_stream_harness(block, params, source, prefix):
     verilog = export(block, params).verilog
     text = Path(source).read_text()
-    flags = (*_FLAGS, "--top-module", block, *(("--prefix", prefix) if prefix else ()))
+    flags = (*_FLAGS, "-MAKEFLAGS", f"OPT_FAST={model_opt()}", "--top-module", block,
+             *(("--prefix", prefix) if prefix else ()))
 
     def build(folder):
         (folder / f"{block}.v").write_text(verilog)

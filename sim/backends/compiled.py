@@ -33,7 +33,8 @@ from ..export import export
 from .build_cache import build_root, cached_build
 from .icarus_source import icarus_source
 from .testbench import TOP, testbench_verilog
-from .toolchain import amaranth_version, iverilog, tool_env, verilator, verilator_version
+from .toolchain import (amaranth_version, iverilog, model_opt, tool_env, verilator,
+                        verilator_version)
 
 __all__ = ["simulate_whole", "run_built", "build", "compile_harness", "VERILATOR_FLAGS",
            "CompiledRunError"]
@@ -45,10 +46,11 @@ HARNESS_MODULE = "harness"
 #: No --public-flat-rw: nothing outside the testbench looks inside the model.
 VERILATOR_FLAGS = ("--cc", "--exe", "-O3", "--x-assign", "fast", "--x-initial", "fast",
                    "-Wno-fatal", "-Wno-lint", "-Wno-style", "--top-module", TOP, "-j", "2")
-#: The model's C++ compile: -O3, two jobs. It runs after Verilator has exited (not
-#: through ``--build``, under which Verilator keeps its memory while g++ runs): a 4x4
-#: system of 16-lane chips peaks at 12 GB in Verilator, then 6 GB a g++ job.
-MAKE_FLAGS = ("-j", "2", "OPT_FAST=-O3")
+#: The model's C++ compile: two jobs, the hot code at ``model_opt()`` (-O3 unless
+#: ``$TPU_RTL_OPT`` says otherwise). It runs after Verilator has exited (not through
+#: ``--build``, under which Verilator keeps its memory while g++ runs): a 4x4 system
+#: of 16-lane chips peaks at 12 GB in Verilator, then 6 GB a g++ job.
+MAKE_FLAGS = ("-j", "2")
 ICARUS_FLAGS = ("-g2012", "-s", TOP)
 #: Designs with more Verilog than this verilate without Verilator's DFG
 #: optimizer. Verilator copies every instance's logic (one per PE, out of
@@ -130,7 +132,8 @@ def build_top(run, *, simulator, design, key, images=None, waves=False, what):
     key = [_source_digest(), *key, run.block, sorted(run.params.items()), sorted(images),
            run.until, run.busy, sorted(run.depths.items()),
            sorted((player, recorder) for player, (recorder, _) in run.loopbacks.items()),
-           flags, _tool_version(simulator), amaranth_version()]
+           flags, model_opt() if verilating else None, _tool_version(simulator),
+           amaranth_version()]
 
     def make(folder):
         text, signature, repeated = design()
@@ -160,7 +163,8 @@ def compile_harness(folder, *, simulator, flags, large, what):
         shutil.copy(MAIN, folder / "main.cpp")
         commands = [[verilator(), *flags, *(("-fno-dfg",) if large else ()), "-Mdir", "obj",
                      "config.vlt", "main.cpp", "design.v", "tb.v"],
-                    ["make", "-C", "obj", "-f", f"V{TOP}.mk", *MAKE_FLAGS]]
+                    ["make", "-C", "obj", "-f", f"V{TOP}.mk", *MAKE_FLAGS,
+                     f"OPT_FAST={model_opt()}"]]
     else:
         commands = [[iverilog(), *flags, "-o", "tb.vvp", "design.v", "tb.v"]]
     output = ""
