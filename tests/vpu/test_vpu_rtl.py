@@ -10,6 +10,7 @@ import re
 
 import numpy as np
 import pytest
+from amaranth.back import verilog
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -20,7 +21,7 @@ from golden.formats import NUMERICS
 from hdl.arith import FP32ExpCore, FP32RcpCore, FP32RsqrtCore
 from hdl.vpu import ERRORS, VPU, VPUSystem, isa
 from hdl.vpu.vector_alu import VectorALU
-from sim.export import export
+from sim.export import export, vpu_of_instances
 from sim.lint import lint
 
 from .operands import FLOAT_BINARY, INT_BINARY, float_pairs, int_pairs, unary_inputs
@@ -288,3 +289,22 @@ def test_export_emits_repeated_cores_once_and_is_lint_clean():
     assert len(re.findall(r"^\s*vpu_word_alu\s+\S+\s*\(", text, re.M)) == 2 * 8 * 2
     assert len(re.findall(r"^\s*vpu_exp\s+\S+\s*\(", text, re.M)) == 2
     assert lint(text, "vpu") == []
+
+
+def test_a_vpu_inside_another_block_emits_its_cores_once():
+    # As sim.system's export does to each chip's VPU: the word ALUs and the transcendental
+    # cores become instances of the leaves returned, and the VPU's ports stay as they were.
+    vpu = VPU(lanes=1, vmem_lines=16, mxu=False, ops=("add", "rcp"))
+    ports = dict(vpu.signature.members)
+    leaves = vpu_of_instances(vpu)
+    assert sorted(leaves) == ["vpu_rcp", "vpu_word_alu"]
+    assert dict(vpu.signature.members) == ports
+    text = verilog.convert(vpu, name="vpu", emit_src=False)
+    modules = re.findall(r"^module\s+([^\s(]+)", text, re.M)
+    assert not [m for m in modules if "word" in m or "rcp" in m.lower()], modules
+    assert len(re.findall(r"^\s*vpu_word_alu\s+\S+\s*\(", text, re.M)) == 2 * 8
+    assert len(re.findall(r"^\s*vpu_rcp\s+\S+\s*\(", text, re.M)) == 1
+    for name, leaf in leaves.items():
+        assert f"module {name}(" in verilog.convert(leaf, name=name, emit_src=False)
+    with pytest.raises(TypeError, match="takes a hdl.vpu.VPU, not str"):
+        vpu_of_instances("vpu")
