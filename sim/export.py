@@ -7,7 +7,8 @@ each once: ``mxu_pe`` (one PE), ``mxu_pe_row`` (``cols`` PE instances) and
 Elaboration therefore grows with rows + cols, not rows * cols. The VPU emits
 its word ALU and each transcendental core once (``vpu_word_alu``,
 ``vpu_rcp``, ...) and its MXU as above (``vpu_mxu_pe``, ``vpu_mxu_pe_row``):
-an 8-lane VPU has 128 word ALUs, 20 MB of Verilog when flat.
+an 8-lane VPU has 128 word ALUs, 20 MB of Verilog when flat. The TensorCore emits its
+VPU's word ALUs and cores once the same way (:func:`vpu_of_instances`).
 """
 
 import importlib.metadata
@@ -170,6 +171,10 @@ def export(block, params=None):
     elif block == "vpu":
         top = _VPUSystemOfInstances(**params)
         parts = [*top.mxu_parts, *top.vpu.leaves.items(), (block, top)]
+        shown = {k: v for k, v in block_params(block).items()} | params
+    elif block == "tensorcore":
+        top = build(block, params)
+        parts = [*vpu_of_instances(top.core.vpu).items(), (block, top)]
         shown = {k: v for k, v in block_params(block).items()} | params
     else:
         parts = [(block, build(block, params))]

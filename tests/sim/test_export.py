@@ -109,3 +109,13 @@ def test_export_command_writes_and_lints(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "lint: clean" in proc.stderr and "mxu" in _modules(out.read_text())
+
+
+def test_the_tensorcore_emits_its_vpus_word_alus_once():
+    result = export("tensorcore", {"lanes": 1, "ops": ("add",)})
+    modules = re.findall(r"^module\s+([^\s(]+)", result.verilog, re.M)
+    assert result.modules == ["vpu_word_alu", "tensorcore"]
+    assert modules.count("vpu_word_alu") == 1
+    assert not [m for m in modules if ".vpu.alu" in m and ".word" in m], modules
+    # Two ALU slots of 8 sublanes x 1 lane.
+    assert len(re.findall(r"^\s*vpu_word_alu\s+\S+\s*\(", result.verilog, re.M)) == 2 * 8
