@@ -60,9 +60,9 @@ def tool_env(base=None):
 
 def model_opt():
     """The g++ optimization of a compiled model's hot code: ``$TPU_RTL_OPT``, by default
-    ``-O3``. -O3 runs long simulations fastest; -Og compiles a model in 40% of its time
-    (a 2x2 system's in 30%), for runs too short to repay -O3: the test suite and
-    ``tpu-rtl demo`` use it. A bad value is a ValueError naming the choices.
+    ``-O3``. -O3 runs long simulations fastest; -Og compiles a model's hot code in 40% of
+    its time or less (docs/simulation.md), for runs too short to repay -O3: the test
+    suite and ``tpu-rtl demo`` use it. A bad value is a ValueError naming the choices.
     """
     value = os.environ.get(OPT_VARIABLE, "-O3")
     if value not in OPT_LEVELS:
