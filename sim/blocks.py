@@ -20,8 +20,8 @@ from hdl.sparsecore import SparseCoreTile
 from hdl.tensorcore import TensorCoreSystem
 from hdl.vpu import VPU, TranscendentalUnit, VPUSystem
 
-__all__ = ["BLOCKS", "block_params", "parse_params", "build", "block_interface",
-           "memory_images", "MemoryImage"]
+__all__ = ["BLOCKS", "block_params", "parse_params", "build", "component_class",
+           "block_interface", "memory_images", "MemoryImage"]
 
 #: Block name -> component class.
 BLOCKS = {
@@ -120,6 +120,11 @@ def parse_params(block, pairs):
 def build(block, params=None):
     """A new component for ``block`` with ``params``."""
     return _component(block)(**(params or {}))
+
+
+def component_class(block):
+    """The component class of ``block``."""
+    return _component(block)
 
 
 @dataclass(frozen=True)

@@ -616,8 +616,7 @@ def _simulate(whole, *, backend, waves, progress):
     check_run(whole, signature, {})
     if backend == "amaranth":
         from .backends.amaranth_sim import simulate_whole
-        return simulate_whole(whole, NetworkSystem(**whole.params), waves=waves,
-                              progress=progress)
+        return simulate_whole(whole, NetworkSystem, waves=waves, progress=progress)
     return _simulate_compiled(whole, simulator=backend, waves=waves, progress=progress)
 
 

@@ -359,7 +359,7 @@ def _simulate(whole, *, backend, waves, progress):
     images = _images(whole.params)
     if backend == "amaranth":
         from .backends.amaranth_sim import simulate_whole
-        return simulate_whole(whole, ChipSystem(**whole.params), waves=waves, progress=progress)
+        return simulate_whole(whole, ChipSystem, waves=waves, progress=progress)
     from .backends import compiled
     with warnings.catch_warnings():
         # Built only to read its ports: it is never elaborated.

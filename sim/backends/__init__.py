@@ -16,7 +16,7 @@ Either way, all three backends give bit-identical results, cycle for cycle.
 """
 
 from . import amaranth_sim
-from ..blocks import build
+from ..blocks import component_class
 from .toolchain import ToolMissing, iverilog
 
 __all__ = ["BACKENDS", "check_backend", "run_program"]
@@ -47,7 +47,8 @@ def run_program(block, params, program, *, backend="amaranth", waves=None, cover
     """
     check_backend(backend)
     if backend == "amaranth":
-        return amaranth_sim.simulate(build(block, params), program, waves=waves)
+        return amaranth_sim.simulate_block(component_class(block), params or {}, program,
+                                           waves=waves)
     from . import cocotb_sim
     return cocotb_sim.simulate(block, params, program, simulator=backend, waves=waves,
                                    coverage=coverage, run_dir=run_dir)

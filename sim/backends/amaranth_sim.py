@@ -1,17 +1,14 @@
 """Running a test program under Amaranth's own simulator (no extra tools)."""
 
-import os
 import time
 
 from amaranth.hdl import Const
 from amaranth.lib.wiring import Out
-from amaranth.sim import Simulator
 
 from .bench import AmaranthBench
+from .kept_simulations import KeptSimulation, design_key, kept_simulation, run_kept
 
-__all__ = ["simulate", "simulate_whole"]
-
-CLOCK_PERIOD = 10e-9     # 100 MHz; only the waveform's time axis sees it
+__all__ = ["simulate", "simulate_block", "simulate_whole"]
 
 
 def simulate(component, program, *, waves=None):
@@ -20,15 +17,24 @@ def simulate(component, program, *, waves=None):
     ``waves`` is a path for a VCD file of the whole run (its folder is created).
     An exception raised by the program propagates out of this call.
     """
+    return _run_program(None, lambda: KeptSimulation(component), program, waves)
+
+
+def simulate_block(component_class, params, program, *, waves=None):
+    """:func:`simulate` on ``component_class(**params)``, whose compiled simulation is kept
+    for later programs on the same design (:mod:`.kept_simulations`)."""
+    return _run_program(design_key(component_class, params),
+                        lambda: KeptSimulation(component_class(**params)), program, waves)
+
+
+def _run_program(key, make, program, waves):
+    kept = kept_simulation(key, make, waves=waves)
     outcome = {}
 
-    async def testbench(ctx):
-        outcome["value"] = await program(AmaranthBench(ctx, component))
+    async def job(ctx):
+        outcome["value"] = await program(AmaranthBench(ctx, kept.top))
 
-    sim = Simulator(component)
-    sim.add_clock(CLOCK_PERIOD)
-    sim.add_testbench(testbench)
-    _run(sim, waves)
+    run_kept(key, kept, job, waves=waves)
     return outcome["value"]
 
 
@@ -36,17 +42,28 @@ def simulate(component, program, *, waves=None):
 PROGRESS_EVERY = 1024
 
 
-def simulate_whole(run, component, *, waves=None, progress=None):
-    """Run a :class:`~sim.backends.whole_run.WholeRun` on ``component`` in Amaranth's simulator.
+def simulate_whole(run, component_class, *, waves=None, progress=None):
+    """Run a :class:`~sim.backends.whole_run.WholeRun` on ``component_class(**run.params)``
+    in Amaranth's simulator.
 
     The harness memories are loaded and read back directly; the only Python
     during the run is the simulator's own, plus ``progress(cycle, status)``
-    every :data:`PROGRESS_EVERY` cycles if given.
+    every :data:`PROGRESS_EVERY` cycles if given. The compiled simulation of the
+    harness is kept for later runs of the same shape (:mod:`.kept_simulations`).
     """
     from ..blocks import memory_images
     from .whole_run import finish, make_harness
-    harness = make_harness(run, component)
-    images = {name: memory.data for name, (memory, _path) in memory_images(component).items()}
+
+    def make():
+        component = component_class(**run.params)
+        return KeptSimulation(make_harness(run, component), images={
+            name: memory.data for name, (memory, _path) in memory_images(component).items()})
+    key = design_key(component_class, run.params)
+    if key is not None:
+        key += (run.until, run.busy, tuple(sorted(run.depths.items())),
+                tuple(sorted((p, r) for p, (r, _total) in run.loopbacks.items())))
+    kept = kept_simulation(key, make, waves=waves)
+    harness, images = kept.top, kept.context["images"]
     finished = harness.done | harness.hung
     outcome = {}
 
@@ -75,10 +92,7 @@ def simulate_whole(run, component, *, waves=None, progress=None):
         memories = {name: _read(ctx, images[name], images[name].depth) for name in run.dump}
         outcome["result"] = (status, recorded, time.perf_counter() - started, memories)
 
-    sim = Simulator(harness)
-    sim.add_clock(CLOCK_PERIOD)
-    sim.add_testbench(testbench)
-    _run(sim, waves)
+    run_kept(key, kept, testbench, waves=waves)
     return finish(run, *outcome["result"])
 
 
@@ -94,12 +108,3 @@ def _read(ctx, data, count):
 def _status_line(ctx, harness, run):
     return "; ".join(f"{port}: {ctx.get(getattr(harness, f'{port}_transfers'))}/"
                      f"{run.total(port)}" for port in (*run.play, *run.record))
-
-
-def _run(sim, waves):
-    if waves is None:
-        sim.run()
-    else:
-        os.makedirs(os.path.dirname(os.path.abspath(waves)), exist_ok=True)
-        with sim.write_vcd(os.fspath(waves)):
-            sim.run()

@@ -18,7 +18,7 @@ from amaranth.lib.wiring import In
 from hdl.lib.run_harness import RunHarness, plain_ports, stream_ports
 from hdl.lib.xorshift import gap_threshold
 
-from ..blocks import block_interface, build
+from ..blocks import block_interface, component_class
 from ..transactors import SimulationHang
 
 __all__ = ["WholeRun", "StreamStats", "WholeRunResult", "run_whole", "make_harness",
@@ -290,6 +290,6 @@ def run_whole(run, *, backend="amaranth", waves=None, progress=None):
     check_run(run, signature, images)
     if backend == "amaranth":
         from .amaranth_sim import simulate_whole
-        return simulate_whole(run, build(run.block, run.params), waves=waves, progress=progress)
+        return simulate_whole(run, component_class(run.block), waves=waves, progress=progress)
     from .compiled import simulate_whole
     return simulate_whole(run, images, simulator=backend, waves=waves, progress=progress)

@@ -21,6 +21,7 @@ from golden.formats import NUMERICS
 from hdl.arith import FP32ExpCore, FP32RcpCore, FP32RsqrtCore
 from hdl.vpu import ERRORS, VPU, VPUSystem, isa
 from hdl.vpu.vector_alu import VectorALU
+from sim.backends.kept_simulations import KeptSimulation, design_key, kept_simulation, run_kept
 from sim.export import export, vpu_of_instances
 from sim.lint import lint
 
@@ -149,7 +150,10 @@ def _run(program, *, lanes=1, vregs=None, vmem_lines=64, numerics="tpu", ops=Non
     Returns (issue cycle of each instruction, final vregs, final VMEM, outputs).
     """
     words = golden.assemble(program) if isinstance(program, str) else np.asarray(program)
-    dut = VPUSystem(lanes=lanes, numerics=numerics, vmem_lines=vmem_lines, ops=ops)
+    params = dict(lanes=lanes, numerics=numerics, vmem_lines=vmem_lines, ops=ops)
+    key = design_key(VPUSystem, params)
+    sim = kept_simulation(key, lambda: KeptSimulation(VPUSystem(**params)))
+    dut = sim.top
     beats = [words[i:i + 2] for i in range(0, len(words), 2)]
     issued, state = [], {}
 
@@ -185,10 +189,7 @@ def _run(program, *, lanes=1, vregs=None, vmem_lines=64, numerics="tpu", ops=Non
         state.update({name: ctx.get(getattr(dut, name))
                       for name in ("error", "error_index", "executed", "dual")})
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    run_kept(key, sim, bench)
     return issued, state
 
 

@@ -7,10 +7,10 @@ These are the docstrings' throughput and stall rules (``hdl.vpu.mxu_link``,
 wall-clock time is for ``tpu-rtl bench``.
 """
 
-from amaranth.sim import Simulator
 
 from golden import vpu as golden
 from hdl.vpu import VPUSystem
+from sim.backends.kept_simulations import KeptSimulation, design_key, kept_simulation, run_kept
 
 
 def _beats(lines):
@@ -23,10 +23,14 @@ def _beats(lines):
     return beats
 
 
-def _trace(lines, signals, *, cycles, mxu_results=16):
-    """Play ``lines`` into an 8-lane VPU with its MXU and VMEM; per cycle, for each name
-    in ``signals`` (a function of the system), whether that stream transferred."""
-    dut = VPUSystem(lanes=8, mxu_results=mxu_results, ops=("xor",))
+def _trace(lines, signals, *, cycles):
+    """Play ``lines`` into an 8-lane VPU with its MXU (80 result rows, as a chip's) and
+    VMEM; per cycle, for each name in ``signals`` (a function of the system), whether that
+    stream transferred. The three tests share one compiled simulation."""
+    params = dict(lanes=8, mxu_results=80, ops=("xor",))
+    key = design_key(VPUSystem, params)
+    sim = kept_simulation(key, lambda: KeptSimulation(VPUSystem(**params)))
+    dut = sim.top
     trace = {name: [] for name in signals}
 
     async def play(ctx):
@@ -45,11 +49,7 @@ def _trace(lines, signals, *, cycles, mxu_results=16):
                 port = stream(dut)
                 trace[name].append(bool(ctx.get(port.valid) and ctx.get(port.ready)))
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(play)
-    sim.add_testbench(watch)
-    sim.run()
+    run_kept(key, sim, play, watch)
     return trace
 
 
@@ -91,7 +91,7 @@ def test_pops_keep_pace_with_pushes():
     lines = ["push_weights v0"]
     for i in range(24):
         lines.append(f"push_lhs v1 | pop v{3 + i % 8}" if i >= 9 else "push_lhs v1")
-    trace = _trace(lines, {"lhs": lambda d: d.vpu.mxu_lhs}, cycles=300, mxu_results=80)
+    trace = _trace(lines, {"lhs": lambda d: d.vpu.mxu_lhs}, cycles=300)
     assert _runs(trace["lhs"]) == [8 * 24]
 
 
