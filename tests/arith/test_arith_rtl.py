@@ -19,7 +19,7 @@ from verif.scoreboard import Scoreboard
 
 OPS = ("fp32_add", "bf16_mul", "fp32_to_bf16", "fp32_mul", "fp32_div", "fp32_sqrt")
 COMMUTATIVE = ("fp32_add", "bf16_mul", "fp32_mul")
-MIN_VECTORS = 20_000
+MIN_VECTORS = 6_000
 # The fp32 multiplier, divider and square root are slower to simulate (the
 # divider most) and checked against SoftFloat in test_fp32_mul_div_sqrt.py:
 # on Amaranth they run a regression seed's stimulus, a sample of the corpus.

@@ -18,7 +18,7 @@ _SMALL = {"ops": ("xor",)}
 @pytest.mark.long
 @pytest.mark.parametrize("shape, activation, numerics", [
     ((5, 13, 7), "relu", "tpu"),
-    ((9, 8, 3), None, "ieee"),
+    pytest.param((9, 8, 3), None, "ieee", marks=pytest.mark.slow),
 ])
 def test_matmul_is_bit_exact_on_amaranth(rng, shape, activation, numerics):
     x, w = operands(rng, *shape, special=0.25)

@@ -234,7 +234,7 @@ def test_dma_run_rejects_a_long_row_as_golden(rng):
     ok = Descriptor(("hbm", 100), ("vmem", 40), (64,), (1,), (1,), 2)
     expected = golden.run(hbm, vmem, [d, ok], n_flags=16, lanes=8)
     assert expected.error_records == [golden.DmaError(0, "dst_range", 2048)]
-    got = dma.run(hbm, vmem, [d, ok], lanes=8, n_flags=16, backend="verilator", read_latency=8,
+    got = dma.run(hbm, vmem, [d, ok], lanes=8, n_flags=16, backend="amaranth", read_latency=8,
                   outstanding=4, words_per_cycle=1)
     assert got.errors == expected.errors
     np.testing.assert_array_equal(got.hbm, expected.hbm)

@@ -15,6 +15,8 @@ from .test_dma_system import random_descriptor
 HBM_WORDS, VMEM_WORDS = 256, 128
 #: Two-word HBM lines and 8-word VMEM lines: the multi-word paths, misaligned.
 WPC = 2
+#: Stream depth and HBM jitter of the runs below: one Verilator build serves them all.
+DEPTH, JITTER = 32, 2
 
 
 def _batch(rng, n):
@@ -29,8 +31,8 @@ def _batch(rng, n):
 def test_batch_matches_golden_with_gaps_and_jitter(backend, rng):
     hbm, vmem, descriptors = _batch(rng, 24)
     expected = golden.run(hbm, vmem, descriptors)
-    got = dma.run(hbm, vmem, descriptors, backend=backend, words_per_cycle=WPC, jitter=3,
-                  idle=0.3, stall=0.5, seed=11)
+    got = dma.run(hbm, vmem, descriptors, backend=backend, words_per_cycle=WPC, jitter=JITTER,
+                  idle=0.3, stall=0.5, seed=11, depth=DEPTH)
     np.testing.assert_array_equal(got.hbm, expected.hbm)     # whole images: no stray write
     np.testing.assert_array_equal(got.vmem, expected.vmem)
     np.testing.assert_array_equal(got.flags, expected.flags)
@@ -40,8 +42,7 @@ def test_batch_matches_golden_with_gaps_and_jitter(backend, rng):
 
 def _loopback_batch(rng):
     """Pushes from chip 0 to itself among local descriptors; the pushes land in the top
-    quarter of each space, which nothing else touches. 13 descriptors, 16 flits: the
-    build of ``test_backends_agree_cycle_for_cycle`` serves it."""
+    quarter of each space, which nothing else touches. 13 descriptors, 16 flits."""
     hbm = rng.integers(0, 1 << 32, HBM_WORDS, dtype=np.uint32)
     vmem = rng.integers(0, 1 << 32, VMEM_WORDS, dtype=np.uint32)
     work = {"hbm": HBM_WORDS * 3 // 4, "vmem": VMEM_WORDS * 3 // 4}
@@ -67,8 +68,8 @@ def test_pushes_to_this_chip_loop_back(backend, rng):
     assert dma.push_flits(HBM_WORDS, VMEM_WORDS, descriptors) == 16
     expected = golden.run(hbm, vmem, descriptors)
     want = golden.land(expected.hbm, expected.vmem, expected.flags, expected.pushes)
-    got = dma.run(hbm, vmem, descriptors, backend=backend, words_per_cycle=WPC, jitter=2,
-                  idle=0.3, stall=0.5, seed=5)
+    got = dma.run(hbm, vmem, descriptors, backend=backend, words_per_cycle=WPC, jitter=JITTER,
+                  idle=0.3, stall=0.5, seed=5, depth=DEPTH)
     for name, value in zip(("hbm", "vmem", "flags"), want):
         np.testing.assert_array_equal(getattr(got, name), value)
     assert got.errors == expected.errors == [7, 9]
@@ -147,8 +148,8 @@ def test_stream_beats_bound_the_error_records():
 
 def test_backends_agree_cycle_for_cycle(rng):
     hbm, vmem, descriptors = _batch(rng, 8)
-    runs = [dma.run(hbm, vmem, descriptors, backend=backend, words_per_cycle=WPC, jitter=2,
-                    seed=5)
+    runs = [dma.run(hbm, vmem, descriptors, backend=backend, words_per_cycle=WPC,
+                    jitter=JITTER, seed=5, depth=DEPTH)
             for backend in ("amaranth", "verilator")]
     assert runs[0].cycles == runs[1].cycles
 

@@ -17,7 +17,7 @@ from verif.regress_worker import run_seed
 from verif.suites.network import ocs, stimulus, suite
 
 
-@pytest.mark.long
+@pytest.mark.slow
 def test_one_seed_passes_with_coverage(tmp_path):
     """Seed 1 (a 2x4 torus with 2 VCs on Amaranth): both cases pass, and the coverage it
     recorded includes what its stimulus must reach."""

@@ -26,7 +26,7 @@ def _numbers(row):
             if cell.strip() != "n/a"]
 
 
-@pytest.mark.long
+@pytest.mark.slow
 def test_tiny_bench_writes_every_section(tmp_path, monkeypatch):
     monkeypatch.setattr(verif.bench, "QUICK", TINY)
     output = tmp_path / "benchmarks.md"

@@ -8,6 +8,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 from verif import code_coverage
 from verif.regress import functional_summary
 
@@ -90,6 +92,7 @@ def test_a_crash_or_a_hang_loses_only_its_seed(tmp_path):
     assert "seed 2: pass" in hang.stderr
 
 
+@pytest.mark.slow
 def test_verilator_regression_merges_code_coverage(tmp_path):
     proc = _regress("arith", "--seeds", "2", "-j", "2", "--sim", "verilator", "--only",
                     "fp32_to_bf16-ieee", cwd=tmp_path)

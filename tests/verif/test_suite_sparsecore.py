@@ -4,6 +4,7 @@ the stimulus alone reaches every coverage bin and keeps Verilator to its few bui
 import json
 
 import numpy as np
+import pytest
 from cocotb_coverage.coverage import coverage_db
 
 from golden import sparsecore as golden
@@ -21,6 +22,7 @@ def test_is_registered():
     assert [case.name for case in suite.runs(1)] == ["sparsecore-tpu", "sparsecore-ieee"]
 
 
+@pytest.mark.slow
 def test_one_seed_passes_on_amaranth(seed, tmp_path):
     record = run_seed("sparsecore", seed, "amaranth", tmp_path)
     assert record["status"] == "pass", f"seed {seed}: {record}"

@@ -238,12 +238,12 @@ def test_run_matches_golden_with_hazards_and_dual_issue_on_amaranth(rng):
 
 @pytest.mark.long
 @needs_icarus
-@pytest.mark.parametrize("numerics", ["tpu", "ieee"])
+@pytest.mark.parametrize("numerics", ["tpu", pytest.param("ieee", marks=pytest.mark.slow)])
 def test_run_matches_golden_on_icarus(numerics, rng):
     """The hazard program on Icarus. Its first transcendental instruction feeds sublane 0
     from registers that rest at their initial values, which Icarus once left at X (see
     sim/backends/icarus_source.py). The cycle count is the Verilator build's."""
-    vregs, vmem = _state(rng, 1, 32)
+    vregs, vmem = _state(rng, 1, vpu.VMEM_LINES)
     got = vpu.run(HAZARDS, vregs=vregs, vmem=vmem, lanes=1, numerics=numerics,
                   backend="icarus")
     want = golden.execute(HAZARDS, vregs=vregs, vmem=vmem, lanes=1, numerics=numerics,
@@ -294,6 +294,7 @@ def test_every_op_through_generated_programs_on_verilator(rng):
         check_reduce_corpus(op, rng, SPECIAL, backend="verilator")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", [k for k in golden.ERRORS if k != "no_mxu"])
 def test_program_errors_stop_the_run_on_verilator(kind, rng):
     vregs, vmem = _state(rng, 8, vpu.VMEM_LINES)
@@ -312,7 +313,7 @@ def _bf16_vreg(rng):
     return (values.view(np.uint32) >> np.uint32(16)) | np.uint32(0x5A5A0000)   # upper: junk
 
 
-@pytest.mark.long
+@pytest.mark.slow
 def test_mxu_link_matches_matmul_on_verilator(rng):
     """Weights and LHS vregs pushed through the VPU into its 8x8 MXU and popped back: each
     pop is golden.mxu.matmul of the LHS bf16 rows and the weight tile swapped in before."""
