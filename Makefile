@@ -13,13 +13,18 @@ PYTHON ?= $(shell for p in python3 python3.14 python3.13 python3.12 python3.11; 
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
 	&& { command -v $$p; break; }; done)
 
-.PHONY: demo test regress bench clean distclean
+.PHONY: demo test test-slow regress bench clean distclean
 
 demo: $(STAMP)
 	$(BIN)/tpu-rtl demo
 
+# A test file runs in one worker, so its tests reuse the Amaranth simulations it compiles.
 test: $(STAMP)
-	$(PYTEST) -n $(JOBS) tests
+	$(PYTEST) -n $(JOBS) --dist loadfile tests
+
+# The tests marked slow: larger, longer and repeated checks kept out of `make test`.
+test-slow: $(STAMP)
+	$(PYTEST) -n $(JOBS) --dist loadfile -m slow tests
 
 # Slow, exhaustive checks: never part of `make test`.
 regress: $(STAMP)

@@ -167,7 +167,8 @@ def test_rtl_matches_golden(function, numerics, rng):
 
 
 # One numerics each (the Amaranth runs cover both); every directed input and more random ones.
-@pytest.mark.parametrize("function, numerics", [("rsqrt", "ieee"), ("rcp", "tpu")])
+@pytest.mark.parametrize("function, numerics", [
+    pytest.param("rsqrt", "ieee", marks=pytest.mark.slow), ("rcp", "tpu")])
 def test_rtl_matches_golden_on_verilator(function, numerics, rng):
     x = vectors(function, rng, n_random=20_000)
     check_golden(function, numerics, x,

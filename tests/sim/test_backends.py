@@ -41,7 +41,7 @@ def test_arith_backends_agree(op, numerics, backend, rng):
     assert run_program(op, {"numerics": numerics}, program, backend=backend) == reference
 
 
-@pytest.mark.long
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", COCOTB_BACKENDS)
 def test_matmul_backends_agree_cycle_for_cycle(backend, rng):
     x = bf16_matrix(rng, (6, 5), special_density=0.1)

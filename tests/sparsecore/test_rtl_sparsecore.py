@@ -97,7 +97,8 @@ def test_update_is_bit_exact(optimizer, numerics, with_state, words_per_cycle, r
 
 
 @pytest.mark.long
-@pytest.mark.parametrize("backend", ["verilator", ICARUS])
+@pytest.mark.parametrize("backend", ["verilator", pytest.param("icarus", marks=[
+    pytest.mark.slow, *ICARUS.marks])])
 def test_compiled_backends_agree_cycle_for_cycle(backend, rng):
     b = _batch(rng, width=8, n_bags=6)
     runs = [sparsecore.lookup(b.table, b.indices, b.offsets, weights=b.weights, jitter=2,

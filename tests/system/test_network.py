@@ -9,8 +9,8 @@ knobs' corrupted and malformed packets are counted where they should be; a netwo
 cannot make progress is reported by the watchdog, naming what waits; bad parameters get a
 one-line error.
 
-The default suite builds one shape (2x4) on Verilator; Icarus, the other shapes' builds and
-the longer runs are marked slow (``pytest -m slow``)."""
+The default suite builds one shape (2x4) on Verilator; the comparisons of backends, the other
+shapes' builds and the longer runs are marked slow (``pytest -m slow``)."""
 
 import math
 
@@ -87,7 +87,7 @@ def compare_backends(topology, seed, backends=("verilator", "icarus"), **kwargs)
     return a
 
 
-@pytest.mark.long
+@pytest.mark.slow
 def test_backends_agree_on_a_twisted_torus(seed):
     """Amaranth and Verilator (the build ``test_one_build_serves_every_topology_of_a_shape``
     shares); Icarus in ``test_backends_agree``."""
@@ -103,6 +103,7 @@ def test_backends_agree(shape, seed):
     compare_backends(SHAPES[shape](), seed, traffic="all_to_all", message_packets=3)
 
 
+@pytest.mark.long
 def test_one_build_serves_every_topology_of_a_shape(monkeypatch, seed):
     """The regular, twisted and failed-chip 2x4 tori run on one Verilator build (only the
     streamed-in OCS maps and tables differ); each delivers everything, and the twist

@@ -1,11 +1,11 @@
 """The ``network`` regression suite (``verif.suites.network``) and the link stall knob.
 
-One regression seed runs end to end (on the Amaranth simulator: 4 short runs of an 8-node
-network, and the OCS case) and passes, with its coverage sampled from the hardware; a
-seed whose traffic is corrupted behind the check's back fails, naming its seed, build and
+A seed whose traffic is corrupted behind the check's back fails, naming its seed, build and
 run; a stalled network still delivers everything, the ``stalled`` statistic counts what
 the knob asked for, and stall 0 holds nothing; the suite's own checks catch what the
-sinks cannot see. A whole Verilator seed is marked slow.
+sinks cannot see. Marked slow: one regression seed end to end (on the Amaranth simulator:
+4 short runs of an 8-node network, and the OCS case) passes, with its coverage sampled
+from the hardware, and so does a whole Verilator seed.
 """
 
 import pytest

@@ -142,6 +142,7 @@ def test_unknown_suite_is_a_one_line_error(tmp_path):
                                    "vpu, bf16_mul_exhaustive, vpu_transcendental_exhaustive")
 
 
+@pytest.mark.slow
 def test_dma_regression_runs_whole_and_catches_a_broken_golden(tmp_path):
     proc = _regress("dma", "--seeds", "2", "-j", "2", "--sim", "amaranth", "--inject",
                     "golden-fault", "--inject-seed", "2", cwd=tmp_path)

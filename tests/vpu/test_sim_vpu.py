@@ -236,9 +236,9 @@ def test_run_matches_golden_with_hazards_and_dual_issue_on_amaranth(rng):
     assert got.cycles > got.executed // 2
 
 
-@pytest.mark.long
+@pytest.mark.slow
 @needs_icarus
-@pytest.mark.parametrize("numerics", ["tpu", pytest.param("ieee", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("numerics", ["tpu", "ieee"])
 def test_run_matches_golden_on_icarus(numerics, rng):
     """The hazard program on Icarus. Its first transcendental instruction feeds sublane 0
     from registers that rest at their initial values, which Icarus once left at X (see

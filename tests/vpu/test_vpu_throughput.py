@@ -24,10 +24,10 @@ def _beats(lines):
 
 
 def _trace(lines, signals, *, cycles):
-    """Play ``lines`` into an 8-lane VPU with its MXU (80 result rows, as a chip's) and
+    """Play ``lines`` into an 8-lane VPU with its MXU (88 result rows: 11 pushes' worth) and
     VMEM; per cycle, for each name in ``signals`` (a function of the system), whether that
     stream transferred. The three tests share one compiled simulation."""
-    params = dict(lanes=8, mxu_results=80, ops=("xor",))
+    params = dict(lanes=8, mxu_results=88, ops=("xor",))
     key = design_key(VPUSystem, params)
     sim = kept_simulation(key, lambda: KeptSimulation(VPUSystem(**params)))
     dut = sim.top
@@ -73,7 +73,7 @@ def test_pushes_stream_back_to_back_while_a_weight_tile_loads():
     lines = ["push_weights v0"] + ["push_lhs v1"] * 7 + ["push_weights v2"] + \
         ["push_lhs v1"] * 4
     trace = _trace(lines, {"lhs": lambda d: d.vpu.mxu_lhs, "weights": lambda d: d.vpu.mxu_weights},
-                   cycles=150, mxu_results=88)
+                   cycles=150)
     lhs, weights = trace["lhs"], trace["weights"]
     assert sum(lhs) == 88 and sum(weights) == 16
     # The second tile loads while the seventh push's rows stream: the two streams overlap.
