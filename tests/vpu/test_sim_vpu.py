@@ -4,7 +4,9 @@ Amaranth and Icarus runs use 1-lane VPUs (a run costs seconds of elaboration, wh
 length). Verilator runs use two "tpu" builds: the full 1-lane VPU (every op; the
 elementwise passes run on it rather than on a build per op as
 ``sim.vpu.elementwise`` makes), and an 8-lane VPU with its 8x8 MXU but only the
-ops its programs need (a full 8-lane VPU takes many minutes to compile).
+ops its programs need (a full 8-lane VPU takes many minutes to compile). The 8-lane build's
+tests and the Icarus runs are marked slow; the default suite has the 8-lane VPU and its MXU
+on Amaranth (test_vpu_rtl.py, test_vpu_throughput.py).
 """
 
 import numpy as np
