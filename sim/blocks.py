@@ -57,14 +57,15 @@ _PARAM_TYPES = {"numerics": str, "transpose": bool, "combiners": str, "optimizer
 def block_params(block):
     """Parameter name -> default of ``block`` (plus ``preset`` for the MXU)."""
     params = {name: p.default for name, p in
-              inspect.signature(_component(block).__init__).parameters.items()
+              inspect.signature(component_class(block).__init__).parameters.items()
               if p.kind is inspect.Parameter.KEYWORD_ONLY}
     if block == "mxu":
         params["preset"] = None
     return params
 
 
-def _component(block):
+def component_class(block):
+    """The component class of ``block``; a ValueError names the blocks for an unknown one."""
     if block not in BLOCKS:
         raise ValueError(f"unknown block {block!r}; blocks: {', '.join(BLOCKS)}")
     return BLOCKS[block]
@@ -119,12 +120,7 @@ def parse_params(block, pairs):
 
 def build(block, params=None):
     """A new component for ``block`` with ``params``."""
-    return _component(block)(**(params or {}))
-
-
-def component_class(block):
-    """The component class of ``block``."""
-    return _component(block)
+    return component_class(block)(**(params or {}))
 
 
 @dataclass(frozen=True)

@@ -90,8 +90,8 @@ def system_demo(*, seed, backend="verilator", out=print, plots=None):
     The data-parallel step: each chip's shard of a batch is multiplied by the shared
     weights on the 8x8 MXU RTL (``sim.mxu.matmul``, the shards stacked in one run), and
     the chips all-reduce the fp32 products (``sim.system.collective``); golden is
-    ``golden.collectives.collective`` of ``golden.mxu.matmul``'s products. Writes the all-reduce's link heat map under
-    ``plots`` (default ``build/system``).
+    ``golden.collectives.collective`` of ``golden.mxu.matmul``'s products. Writes the
+    all-reduce's link heat map under ``plots`` (default ``build/system``).
     """
     from pathlib import Path
 
