@@ -59,8 +59,8 @@ from hdl.ici.layouts import route_entry_layout
 from hdl.lib.blackbox import BlackBox
 from hdl.lib.xorshift import xorshift32
 from hdl.ocs import STATUSES
-from hdl.system import NetworkSystem, face_ports, node_signature, readout_beats, \
-    wired_neighbor
+from hdl.system import NetworkSystem, face_ports, node_signature, parse_dims, \
+    readout_beats, wired_neighbor
 from hdl.system.layouts import (BUCKETS, HOP_BITS, MAX_LOCAL_PORTS, MAX_PACKET_FLITS, MODES,
                                 N_STATS, STATS, bucket_range, latency_bucket, node_layout,
                                 row_layout)
@@ -594,6 +594,12 @@ def _hang_message(topology, outputs, per_node, watchdog):
 # would be 80 MB of Verilog), cached like every other build.
 
 NODE_MODULE = "network_node"
+#: From this many nodes on, Verilator builds the node as a hierarchical block (one library
+#: every node calls) instead of scheduling each node's logic as C++ of its own. The build
+#: then stays small (a 4x8x8's flat C++ did not compile in an hour), but a cycle costs
+#: more: every call crosses the block's ports, and the top evaluates the nodes again while
+#: their outputs change (docs/network.md, "Simulation speed").
+HIERARCHICAL_NODES = 128
 
 
 class _NetworkOfInstances(NetworkSystem):
@@ -641,7 +647,14 @@ def _compiled_build(whole, *, simulator, waves):
                                                      _export))
     return compiled.build_top(whole, simulator=simulator,
                               design=lambda: _export(whole.params), key=[makers], waves=waves,
-                              what="the network harness")
+                              what="the network harness",
+                              hierarchical=[NODE_MODULE] if _hierarchical(whole.params) else [])
+
+
+def _hierarchical(params):
+    """Whether Verilator builds the node as a hierarchical block: for networks of
+    ``HIERARCHICAL_NODES`` nodes or more (see :data:`HIERARCHICAL_NODES`)."""
+    return math.prod(parse_dims(params["dims"])) >= HIERARCHICAL_NODES
 
 
 def _simulate_compiled(whole, *, simulator, waves, progress):

@@ -30,7 +30,7 @@ def chip_node_signature(*, dims, vcs, n_flags):
     link = LinkSignature(vcs=vcs, flit_words=FLIT_WORDS)
     return wiring.Signature({
         "tx": Out(link).array(ports), "rx": In(link).array(ports),
-        "config_valid": In(1), "config": In(node_row_layout(dims)), "node": In(CHIP_BITS),
+        "setup_valid": In(1), "setup": In(node_row_layout(dims)), "node": In(CHIP_BITS),
         "start": In(1), "lit": Out(ports), "moved": Out(1), "done": Out(1), "busy": Out(1),
         "state": Out(State), "pc": Out(32), "error": Out(range(len(ERROR_CODES))),
         "waiting": Out(1), "flags": Out(data.ArrayLayout(32, n_flags)),
@@ -52,7 +52,7 @@ class ChipNode(wiring.Component):
     Every chip of a system is the same module: its id comes in on ``node``, its routing
     table and lit ports in the configuration rows (``node_row_layout``, as
     :class:`~hdl.system.NetworkNode` takes them; the hop counts and traffic settings are
-    not used). Row r (``config_valid`` high) writes the router's entry for destination r,
+    not used). Row r (``setup_valid`` high) writes the router's entry for destination r,
     and if r is this chip, its lit torus ports.
 
     Parameters
@@ -70,7 +70,7 @@ class ChipNode(wiring.Component):
     Ports
     -----
     tx, rx : the outgoing links' far ends, and the router's inputs
-    config_valid, config, node : the configuration rows, and this chip's id
+    setup_valid, setup, node : the configuration rows, and this chip's id
     start : In(1)
         The core's (held high for the run).
     lit : Out(2*dims)
@@ -125,12 +125,12 @@ class ChipNode(wiring.Component):
             wiring.connect(m, router.local("eject", j), port(chip, "receive", j))
 
         lit = Signal(ports)
-        cfg = self.config
-        m.d.comb += [router.table.valid.eq(self.config_valid),
+        cfg = self.setup
+        m.d.comb += [router.table.valid.eq(self.setup_valid),
                      router.table.payload.dst.eq(cfg.row),
                      router.table.payload.entry.eq(cfg.entry), self.lit.eq(lit),
                      chip.chip.eq(self.node), chip.start.eq(self.start)]
-        with m.If(self.config_valid & (cfg.row == self.node)):
+        with m.If(self.setup_valid & (cfg.row == self.node)):
             m.d.sync += lit.eq(cfg.node.lit)
 
         link_outputs(m, router, self, vcs=self.vcs, flit_words=FLIT_WORDS,

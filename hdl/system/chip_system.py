@@ -139,8 +139,8 @@ class ChipSystem(wiring.Component):
         n_flags, ports = self.n_flags, 2 * len(self.dims)
         for c, node in enumerate(nodes):
             m.submodules[f"chip{c}"] = node
-            m.d.comb += [node.config_valid.eq(take_row), node.config.row.eq(rows),
-                         node.config.entry.eq(row.entries[c]), node.config.node.eq(row.node),
+            m.d.comb += [node.setup_valid.eq(take_row), node.setup.row.eq(rows),
+                         node.setup.entry.eq(row.entries[c]), node.setup.node.eq(row.node),
                          node.node.eq(c), node.start.eq(in_phase["run"] & self.alive[c]),
                          self.done[c].eq(node.done), self.waiting[c].eq(node.waiting),
                          self.state[c].eq(node.state), self.pc[c].eq(node.pc),

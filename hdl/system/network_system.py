@@ -166,7 +166,7 @@ class NetworkSystem(wiring.Component):
             config = Signal(node_row_layout(len(dims)), name=f"config{c}")
             m.d.comb += [config.row.eq(rows), config.entry.eq(row.entries[c]),
                          config.hops.eq(row.hops[c]), config.node.eq(row.node),
-                         node.config_valid.eq(take_row), node.config.eq(config),
+                         node.setup_valid.eq(take_row), node.setup.eq(config),
                          node.node.eq(c), node.now.eq(now), node.window.eq(window),
                          node.go.eq(in_phase["run"] | in_phase["drain"]),
                          node.fault.eq(fault),

@@ -50,7 +50,7 @@ def node_signature(*, dims, vcs, n_nodes, local_ports):
     link = LinkSignature(vcs=vcs, flit_words=FLIT_WORDS)
     return wiring.Signature({
         "tx": Out(link).array(ports), "rx": In(link).array(ports),
-        "config_valid": In(1), "config": In(node_row_layout(dims)),
+        "setup_valid": In(1), "setup": In(node_row_layout(dims)),
         "node": In(CHIP_BITS), "go": In(1), "create": In(1), "window": In(1),
         "now": In(32), "fault": In(1), "traffic": In(traffic_signature(n_nodes)),
         "lit": Out(ports), "moved": Out(1),
@@ -66,7 +66,7 @@ class NetworkNode(wiring.Component):
     :class:`TrafficSink` (from ejection port j).
 
     Every node of a network is the same module: its id comes in on ``node``, its settings
-    in the configuration rows. Row r (``config_valid`` high) writes the router's table
+    in the configuration rows. Row r (``setup_valid`` high) writes the router's table
     entry for destination r and the hop count from source r, and if r is this node, the
     node's own settings (``node_layout``: fixed destination, whether it sends, lit torus
     ports, seed).
@@ -86,8 +86,9 @@ class NetworkNode(wiring.Component):
         The far ends of the outgoing links (registered when ``link_latency`` >= 1).
     rx : In(LinkSignature(vcs, 2)).array(2*dims)
         Into the router.
-    config_valid : In(1)
-    config : In(node_row_layout(dims))
+    setup_valid, setup : In(1), In(node_row_layout(dims))
+        A configuration row (not ``config``: a Verilog keyword, which Verilator's wrapper of
+        a hierarchical block would not escape).
     node : In(8)
     go, create, window : In(1)
         Generators running; creation on; measurement window open.
@@ -153,14 +154,14 @@ class NetworkNode(wiring.Component):
         settings = Signal(node_layout(self.dims))
         m.submodules.hops = hops = Memory(shape=HOP_BITS, depth=self.n_nodes, init=[])
         hop_write = hops.write_port()
-        cfg = self.config
-        m.d.comb += [router.table.valid.eq(self.config_valid),
+        cfg = self.setup
+        m.d.comb += [router.table.valid.eq(self.setup_valid),
                      router.table.payload.dst.eq(cfg.row),
                      router.table.payload.entry.eq(cfg.entry),
-                     hop_write.en.eq(self.config_valid), hop_write.addr.eq(cfg.row),
+                     hop_write.en.eq(self.setup_valid), hop_write.addr.eq(cfg.row),
                      hop_write.data.eq(cfg.hops), self.lit.eq(settings.lit),
                      router.down.eq(Mux(self.fault, settings.down, 0))]
-        with m.If(self.config_valid & (cfg.row == self.node)):
+        with m.If(self.setup_valid & (cfg.row == self.node)):
             m.d.sync += settings.eq(cfg.node)
 
         link_outputs(m, router, self, vcs=self.vcs, flit_words=FLIT_WORDS,

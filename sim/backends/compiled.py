@@ -86,17 +86,26 @@ def _design(run):
     return exported.verilog, exported.signature, exported.modules[:-1]
 
 
-def _no_inline(modules):
-    """A Verilator control file that keeps the block's repeated modules out of line.
+def _verilator_config(modules, hierarchical=()):
+    """A Verilator control file that keeps the block's repeated modules out of line, and
+    verilates each of ``hierarchical`` on its own.
 
     Verilator inlines every module by default, so a 32x32 MXU becomes one
     flat netlist of 1,024 PEs (3.5 GB, and a C++ compile of many minutes per
     file). Kept out of line, the PE and the PE row are verilated and
     compiled once each and instantiated many times, so the build grows with
     the array's edge rather than its area.
+
+    Out of line is not enough for a large module: Verilator still schedules every
+    instance's logic as C++ of its own (a 4x4 network's 16 nodes: 16 MB of C++ for one
+    module). A hierarchical block is verilated once, as a library of its own that every
+    instance calls, so its code does not grow with the instances at all; each call has a
+    cost, so it is for modules of thousands of lines, not a PE.
     """
-    return "\n".join(["`verilator_config"]
-                     + [f'no_inline -module "{module}"' for module in modules]) + "\n"
+    lines = ["`verilator_config"]
+    lines += [f'no_inline -module "{module}"' for module in modules if module not in hierarchical]
+    lines += [f'hier_block -module "{module}"' for module in hierarchical]
+    return "\n".join(lines) + "\n"
 
 
 def _tool_version(simulator):
@@ -118,17 +127,21 @@ def build(run, *, simulator, images=None, waves=False):
                      images=images, waves=waves, what=f"the {run.block} whole-run harness")
 
 
-def build_top(run, *, simulator, design, key, images=None, waves=False, what):
+def build_top(run, *, simulator, design, key, images=None, waves=False, what, hierarchical=()):
     """The cached build folder of ``run``'s harness around a top exported by ``design()``,
     built if need be: it returns the Verilog text of the top (module ``run.block``) and of
     the modules it instantiates, the top's signature, and the names of the modules that
     repeat (kept out of line). ``key`` lists what else shapes that text (a runner's export
-    code); ``images`` and ``waves`` as in :func:`build`.
+    code); ``images`` and ``waves`` as in :func:`build`. Verilator builds each module of
+    ``hierarchical`` (repeated ones) as a block of its own (see :func:`_verilator_config`);
+    ``images`` cannot name memories inside them, and Icarus ignores it.
     """
     from .whole_run import make_harness
     images = images or {}
     verilating = simulator == "verilator"
-    flags = VERILATOR_FLAGS + (("--trace",) if waves else ()) if verilating else ICARUS_FLAGS
+    hierarchical = tuple(hierarchical) if verilating else ()
+    flags = (VERILATOR_FLAGS + (("--trace",) if waves else ())
+             + (("--hierarchical",) if hierarchical else ())) if verilating else ICARUS_FLAGS
     key = [_source_digest(), *key, run.block, sorted(run.params.items()), sorted(images),
            run.until, run.busy, sorted(run.depths.items()),
            sorted((player, recorder) for player, (recorder, _) in run.loopbacks.items()),
@@ -143,7 +156,10 @@ def build_top(run, *, simulator, design, key, images=None, waves=False, what):
         if not verilating:
             text = icarus_source(text)
         (folder / "design.v").write_text(text)
-        (folder / "config.vlt").write_text(_no_inline(repeated))
+        if set(hierarchical) - set(repeated):
+            raise ValueError(f"hierarchical blocks {sorted(set(hierarchical) - set(repeated))} "
+                             f"are not among the repeated modules {repeated}")
+        (folder / "config.vlt").write_text(_verilator_config(repeated, hierarchical))
         (folder / "tb.v").write_text(testbench_verilog(harness, module=HARNESS_MODULE,
                                                        images=images))
         compile_harness(folder, simulator=simulator, flags=flags,
@@ -163,8 +179,10 @@ def compile_harness(folder, *, simulator, flags, large, what):
         shutil.copy(MAIN, folder / "main.cpp")
         commands = [[verilator(), *flags, *(("-fno-dfg",) if large else ()), "-Mdir", "obj",
                      "config.vlt", "main.cpp", "design.v", "tb.v"],
-                    ["make", "-C", "obj", "-f", f"V{TOP}.mk", *MAKE_FLAGS,
-                     f"OPT_FAST={model_opt()}"]]
+                    # A hierarchical build verilates its blocks, then the top, under make.
+                    ["make", "-C", "obj", *MAKE_FLAGS, f"OPT_FAST={model_opt()}",
+                     *((f"-fV{TOP}_hier.mk", "hier_build") if "--hierarchical" in flags
+                       else (f"-fV{TOP}.mk",))]]
     else:
         commands = [[iverilog(), *flags, "-o", "tb.vvp", "design.v", "tb.v"]]
     output = ""

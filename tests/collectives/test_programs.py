@@ -104,8 +104,9 @@ def test_pipelined_chunks_match_golden(kind, name, chunks, rng):
            chunks=chunks)
 
 
+# Pushes cut unevenly (5 words) on the ring, whose golden runs are the quickest.
 @pytest.mark.parametrize("kind", gc.KINDS)
-@pytest.mark.parametrize("name,push_words", [("1x4", 16), ("2x2x2", 5), ("4x4-failed5", 8)])
+@pytest.mark.parametrize("name,push_words", [("1x4", 5), ("2x2x2", 16), ("4x4-failed5", 8)])
 def test_split_pushes_match_golden(kind, name, push_words, rng):
     t = _topology(name)
     _check(kind, t, _inputs(rng, _shape(kind, t, scale=2), "float32"), "float32",

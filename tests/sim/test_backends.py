@@ -30,8 +30,11 @@ def _small_corpus(op, rng):
 
 
 @pytest.mark.parametrize("backend", COCOTB_BACKENDS)
-@pytest.mark.parametrize("op, numerics", [("fp32_add", "ieee"), ("bf16_mul", "tpu"),
-                                          ("fp32_to_bf16", "ieee")])
+# One unit in the default suite: the cocotb path is the same for every unit.
+@pytest.mark.parametrize("op, numerics", [
+    pytest.param("fp32_add", "ieee", marks=pytest.mark.slow),
+    pytest.param("bf16_mul", "tpu", marks=pytest.mark.slow),
+    ("fp32_to_bf16", "ieee")])
 def test_arith_backends_agree(op, numerics, backend, rng):
     operands = _small_corpus(op, rng)
     program = functools.partial(stream_through, beats=UNITS[op].pack(operands))

@@ -111,6 +111,7 @@ def test_export_command_writes_and_lints(tmp_path):
     assert "lint: clean" in proc.stderr and "mxu" in _modules(out.read_text())
 
 
+@pytest.mark.slow
 def test_the_tensorcore_emits_its_vpus_word_alus_once():
     result = export("tensorcore", {"lanes": 1, "ops": ("add",)})
     modules = re.findall(r"^module\s+([^\s(]+)", result.verilog, re.M)

@@ -4,13 +4,14 @@
 ring, failed-chip and twisted topologies deliver every packet exactly once, intact (the
 sinks' checks and the counts of every node); Amaranth, Verilator and Icarus agree on every
 statistic, cycle for cycle; one build serves a shape's regular, twisted and failed-chip
-topologies; isolated packets take exactly the latency their hop count gives; the test
-knobs' corrupted and malformed packets are counted where they should be; a network that
-cannot make progress is reported by the watchdog, naming what waits; bad parameters get a
-one-line error.
+topologies; a build with the node as a hierarchical block runs as the flat one; isolated
+packets take exactly the latency their hop count gives; the test knobs' corrupted and
+malformed packets are counted where they should be; a network that cannot make progress is
+reported by the watchdog, naming what waits; bad parameters get a one-line error.
 
 The default suite builds one shape (2x4) on Verilator; the comparisons of backends, the other
-shapes' builds and the longer runs are marked slow (``pytest -m slow``)."""
+shapes' builds, the hierarchical build and the longer runs are marked slow
+(``pytest -m slow``)."""
 
 import math
 
@@ -76,15 +77,20 @@ def compare_backends(topology, seed, **kwargs):
     a = short_run(topology, backend="amaranth", seed=seed, **kwargs)
     check_delivery(a, topology)
     for backend in ("verilator", "icarus"):
-        b = short_run(topology, backend=backend, seed=seed, **kwargs)
-        assert (a.cycles, a.drain_cycles) == (b.cycles, b.drain_cycles), backend
-        for name in a.per_node:
-            np.testing.assert_array_equal(a.per_node[name], b.per_node[name],
-                                          err_msg=f"{backend}: {name}")
-        np.testing.assert_array_equal(a.histogram, b.histogram, err_msg=backend)
-        for x, y in zip(a.run, b.run):
-            np.testing.assert_array_equal(x, y, err_msg=backend)
+        check_same_run(a, short_run(topology, backend=backend, seed=seed, **kwargs), backend)
     return a
+
+
+def check_same_run(a, b, label):
+    """Every node's statistics, the histogram, the run's figures and the harness's cycle
+    counts of ``b`` identical to ``a``'s."""
+    assert (a.cycles, a.drain_cycles) == (b.cycles, b.drain_cycles), label
+    for name in a.per_node:
+        np.testing.assert_array_equal(a.per_node[name], b.per_node[name],
+                                      err_msg=f"{label}: {name}")
+    np.testing.assert_array_equal(a.histogram, b.histogram, err_msg=label)
+    for x, y in zip(a.run, b.run):
+        np.testing.assert_array_equal(x, y, err_msg=label)
 
 
 @pytest.mark.slow
@@ -121,6 +127,29 @@ def test_one_build_serves_every_topology_of_a_shape(monkeypatch, seed):
     for name, stats in runs.items():
         check_delivery(stats, shapes[name])
     assert runs["twisted"].run.hops_mean < runs["regular"].run.hops_mean
+
+
+@pytest.mark.slow
+def test_a_hierarchical_build_runs_as_the_flat_one(monkeypatch, seed):
+    """The node verilated as a hierarchical block, as networks of
+    ``network.HIERARCHICAL_NODES`` nodes and more are: a 2x2's run is the flat build's,
+    statistic for statistic and cycle for cycle."""
+    folders = []
+    build = network._compiled_build
+
+    def spy(*args, **kwargs):
+        folders.append(build(*args, **kwargs))
+        return folders[-1]
+    monkeypatch.setattr(network, "_compiled_build", spy)
+    topology = SHAPES["2x2"]()
+    flat = short_run(topology, backend="verilator", seed=seed, traffic="all_to_all")
+    check_delivery(flat, topology)
+    monkeypatch.setattr(network, "HIERARCHICAL_NODES", 4)
+    check_same_run(flat, short_run(topology, backend="verilator", seed=seed,
+                                   traffic="all_to_all"), "hierarchical")
+    configs = [(folder / "config.vlt").read_text() for folder in folders]
+    assert 'hier_block -module "network_node"' not in configs[0]
+    assert 'hier_block -module "network_node"' in configs[1]
 
 
 @pytest.mark.parametrize("link_latency", [2, pytest.param(3, marks=pytest.mark.slow)])

@@ -40,6 +40,7 @@ def test_one_seed_passes_with_coverage(tmp_path):
     assert "network.ocs_commit                                100.0%" in text, text
 
 
+@pytest.mark.slow
 def test_corrupted_traffic_fails_the_seed(tmp_path, monkeypatch):
     """``inject="golden-fault"``: the first run flips a payload bit of every 5th packet
     while the check expects none; the sinks catch each, and the seed fails."""
