@@ -12,6 +12,8 @@ import sys
 import threading
 import time
 
+from sim.backends.build_cache import BUILD_LISTENERS
+
 __all__ = ["ProgressLine", "LOG_INTERVAL"]
 
 #: Seconds between progress lines when the stream is not a terminal.
@@ -35,6 +37,8 @@ class ProgressLine:
         # A log gets its first line after an interval too: short runs stay quiet.
         self._logged = self.started
         self._lock = threading.Lock()
+        # Builds started while the line is open say so above it (they can take minutes).
+        BUILD_LISTENERS.append(self.log)
 
     def _line(self):
         elapsed = time.perf_counter() - self.started
@@ -76,6 +80,8 @@ class ProgressLine:
 
     def close(self):
         """Clear the line on a terminal (a log keeps its last line)."""
+        if self.log in BUILD_LISTENERS:
+            BUILD_LISTENERS.remove(self.log)
         with self._lock:
             if self.tty:
                 self.stream.write("\r\033[K")

@@ -6,15 +6,29 @@ versions), so one build serves every run of the same design. The root is
 ``$TPU_RTL_CACHE``, by default ``./build/sim``. Parallel workers build a
 design once: the first takes a lock beside the folder and builds, the others
 wait on the lock and then find the finished build's stamp.
+
+A build can take minutes (a 128-node network, a 4x4 system of chips: half an hour), so
+it is announced: every callable in :data:`BUILD_LISTENERS` gets a line when one starts and
+when it ends (a command's progress line, :class:`verif.progress.ProgressLine`, listens
+while it is open).
 """
 
 import fcntl
 import hashlib
 import os
 import shutil
+import time
 from pathlib import Path
 
-__all__ = ["build_root", "cached_build"]
+__all__ = ["build_root", "cached_build", "BUILD_LISTENERS"]
+
+#: Callables given a one-line message when a build starts and when it ends.
+BUILD_LISTENERS = []
+
+
+def _announce(message):
+    for listener in list(BUILD_LISTENERS):
+        listener(message)
 
 
 def build_root():
@@ -42,10 +56,14 @@ def cached_build(kind, name, key_parts, build):
             return folder
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir()
+        _announce(f"building {kind}/{name} (once for this design; later runs reuse "
+                  f"{folder})")
+        started = time.perf_counter()
         try:
             build(folder)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
         stamp.touch()
+        _announce(f"built {kind}/{name} in {time.perf_counter() - started:.0f} s")
     return folder

@@ -16,10 +16,14 @@ def _modules(verilog):
     return re.findall(r"^module\s+([^\s(]+)", verilog, re.M)
 
 
-@pytest.mark.parametrize("numerics", ["tpu", "ieee"])
-@pytest.mark.parametrize("block, params", [
-    *((b, {}) for b in ARITH), ("pe", {}),
-    ("mxu", {"rows": 4, "cols": 4}), ("mxu", {"rows": 3, "cols": 5, "add_stages": 3}),
+_MXU_4X4, _MXU_3X5 = {"rows": 4, "cols": 4}, {"rows": 3, "cols": 5, "add_stages": 3}
+
+
+# The MXUs are arrays of the PE linted in both modes: one mode each in the default suite.
+@pytest.mark.parametrize("block, params, numerics", [
+    *((b, {}, numerics) for b in (*ARITH, "pe") for numerics in ("tpu", "ieee")),
+    ("mxu", _MXU_4X4, "tpu"), pytest.param("mxu", _MXU_4X4, "ieee", marks=pytest.mark.slow),
+    ("mxu", _MXU_3X5, "ieee"), pytest.param("mxu", _MXU_3X5, "tpu", marks=pytest.mark.slow),
 ])
 def test_export_is_lint_clean(block, params, numerics):
     result = export(block, params | {"numerics": numerics})

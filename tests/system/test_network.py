@@ -107,11 +107,9 @@ def test_backends_agree(shape, seed):
     compare_backends(SHAPES[shape](), seed, traffic="all_to_all", message_packets=3)
 
 
-@pytest.mark.long
-def test_one_build_serves_every_topology_of_a_shape(monkeypatch, seed):
-    """The regular, twisted and failed-chip 2x4 tori run on one Verilator build (only the
-    streamed-in OCS maps and tables differ); each delivers everything, and the twist
-    shortens the long axis' paths: fewer hops on average for the same traffic."""
+@pytest.fixture
+def build_folders(monkeypatch):
+    """The folders of the Verilator builds the test's runs use, in order."""
     folders = []
     build = network._compiled_build
 
@@ -119,35 +117,36 @@ def test_one_build_serves_every_topology_of_a_shape(monkeypatch, seed):
         folders.append(build(*args, **kwargs))
         return folders[-1]
     monkeypatch.setattr(network, "_compiled_build", spy)
+    return folders
+
+
+@pytest.mark.long
+def test_one_build_serves_every_topology_of_a_shape(build_folders, seed):
+    """The regular, twisted and failed-chip 2x4 tori run on one Verilator build (only the
+    streamed-in OCS maps and tables differ); each delivers everything, and the twist
+    shortens the long axis' paths: fewer hops on average for the same traffic."""
     shapes = {"regular": topo.torus("2x4"), "twisted": topo.torus("2x4", twist=True),
               "failed": topo.torus("2x4", failed=[5])}
     runs = {name: short_run(t, backend="verilator", seed=seed, traffic="all_to_all", rate=0.5)
             for name, t in shapes.items()}
-    assert len(folders) == 3 and len(set(folders)) == 1
+    assert len(build_folders) == 3 and len(set(build_folders)) == 1
     for name, stats in runs.items():
         check_delivery(stats, shapes[name])
     assert runs["twisted"].run.hops_mean < runs["regular"].run.hops_mean
 
 
 @pytest.mark.slow
-def test_a_hierarchical_build_runs_as_the_flat_one(monkeypatch, seed):
+def test_a_hierarchical_build_runs_as_the_flat_one(build_folders, monkeypatch, seed):
     """The node verilated as a hierarchical block, as networks of
     ``network.HIERARCHICAL_NODES`` nodes and more are: a 2x2's run is the flat build's,
     statistic for statistic and cycle for cycle."""
-    folders = []
-    build = network._compiled_build
-
-    def spy(*args, **kwargs):
-        folders.append(build(*args, **kwargs))
-        return folders[-1]
-    monkeypatch.setattr(network, "_compiled_build", spy)
     topology = SHAPES["2x2"]()
     flat = short_run(topology, backend="verilator", seed=seed, traffic="all_to_all")
     check_delivery(flat, topology)
     monkeypatch.setattr(network, "HIERARCHICAL_NODES", 4)
     check_same_run(flat, short_run(topology, backend="verilator", seed=seed,
                                    traffic="all_to_all"), "hierarchical")
-    configs = [(folder / "config.vlt").read_text() for folder in folders]
+    configs = [(folder / "config.vlt").read_text() for folder in build_folders]
     assert 'hier_block -module "network_node"' not in configs[0]
     assert 'hier_block -module "network_node"' in configs[1]
 

@@ -1,7 +1,10 @@
-"""The one progress line: quiet on short runs in a log, redrawn on a terminal."""
+"""The one progress line: quiet on short runs in a log, redrawn on a terminal; builds
+announced while it is open."""
 
 import io
+import re
 
+from sim.backends.build_cache import BUILD_LISTENERS, cached_build
 from verif import progress
 from verif.progress import ProgressLine
 
@@ -42,3 +45,22 @@ def test_a_terminal_line_is_redrawn_in_place():
     text = tty.getvalue()
     assert text.startswith("\rbench [############............] 1/2 steps fp32_add (")
     assert text.endswith("\r\033[K") and "\n" not in text
+
+
+def test_a_build_while_the_line_is_open_is_announced(tmp_path, monkeypatch):
+    """A build can take minutes: its start and its end are lines of their own; a build
+    found in the cache, or one after the line is closed, says nothing."""
+    monkeypatch.setenv("TPU_RTL_CACHE", str(tmp_path))
+    log = io.StringIO()
+    line = ProgressLine("network", total=1, unit="runs", stream=log)
+    built = []
+    cached_build("whole-verilator", "network", ["a"], built.append)
+    cached_build("whole-verilator", "network", ["a"], built.append)
+    line.close()
+    cached_build("whole-verilator", "network", ["b"], built.append)
+    lines = log.getvalue().splitlines()
+    assert len(built) == 2 and len(lines) == 2
+    assert lines[0].startswith("building whole-verilator/network (once for this design; "
+                               f"later runs reuse {tmp_path}/whole-verilator/network-")
+    assert re.fullmatch(r"built whole-verilator/network in \d+ s", lines[1])
+    assert line.log not in BUILD_LISTENERS

@@ -4,9 +4,12 @@ Amaranth and Icarus runs use 1-lane VPUs (a run costs seconds of elaboration, wh
 length). Verilator runs use two "tpu" builds: the full 1-lane VPU (every op; the
 elementwise passes run on it rather than on a build per op as
 ``sim.vpu.elementwise`` makes), and an 8-lane VPU with its 8x8 MXU but only the
-ops its programs need (a full 8-lane VPU takes many minutes to compile). The 8-lane build's
-tests and the Icarus runs are marked slow; the default suite has the 8-lane VPU and its MXU
-on Amaranth (test_vpu_rtl.py, test_vpu_throughput.py).
+ops its programs need (a full 8-lane VPU takes many minutes to compile). Every op's corpus
+on the 1-lane build, the 8-lane build's tests and the Icarus runs are marked slow; the
+default suite has every ALU op in both numerics modes (test_vpu_rtl.py), the generated
+programs on golden (here), the 1-lane build through a regression program
+(test_regress_vpu.py), and the 8-lane VPU and its MXU on Amaranth (test_vpu_rtl.py,
+test_vpu_throughput.py).
 """
 
 import numpy as np
@@ -288,6 +291,7 @@ def test_no_mxu_stops_the_run_on_amaranth(rng):
 MXU_BUILD_OPS = ("add", "f32_to_bf16")
 
 
+@pytest.mark.slow
 def test_every_op_through_generated_programs_on_verilator(rng):
     for op in golden.ELEMENTWISE_OPS:
         board = check_elementwise_corpus(op, rng, backend="verilator")
