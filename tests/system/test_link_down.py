@@ -30,14 +30,16 @@ def crossing_sources(topology, traffic, ends):
     return dst, crosses
 
 
-@pytest.mark.parametrize("shape, link, backend", [
-    ("2x4", (1, 2), "amaranth"),               # a wired link inside the torus
-    ("2x4-twisted", (1, 1), "verilator"),      # a twisted wrap link, through the OCS
+# Both on the one 2x4 Verilator build the network tests share (regular and twisted tori
+# differ only in what is streamed in).
+@pytest.mark.parametrize("shape, link", [
+    ("2x4", (1, 2)),                # a wired link inside the torus
+    ("2x4-twisted", (1, 1)),        # a twisted wrap link, through the OCS
 ])
-def test_a_link_taken_down_mid_run_gives_up_exactly_its_routes(shape, link, backend, seed):
+def test_a_link_taken_down_mid_run_gives_up_exactly_its_routes(shape, link, seed):
     topology = topo.torus("2x4", twist=shape.endswith("twisted"))
     stats = network.run_stats(topology, traffic="neighbor", rate=0.5, packet_flits=3,
-                              cycles=240, warmup=20, seed=seed, backend=backend,
+                              cycles=240, warmup=20, seed=seed, backend="verilator",
                               link_down=(*link, DOWN_AT))
     far = divmod(int(topology.ocs[link[0] * topology.n_ports + link[1]]), topology.n_ports)
     assert stats.down == (link, far)
