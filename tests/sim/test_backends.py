@@ -60,6 +60,10 @@ def test_matmul_backends_agree_cycle_for_cycle(backend, rng):
     assert run_program("mxu", params, program, backend=backend) == (final, spans)
 
 
+#: The parameters of test_arith_backends_agree's default case: the error tests reuse its build.
+SHARED_BUILD = {"numerics": "ieee"}
+
+
 async def _never_ready(bench):
     # Module level, so the cocotb backends can unpickle it in the simulator's process.
     sink = StreamSink("result", 2, stall=lambda: True)
@@ -68,13 +72,13 @@ async def _never_ready(bench):
 
 def test_a_hang_in_the_simulator_comes_back_as_a_hang():
     with pytest.raises(SimulationHang, match="result: received 0/2"):
-        run_program("fp32_to_bf16", {}, _never_ready, backend="verilator")
+        run_program("fp32_to_bf16", SHARED_BUILD, _never_ready, backend="verilator")
 
 
 def test_a_failing_program_names_its_error():
     program = functools.partial(stream_through, beats=["not a number"])
     with pytest.raises(SimulationError, match="test program failed in verilator"):
-        run_program("fp32_to_bf16", {}, program, backend="verilator")
+        run_program("fp32_to_bf16", SHARED_BUILD, program, backend="verilator")
 
 
 def test_waves_and_code_coverage_on_request(tmp_path):

@@ -30,10 +30,12 @@ COMPILED = ["verilator", ICARUS]
 
 
 def _add_run(rng, n, **kwargs):
+    """An fp32_add run of ``n`` beats. Every length shares one harness depth, so the tests
+    share one build a backend (a waves build is one more)."""
     a, b = (x[-n:] for x in corpus.binary_corpus("fp32_add", rng, n))
     run = WholeRun("fp32_add", {"numerics": "ieee"},
                    play={"operands": UNITS["fp32_add"].pack((a, b))}, record={"result": n},
-                   **kwargs)
+                   **{"depth": 512} | kwargs)
     return run, golden.fp32_add(a, b, numerics="ieee")
 
 
@@ -76,7 +78,7 @@ def test_one_build_serves_every_data_set(rng):
     run, _ = _add_run(rng, 40)
     run_whole(run, backend="verilator")
     before = set((build_root() / "whole-verilator").iterdir())
-    other, expected = _add_run(rng, 33, seed=9, gaps={"result": 0.5})   # same memory depth
+    other, expected = _add_run(rng, 33, seed=9, gaps={"result": 0.5})
     got = run_whole(other, backend="verilator")
     assert set((build_root() / "whole-verilator").iterdir()) == before
     np.testing.assert_array_equal(np.array(got.recorded["result"], np.uint32), expected)
