@@ -596,9 +596,10 @@ def _hang_message(topology, outputs, per_node, watchdog):
 NODE_MODULE = "network_node"
 #: From this many nodes on, Verilator builds the node as a hierarchical block (one library
 #: every node calls) instead of scheduling each node's logic as C++ of its own. The build
-#: then stays small (a 4x8x8's flat C++ did not compile in an hour), but a cycle costs
-#: more: every call crosses the block's ports, and the top evaluates the nodes again while
-#: their outputs change (docs/network.md, "Simulation speed").
+#: then stays small (a 4x8x8's flat C++ did not compile in an hour). Every call crosses the
+#: block's ports, and the top evaluates the nodes again while their outputs change, so a
+#: 4x4 runs about 4x slower this way, while a 4x4x8 runs faster (350 against 218 cycles/s,
+#: its flat model's size costing more); docs/network.md, "Simulation speed".
 HIERARCHICAL_NODES = 128
 
 
