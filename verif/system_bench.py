@@ -22,16 +22,19 @@ __all__ = ["measure", "BENCH_CHIP", "RING_CHIP", "TORUS_CHIP", "CHUNK_SWEEP"]
 BENCH_CHIP = dict(vmem_lines=4096, smem_words=4096, imem_depth=1024, n_flags=64)
 
 #: The 4x4 torus's chip: a network port per torus link (4 on a 2-D torus; two ports cap
-#: busbw at 2B, half the 4x4 bound), and 16 lanes, so that the reduce (8 lines of 16 words
-#: in 28 cycles: 4.6 words a cycle) keeps ahead of four receive engines (4 words a cycle)
-#: and the DMA's VMEM port (a line a cycle) carries four push and four receive engines;
-#: the same 32K words of VMEM as ``BENCH_CHIP``.
-TORUS_CHIP = dict(BENCH_CHIP, lanes=16, network_ports=4, vmem_lines=2048)
-#: Words a chip of the 4x4 goals (S = 64 KiB: the largest all-reduce its VMEM holds with
-#: its staging), and their chunks per transfer: 2, so that a reduce piece is 8 VMEM lines
-#: of 16 lanes (the VPU moves 8 lines a vld/vst, and a smaller piece costs as much; at
-#: 32 KiB a piece in 2 chunks is 4 lines, and the all-reduce took 2.2x as long as in one).
-TORUS_WORDS, TORUS_CHUNKS = 16384, 2
+#: busbw at 2B, half the 4x4 bound), and 16 lanes, so that the DMA's VMEM port (a line a
+#: cycle) carries four push and four receive engines with room to spare; 64K words of
+#: VMEM, which hold a 128 KiB all-reduce and its staging. (32 lanes reached 0.938 and
+#: 0.897 of the bound in all-reduce and reduce-scatter, against 16 lanes' 0.915 and 0.861,
+#: at half the simulation speed: docs/system.md.)
+TORUS_CHIP = dict(BENCH_CHIP, lanes=16, network_ports=4, vmem_lines=4096)
+#: Words a chip of the 4x4 goals (S = 128 KiB: the largest all-reduce its VMEM holds with
+#: its staging), and their chunks per transfer: 4, so that a reduce piece is 8 VMEM lines
+#: of 16 lanes (the VPU moves 8 lines a vld/vst, and a smaller piece costs as much). At
+#: 64 KiB in 2 chunks, the largest size of the 32K-word VMEM before, the all-reduce
+#: reached 0.823 and the reduce-scatter 0.733: a ring step's pieces then pipeline over
+#: half as many chunks.
+TORUS_WORDS, TORUS_CHUNKS = 32768, 4
 
 #: The 1x4 ring's chip: flags and IMEM for every chunking swept. (A 4x4 system reads out
 #: 16 x 64 flags of 32 bits; 128 flags a chip would pass Amaranth's 65,536-bit limit on
@@ -63,7 +66,7 @@ def _inputs(kind, chips, words, rng):
 def measure(path=Path("docs/system.md"), *, backend="verilator", seed=1, quick=False,
             out=print):
     """Run the benchmarks, print them, and write them into ``path``; return the goal rows.
-    ``quick`` leaves out the 4x4 torus (its build takes about 35 minutes)."""
+    ``quick`` leaves out the 4x4 torus (its build takes about 6 minutes)."""
     from golden import collective_cost, collectives
     from golden import topology as topo
     from sim import system

@@ -53,6 +53,22 @@ def test_ring_of_pushes_lands_on_every_chip(shape, step):
 
 
 @pytest.mark.slow
+def test_the_flat_build_runs_as_the_hierarchical_one(monkeypatch):
+    """Every chip loads and dumps its own memories, so that Verilator can build the chip as
+    a hierarchical block (``sim.system._hierarchical``); a flat build of the same system
+    (as a traced run gets) must run the same cycles and leave the same memories."""
+    programs, vmem, smem = _ring_push(4)
+    hierarchical = system.run_programs("2x2", programs, vmem=vmem, smem=smem, chip=CHIP)
+    monkeypatch.setattr(system, "_hierarchical", lambda waves: ())
+    flat = system.run_programs("2x2", programs, vmem=vmem, smem=smem, chip=CHIP)
+    assert flat.cycles == hierarchical.cycles
+    for c in range(4):
+        assert list(flat.vmem[c]) == list(hierarchical.vmem[c])
+        assert list(flat.flags[c]) == list(hierarchical.flags[c])
+    assert (flat.link_flits == hierarchical.link_flits).all()
+
+
+@pytest.mark.slow
 def test_failed_chip_takes_no_program_and_traffic_routes_around_it():
     topology = topo.torus((2, 2), failed=(3,))
     programs, vmem, smem = [], [], []
