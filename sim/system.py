@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from amaranth.back import verilog as amaranth_verilog
 from amaranth.hdl import Shape, UnusedElaboratable
+from amaranth.lib.wiring import Out
 
 from golden import collectives as gc_golden
 from golden import tensorcore as tc
@@ -75,6 +76,9 @@ def plan_push_words(chip):
     return DEFAULT_PUSH_BEATS * chip["lanes"] // 2
 
 
+#: The most output bits a system may have: Amaranth numbers a netlist cell's output bits
+#: in 16 bits, and the whole-run harness holds the system as one cell.
+MAX_READ_OUT_BITS = 1 << 16
 #: Widths of a chip's ``error`` and ``state`` in the system's per-chip outputs.
 ERROR_BITS = Shape.cast(range(len(ERROR_CODES))).width
 STATE_BITS = Shape.cast(State).width
@@ -381,12 +385,22 @@ def _export(params):
     return text, top.signature, [*leaves, CHIP_MODULE]
 
 
+def _check_read_out(signature, dims):
+    """Refuse a system whose outputs the whole-run harness cannot instantiate: Amaranth
+    numbers a netlist cell's output bits in 16 bits, and the harness holds the system as
+    one cell (an instance on Verilator and Icarus)."""
+    bits = sum(Shape.cast(member.shape).width for _, member in signature.members.flatten()
+               if member.is_port and member.flow == Out)
+    if bits > MAX_READ_OUT_BITS:
+        shape = "x".join(map(str, dims))
+        raise ValueError(f"system {shape}: its read-out (every chip's flags, pc, state and "
+                         f"link counters) is {bits:,} bits, more than the {MAX_READ_OUT_BITS:,} "
+                         f"a run can take; use fewer chips (an 8x8 with 16 flags a chip fits) "
+                         f"or fewer flags")
+
+
 def _simulate(whole, *, backend, waves, progress):
     images = _images(whole.params)
-    if backend == "amaranth":
-        from .backends.amaranth_sim import simulate_whole
-        return simulate_whole(whole, ChipSystem, waves=waves, progress=progress)
-    from .backends import compiled
     with warnings.catch_warnings():
         # Built only to read its ports: it is never elaborated.
         warnings.simplefilter("ignore", UnusedElaboratable)
@@ -394,6 +408,11 @@ def _simulate(whole, *, backend, waves, progress):
         signature = probe.signature
         del probe
         gc.collect()
+    _check_read_out(signature, whole.params["dims"])
+    if backend == "amaranth":
+        from .backends.amaranth_sim import simulate_whole
+        return simulate_whole(whole, ChipSystem, waves=waves, progress=progress)
+    from .backends import compiled
     check_run(whole, signature, images)
     makers = "".join(inspect.getsource(f) for f in (_SystemOfInstances, _export))
     # The chips load their own memories: the testbench is given none to reach into.

@@ -136,6 +136,13 @@ def test_bad_link_latencies_are_refused(latency, error, message):
         ChipNode(dims=2, n_nodes=4, link_latency=latency, chip=system.SYSTEM_CHIP)
 
 
+def test_a_system_too_large_to_read_out_is_refused():
+    # 128 chips: 95,602 bits of flags, pcs, states and link counters, built for no run.
+    with pytest.raises(ValueError, match=r"system 4x4x8: its read-out .* is 95,602 bits"):
+        system.run_programs("4x4x8", ["halt\n"] * 128, vmem=[None] * 128,
+                            chip={"n_flags": 16})
+
+
 def test_bad_topology_and_backend_are_refused():
     programs, vmem, smem = _ring_push(4)
     with pytest.raises(ValueError, match="dims must look like '4x4x8', not '2by2'"):
