@@ -68,6 +68,13 @@ def add_parser(subparsers):
                         "per torus link (4 on a 2-D torus) lifts busbw past 2B")
     c.add_argument("--lanes", type=int, help="VMEM lanes a chip (default 8); with 4 ports, "
                                              "16, so that the reduce keeps up")
+    c.add_argument("--outstanding", type=int, metavar="N",
+                   help="DMA descriptors in flight a chip (default 4)")
+    c.add_argument("--vcs", type=int, default=2, metavar="N",
+                   help="virtual channels a link (default 2; 4 splits the routes into two "
+                        "classes by the source's parity)")
+    c.add_argument("--buffer-flits", type=int, default=8, metavar="N",
+                   help="flits of each VC buffer (default 8; 66 hold a whole packet)")
     c.add_argument("--backend", choices=("verilator", "amaranth", "icarus"),
                    default="verilator")
     c.add_argument("--seed", type=int, default=1, help="seed of the data (default 1)")
@@ -185,15 +192,18 @@ def cmd_collective(args):
         raise CommandError(f"--chunks must be at least 1, not {args.chunks}", status=2)
     chips = int(topology.alive.sum())
     chip = {name: value for name, value in (("network_ports", args.network_ports),
-                                             ("lanes", args.lanes)) if value is not None}
+                                             ("lanes", args.lanes),
+                                             ("outstanding", args.outstanding))
+            if value is not None}
+    network = dict(vcs=args.vcs, buffer_flits=args.buffer_flits)
     whole = dict(system.SYSTEM_CHIP) | chip
     rng = np.random.default_rng(args.seed)
     print(f"system {args.kind} on {topology.shape}{' twisted' if args.twist else ''}"
           f"{' failed ' + ','.join(map(str, args.fail)) if args.fail else ''} ({chips} chips, "
           f"{args.dtype}, numerics {args.numerics}, chunks {args.chunks}, seed {args.seed}, "
           f"backend {args.backend}); {whole['network_ports']} network ports and "
-          f"{whole['lanes']} lanes a chip; B = {system.LINK_BYTES_PER_CYCLE} bytes/cycle per "
-          f"link direction", flush=True)
+          f"{whole['lanes']} lanes a chip, {args.vcs} VCs of {args.buffer_flits} flits a "
+          f"link; B = {system.LINK_BYTES_PER_CYCLE} bytes/cycle per link direction", flush=True)
     rows, last = [], None
     progress = ProgressLine(f"system {args.kind}", total=len(sizes), unit="sizes")
     try:
@@ -202,7 +212,8 @@ def cmd_collective(args):
             try:
                 run = system.collective(args.kind, inputs, topology=topology, dtype=args.dtype,
                                         numerics=args.numerics, chunks=args.chunks,
-                                        chip=chip, backend=args.backend, seed=args.seed)
+                                        chip=chip, backend=args.backend, seed=args.seed,
+                                        **network)
             except system.SystemRunError as error:
                 raise CommandError(str(error)) from None
             want = collectives.collective(args.kind, inputs, topology=topology,
@@ -230,5 +241,5 @@ def cmd_collective(args):
                    f"{args.numerics} --chunks {args.chunks} --seed {args.seed} --backend "
                    f"{args.backend}"
                    + "".join(f" --{name.replace('_', '-')} {value}"
-                             for name, value in chip.items()))
+                             for name, value in (chip | network).items()))
         raise CommandError(f"mismatch: {bad} wrong words (reproduce: {again})")

@@ -48,6 +48,9 @@ def test_a_wrong_word_fails_the_command_with_a_reproducer(monkeypatch, tmp_path,
     (["--twist"], 1, "a twisted torus is"),
     (["--network-ports", "5"], 1, "network_ports must be at most 4, not 5"),
     (["--network-ports", "0"], 1, "network_ports must be at least 1, not 0"),
+    (["--vcs", "1"], 1, "vcs must be at least 2, not 1"),
+    (["--buffer-flits", "0"], 1, "buffer_flits must be at least 1, not 0"),
+    (["--outstanding", "0"], 1, "outstanding must be at least 1, not 0"),
 ])
 def test_bad_arguments_are_one_line_errors(args, status, message, capsys):
     assert cli.main(["system", "collective", "all_reduce", *args]) == status
@@ -66,8 +69,21 @@ def test_chip_options_reach_the_run_and_the_header(monkeypatch, capsys):
                      "--network-ports", "4", "--lanes", "16"]) == 1
     captured = capsys.readouterr()
     assert seen == [{"network_ports": 4, "lanes": 16}]
-    assert "4 network ports and 16 lanes a chip" in captured.out
+    assert "4 network ports and 16 lanes a chip, 2 VCs of 8 flits a link" in captured.out
     assert "stopped by the test" in captured.err
+
+
+def test_router_and_dma_options_reach_the_run_and_the_header(monkeypatch, capsys):
+    seen = []
+
+    def record(*args, **kwargs):
+        seen.append({name: kwargs.get(name) for name in ("chip", "vcs", "buffer_flits")})
+        raise system.SystemRunError("stopped by the test")
+    monkeypatch.setattr(system, "collective", record)
+    assert cli.main(["system", "collective", "all_to_all", "--topology", "4x4",
+                     "--outstanding", "8", "--vcs", "4", "--buffer-flits", "72"]) == 1
+    assert seen == [{"chip": {"outstanding": 8}, "vcs": 4, "buffer_flits": 72}]
+    assert "4 VCs of 72 flits a link" in capsys.readouterr().out
 
 
 def test_sizes_and_inputs():
