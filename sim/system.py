@@ -25,7 +25,7 @@ from amaranth.lib.wiring import Out
 from golden import collectives as gc_golden
 from golden import tensorcore as tc
 from golden import topology as topo
-from hdl.ici.layouts import max_local_ports
+from hdl.ici.layouts import MAX_VCS, max_local_ports
 from hdl.lib.blackbox import BlackBox
 from hdl.lib.memory_port import check_int
 from hdl.memory.dma_push_ports import DEFAULT_PUSH_BEATS
@@ -195,10 +195,13 @@ def run_programs(topology, programs, *, vmem, smem=None, chip=None, vcs=2, buffe
                              f"{'needs a program' if alive[c] else 'takes no program'}")
     words = [None if p is None else tc.program_words(p) for p in programs]
     params = dict(SYSTEM_CHIP) | dict(chip or {})
-    # ChipNode's check, made before any part is built, so that a bad count is one error
+    # ChipNode's checks, made before any part is built, so that a bad value is one error
     # and leaves no half-built parts behind.
     check_int("network_ports", params["network_ports"], least=1,
               most=max_local_ports(len(topology.dims)))
+    check_int("outstanding", params["outstanding"], least=1)
+    check_int("vcs", vcs, least=2, most=MAX_VCS)
+    check_int("buffer_flits", buffer_flits, least=1)
     lanes = params["lanes"]
     longest = max(len(w) for w in words if w is not None)
     params["imem_depth"] = max(params["imem_depth"], memory_depth(longest))
