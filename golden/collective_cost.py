@@ -20,18 +20,26 @@ Model
   of its receive events in (step, chunk) order, it waits until every word has landed, spends
   ``event_cycles``, reduces the reduce pieces and sends what depended on them. A send depends
   on the latest earlier step's event that writes a word it reads. Sends after the same event
-  leave together, their pushes taken in turn.
+  leave together, their pushes dealt as :func:`dealing_order` says. An all-to-all's pieces
+  are one receive event at each chip (its program waits once).
 - **Issue.** A piece's ranges leave as pushes of at most ``push_words`` words. The core
-  issues a push unless ``dma_slots`` pushes are queued or sending; then it waits for the
-  oldest to leave. The DMA takes one push at a time, ``descriptor_cycles`` apart.
+  issues a push unless ``dma_slots`` pushes hold a slot of the DMA; then it waits for the
+  oldest to free its slot. The DMA takes one push at a time, ``descriptor_cycles`` apart.
+  Without ``queue_words`` a push holds its slot until it has left. With it (a chip with
+  several push ports), the DMA moves the push's words into its port's queue, a VMEM line
+  a cycle, once that queue has room for them (the pushes ahead of it on the port hold
+  their words there until they have left), frees its slot then, and only then takes the
+  next push: one full queue stalls the pushes of every port.
 - **Sending.** A chip deals its pushes to its ``ports`` push ports in turn. A port sends a
   packet only once it holds all of it, so a push starts ``fill_cycles`` per word of its first
   packet after the DMA took it, or when its port is free, whichever is later. It sends its
   words as packets of at most ``packet_words`` words, each behind ``header_flits`` header
-  flits, one flit per ``4 / B`` cycles, its port's pushes end to end. Each link of its
-  route, and the receive port it ejects on, carries its flits in the first gap from its
-  start that the pushes booked before it left (work-conserving, as packets of several
-  pushes interleave on a link; two pushes do not share a cycle).
+  flits, one flit per ``4 / B`` cycles. Each link of its route, and the receive port it
+  ejects on, carries those flits in its first idle cycles from the push's start, around
+  what the pushes booked before it took (work-conserving: packets of several pushes
+  interleave on a link, so a push may fill several gaps; two pushes do not share a cycle).
+  The port is free again when the last of them has carried the push: a route that is
+  busy backs up into the port (wormhole), and it has left then.
 - **Landing.** A push's last word lands when the last of its resources is done, plus a
   latency set so that a one-word push to a neighbour lands ``alpha`` cycles after its issue,
   plus ``hop_cycles`` for every hop after the first.
@@ -61,13 +69,14 @@ import numpy as np
 from .routing import eject_port
 from .vpu import SUBLANES
 
-__all__ = ["CostParams", "pipelined_cycles", "piece_range", "overlap", "send_order"]
+__all__ = ["CostParams", "pipelined_cycles", "piece_range", "overlap", "send_order",
+           "dealing_order"]
 
 #: Bytes a word (``golden.collectives`` re-exports it).
 WORD_BYTES = 4
 
 _AT_LEAST_ONE = ("ports", "torus_ports", "lanes", "push_words", "packet_words")
-_WHOLE = _AT_LEAST_ONE + ("header_flits", "dma_slots")
+_WHOLE = _AT_LEAST_ONE + ("header_flits", "dma_slots", "queue_words")
 
 
 @dataclass(frozen=True)
@@ -84,7 +93,9 @@ class CostParams:
     group_cycles, line_cycles : the VPU's reduce of 8 lines, and of a line left over
     descriptor_cycles : the DMA's time for a push before it takes the next
     fill_cycles : a push port's read of a word of a push's first packet
-    dma_slots : pushes queued or sending at once (0: no limit)
+    dma_slots : pushes holding a slot of the DMA at once (0: no limit)
+    queue_words : words a push port's queue holds (0: none; a push then holds its DMA slot
+        until it has left)
     event_cycles : a receive event's own cost (its wait, and setting up the reduce)
     hop_cycles : a hop after the first
     end_cycles : the last halt to the end of the run
@@ -105,6 +116,7 @@ class CostParams:
     event_cycles: float = 0.0
     hop_cycles: float = 0.0
     end_cycles: float = 0.0
+    queue_words: int = 0
 
     def __post_init__(self):
         for f in fields(self):
@@ -180,6 +192,32 @@ def send_order(receives, sends, *, all_to_all):
     return after
 
 
+def dealing_order(per_piece, chunks):
+    """The order in which a chip issues the pushes of pieces that leave together (the
+    programs' rule): chunk by chunk, so that an earlier chunk lands first and its receive
+    events start while the later chunks are in flight; within a chunk, the pieces' pushes
+    in turn, so that pushes to different receivers leave side by side on a chip's push
+    ports (which take pushes in turn).
+
+    Parameters
+    ----------
+    per_piece : list of lists
+        Each piece's pushes, the pieces in send order.
+    chunks : list of int
+        Each piece's chunk (``k`` of ``chunks`` per transfer).
+
+    Returns
+    -------
+    list, every push once
+    """
+    out = []
+    for k in sorted(set(chunks)):
+        group = [pushes for pushes, c in zip(per_piece, chunks) if c == k]
+        out += [push for turn in itertools.zip_longest(*group) for push in turn
+                if push is not None]
+    return out
+
+
 def _pushes(piece, push_words):
     """``(piece, first source word, words)`` of each push of ``piece``."""
     out = []
@@ -198,6 +236,7 @@ class _Chip:
         self.at = 0            # the next action
         self.time = 0.0        # when the core is free for it
         self.left = []         # per push issued so far, the time it has left
+        self.freed = []        # per push issued so far, when it freed its DMA slot
         self.unfenced = []     # (source words, time it has left) of pushes not waited for
 
 
@@ -207,16 +246,16 @@ def _programs(pieces, all_to_all, push_words):
     receives = defaultdict(lambda: defaultdict(list))
     for piece in pieces:
         sends[piece.src][piece.key].append(piece)
-        receives[piece.dst][piece.key].append(piece)
+        receives[piece.dst][(0, 0) if all_to_all else piece.key].append(piece)
     chips = {}
     for chip in sorted(set(sends) | set(receives)):
         events = sorted(receives[chip])
         after = send_order(receives[chip], sends[chip], all_to_all=all_to_all)
 
         def batch(keys):
-            per_piece = [_pushes(p, push_words) for key in keys for p in sends[chip][key]]
-            return ("send", [push for turn in itertools.zip_longest(*per_piece)
-                             for push in turn if push is not None])
+            pieces = [p for key in keys for p in sends[chip][key]]
+            return ("send", dealing_order([_pushes(p, push_words) for p in pieces],
+                                          [p.key[1] for p in pieces]))
 
         actions = [batch(after[-1])]
         for i, key in enumerate(events):
@@ -234,6 +273,7 @@ class _Timing:
         self.free = defaultdict(float)          # resource -> when it is next free
         self.landed = defaultdict(float)        # piece -> when its last word has landed
         self.booked = defaultdict(list)         # link or receive port -> busy spans
+        self.queued = defaultdict(list)         # push port -> (left, words) of its pushes
         # A one-word push, issued at 0, is taken at 0, sent from fill_cycles, and lands
         # alpha after its issue: the latency after its last flit.
         self.latency = params.alpha - params.fill_cycles - \
@@ -244,42 +284,64 @@ class _Timing:
         ``first``: book its DMA turn, push port, links and receive port, and move on when
         ``piece`` has landed."""
         p = self.p
-        if p.dma_slots and len(program.left) >= p.dma_slots:
-            program.time = max(program.time, program.left[-p.dma_slots])
+        if p.dma_slots and len(program.freed) >= p.dma_slots:
+            program.time = max(program.time, program.freed[-p.dma_slots])
         port = len(program.left) % p.ports
         dma, push = ("dma", chip), ("push", chip, port)
         taken = max(program.time, self.free[dma])
-        self.free[dma] = taken + p.descriptor_cycles
+        queued = self._queue(push, taken, words)
+        self.free[dma] = max(taken + p.descriptor_cycles, queued or 0)
         start = max(taken + min(words, p.packet_words) * p.fill_cycles, self.free[push])
         busy = (words + p.header_flits * -(-words // p.packet_words)) * self.word_cycles
-        self.free[push] = sent = start + busy
         # The receiver's input is the far end of the last link (port ^ 1).
         arrive = piece.links[-1][1] ^ 1
         eject = ("eject", piece.dst,
                  eject_port(arrive, torus_ports=p.torus_ports, local_ports=p.ports))
-        done = sent
+        done = start + busy
         for r in [("link",) + link for link in piece.links] + [eject]:
             done = max(done, self._book(r, start, busy))
-        program.left.append(sent)
-        program.unfenced.append(((first, first + words), sent))
+        self.free[push] = done
+        if queued is not None:
+            self.queued[push].append((done, words))
+        program.left.append(done)
+        program.freed.append(done if queued is None else queued)
+        program.unfenced.append(((first, first + words), done))
         flag = done + self.latency + p.hop_cycles * (len(piece.links) - 1)
         self.landed[piece] = max(self.landed[piece], flag)
 
+    def _queue(self, push, taken, words):
+        """When the DMA, having taken a push of ``words`` words at ``taken``, has moved
+        them into push port ``push``'s queue (None without ``queue_words``)."""
+        p = self.p
+        if not p.queue_words:
+            return None
+        ahead = self.queued[push] = [(t, n) for t, n in self.queued[push] if t > taken]
+        at, held = taken + -(-words // p.lanes), words
+        for left, n in sorted(ahead, reverse=True):
+            held += n
+            if held > p.queue_words:
+                return max(at, left)
+        return at
+
     def _book(self, resource, start, busy):
-        """Book ``busy`` cycles of ``resource`` in its first idle gap from ``start``; return
-        when they end. (Work-conserving: a push issued later but ready earlier goes in a
-        gap the pushes booked before it left, as packets of several pushes interleave on
-        a link.)"""
+        """Book the first ``busy`` idle cycles of ``resource`` from ``start``, across as
+        many gaps between its booked spans as they take; return when the last ends.
+        (Work-conserving: a push issued later but ready earlier fills what the pushes
+        booked before it left idle, as packets of several pushes interleave on a link.)"""
         spans = self.booked[resource]
-        at = start
-        i = bisect.bisect_left(spans, (start,))
-        if i and spans[i - 1][1] > at:
-            at = spans[i - 1][1]
-        while i < len(spans) and spans[i][0] < at + busy:
+        i = bisect.bisect_right(spans, (start, float("inf")))
+        at = max(start, spans[i - 1][1]) if i else start
+        left = busy
+        while True:
+            gap = (spans[i][0] if i < len(spans) else float("inf")) - at
+            if gap > 0:
+                take = min(left, gap)
+                spans.insert(i, (at, at + take))
+                i, at, left = i + 1, at + take, left - take
+                if not left:
+                    return at
             at = max(at, spans[i][1])
             i += 1
-        spans.insert(i, (at, at + busy))
-        return at + busy
 
     def reduce_cycles(self, pieces):
         total = 0.0

@@ -148,12 +148,15 @@ def _whole(chip):
 
 
 def _for_chip(params, chip):
-    """``params`` (measured on :data:`RING_CHIP`) with the ports, lanes and push size of
-    ``chip`` (all its parameters); the measured constants are cycles, which the lanes do
-    not change."""
+    """``params`` (measured on :data:`RING_CHIP`) with the ports, lanes, push size and push
+    queues of ``chip`` (all its parameters); the measured constants are cycles, which the
+    lanes do not change."""
     from sim import system
+
+    from .system_calibration import queue_words
     return dataclasses.replace(params, ports=chip["network_ports"], lanes=chip["lanes"],
-                               push_words=system.plan_push_words(chip))
+                               push_words=system.plan_push_words(chip),
+                               queue_words=queue_words(chip))
 
 
 def _ratio(cycles, model):
@@ -199,7 +202,8 @@ def _markdown(rows, params, sweep, sizes, speed, *, seed, backend, quick):
         "event_cycles": "fitted to the chunk sweep below (the one constant not measured)",
         "dma_slots": "the DMA's queue and in-flight descriptors (`outstanding` each)",
         "push_words": "the programs' push size (`sim.system.plan_push_words`)",
-        "packet_words": "the DMA's packets", "header_flits": "`golden.ici`'s write packet"}
+        "packet_words": "the DMA's packets", "header_flits": "`golden.ici`'s write packet",
+        "queue_words": "a push port's queue, 64 lines (`verif.system_calibration.queue_words`)"}
     for name, source in sources.items():
         lines.append(f"| `{name}` | {getattr(params, name):g} | {source} |")
     within = sum(abs(c / m - 1) <= TOLERANCE for _, _, c, _, m in sweep)

@@ -59,14 +59,13 @@ the leftover-line loop and the ranges loop, s8/s9 the descriptor address and cou
 send loop, s10 a large wait operand.
 """
 
-import itertools
 from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
 
 from golden import collectives as gc
-from golden.collective_cost import overlap, piece_range, send_order
+from golden.collective_cost import dealing_order, overlap, piece_range, send_order
 from golden import memory as golden_memory
 from golden import tensorcore as tc
 from golden.vpu import SUBLANES
@@ -133,14 +132,15 @@ class CollectivePlan:
 
 @dataclass(frozen=True)
 class _Piece:
-    """Piece k of a transfer: its receive event ``key`` and ``flag``, sender, receiver,
-    op, and ``parts``, ``(src, dst, words)`` in the buffers (word addresses)."""
+    """Piece ``chunk`` of a transfer: its receive event ``key`` and ``flag``, sender,
+    receiver, op, and ``parts``, ``(src, dst, words)`` in the buffers (word addresses)."""
     key: tuple
     flag: int
     src: int
     dst: int
     op: str
     parts: tuple
+    chunk: int = 0
 
     @property
     def words(self):
@@ -261,9 +261,10 @@ class _Writer:
 
     def send(self, pieces):
         """Issue the pushes of ``pieces`` (sent by this chip), one record per run, or with
-        ``push_words`` one per at most that many words, the pieces' records taken in turn
-        (a chip with several push ports deals its pushes to them in turn, so pushes to
-        different neighbours leave side by side)."""
+        ``push_words`` one per at most that many words, in
+        ``golden.collective_cost.dealing_order``: chunk by chunk, and within a chunk the
+        pieces' records in turn (a chip with several push ports deals its pushes to them
+        in turn, so pushes to different neighbours leave side by side)."""
         first = len(self.records)
         per_piece = []
         for piece in pieces:
@@ -276,8 +277,7 @@ class _Writer:
                 for src, dst, counts, s_strides, d_strides in _split(run, self.push_words)])
             self.pushed += piece.words
             self.outstanding += [(src, src + n) for src, _, n in piece.parts]
-        for turn in itertools.zip_longest(*per_piece):
-            self.records += [record for record in turn if record is not None]
+        self.records += dealing_order(per_piece, [piece.chunk for piece in pieces])
         records = len(self.records) - first
         words = tc.DESCRIPTOR_WORDS
         if records >= 3:
@@ -373,9 +373,9 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
     chunks : int >= 1, pieces per transfer (pipelining; 1 = lockstep)
     tables : optional routing tables, passed to ``golden.collectives.schedule``
     push_words : int, optional
-        Words per push descriptor at most, the pushes of each send taken in turn (for a
-        chip with several push ports, ``hdl.memory.dma_push_ports``); default: one
-        descriptor per run of words
+        Words per push descriptor at most, the pushes of each send dealt by
+        ``golden.collective_cost.dealing_order`` (for a chip with several push ports,
+        ``hdl.memory.dma_push_ports``); default: one descriptor per run of words
 
     Raises
     ------
@@ -445,7 +445,7 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
                 continue
             key = key_of(tr, k)
             piece = _Piece(key, 1 + key[0] * chunks + key[1], tr.src, tr.dst, tr.op,
-                           tuple(parts))
+                           tuple(parts), chunk=k)
             sends[tr.src][(tr.step, k)].append(piece)
             receives[tr.dst][piece.key].append(piece)
 
@@ -480,8 +480,8 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
         # Each send goes right after the last earlier-step receive that writes a word it
         # reads (-1: none, at the start).
         after = send_order(receives[chip], sends[chip], all_to_all=kind == "all_to_all")
-        # The sends that follow one receive (or the start) go out together, their pushes
-        # taken in turn (all_to_all's to every destination at once).
+        # The sends that follow one receive (or the start) go out together, chunk by
+        # chunk (all_to_all's to every destination at once).
         w.send([p for skey in after[-1] for p in sends[chip][skey]])
         for i, key in enumerate(events):
             w.receive(receives[chip][key], receives[chip][key][0].flag)

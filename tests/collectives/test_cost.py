@@ -6,12 +6,13 @@ the RTL is measured by ``tpu-rtl system bench`` (docs/system.md), not here."""
 import pytest
 
 from golden import collectives
-from golden.collective_cost import CostParams, pipelined_cycles
+from golden.collective_cost import CostParams, dealing_order, pipelined_cycles
 
 
-def _copy(step, src, dst, port, words, *, op="copy", start=0):
-    """A one-hop transfer out of ``src``'s torus port ``port``."""
-    return collectives.Transfer(step=step, src=src, dst=dst, links=((src, port),), axis=1,
+def _copy(step, src, dst, port, words, *, op="copy", start=0, links=None):
+    """A transfer out of ``src``'s torus port ``port`` (one hop), or over ``links``."""
+    return collectives.Transfer(step=step, src=src, dst=dst,
+                                links=links or ((src, port),), axis=1,
                                 direction=1, shard=0, op=op,
                                 src_ranges=((start, start + words),),
                                 dst_ranges=((start, start + words),))
@@ -62,6 +63,27 @@ def test_a_full_dma_holds_the_next_issue_until_a_push_has_left():
     assert pipelined_cycles(both, params=one) == 128
 
 
+def test_a_push_in_its_ports_queue_frees_its_dma_slot():
+    # As above with one DMA slot, but each port queues 64 words: the first push is in its
+    # queue 8 cycles after it is taken (8 lines of 8 words), which frees the slot, and
+    # the second goes at 8.
+    both = [_copy(0, 0, 1, 2, 64), _copy(0, 0, 3, 3, 64)]
+    queued = CostParams(alpha=1, **PLAIN, ports=2, dma_slots=1, queue_words=64)
+    assert pipelined_cycles(both, params=queued) == 72
+
+
+def test_a_full_push_queue_stalls_the_dma_for_every_port():
+    # Four 64-word pushes, dealt to ports 0, 1, 0, 1, each port queueing 64 words. The
+    # third waits until the first has left port 0's queue (64), and the DMA with it: the
+    # fourth is queued at 72, when the second has left port 1, and sends over 72..136.
+    # Without queues the DMA is never held, and both ports finish at 128.
+    pushes = [_copy(0, 0, 1, 2, 64), _copy(0, 0, 3, 3, 64),
+              _copy(0, 0, 1, 2, 64, start=64), _copy(0, 0, 3, 3, 64, start=64)]
+    assert pipelined_cycles(pushes, params=CostParams(alpha=1, **PLAIN, ports=2)) == 128
+    queued = CostParams(alpha=1, **PLAIN, ports=2, queue_words=64)
+    assert pipelined_cycles(pushes, params=queued) == 136
+
+
 def test_one_port_takes_both_directions_in_turn():
     both = [_copy(0, 0, 1, 2, 64), _copy(0, 0, 3, 3, 64)]
     assert pipelined_cycles(both, params=CostParams(alpha=1, **PLAIN, ports=1)) == 128
@@ -74,6 +96,41 @@ def test_arrivals_share_a_receive_port_unless_each_input_has_its_own():
     both = [_copy(0, 1, 0, 0, 64), _copy(0, 2, 0, 3, 64)]
     assert pipelined_cycles(both, params=CostParams(alpha=1, **PLAIN, ports=2)) == 128
     assert pipelined_cycles(both, params=CostParams(alpha=1, **PLAIN, ports=4)) == 64
+
+
+def test_a_push_fills_the_idle_cycles_of_a_shared_link():
+    # Chip 0 pushes 64 words to chip 1 at 0 and, its second descriptor 96 cycles later on
+    # its other port, 64 more: link (0, 2) carries them over 0..64 and 96..160. Chip 1's
+    # 64 words to chip 2 over link (1, 3) and then (0, 2), ready at 0, take that link's
+    # idle 64..96 and 160..192, and land at 192 (latency 0 here).
+    transfers = [_copy(0, 0, 1, 2, 64), _copy(0, 0, 1, 2, 64, start=64),
+                 _copy(0, 1, 2, 3, 64, links=((1, 3), (0, 2)))]
+    params = CostParams(alpha=1, **PLAIN, ports=2, descriptor_cycles=96)
+    assert pipelined_cycles(transfers, params=params) == 192
+
+
+def test_a_port_is_held_until_its_route_has_carried_the_push():
+    # Chip 0's 64 words hold link (0, 2) over 0..64. Chip 1, with one port, pushes 64
+    # words over (1, 3) and then (0, 2): that link carries them over 64..128, and the
+    # port takes its next push, 64 words out of (1, 2), only then: it lands at 192.
+    transfers = [_copy(0, 0, 1, 2, 64), _copy(0, 1, 2, 3, 64, links=((1, 3), (0, 2))),
+                 _copy(0, 1, 3, 2, 64, start=64)]
+    assert pipelined_cycles(transfers, params=CostParams(alpha=1, **PLAIN)) == 192
+
+
+def test_an_all_to_all_waits_once():
+    # Every chip receives three blocks in one receive event, as its program waits once.
+    transfers = collectives.schedule("all_to_all", "1x4", (4, 4, 64))
+    quick = pipelined_cycles(transfers, params=CostParams(alpha=1, **PLAIN, ports=2))
+    slow = pipelined_cycles(transfers, params=CostParams(alpha=1, **PLAIN, ports=2,
+                                                         event_cycles=1000))
+    assert slow - quick == 1000
+
+
+def test_pushes_are_dealt_chunk_by_chunk_and_in_turn_within_a_chunk():
+    pushes = [["a0", "a1"], ["b0", "b1"], ["c0"]]
+    assert dealing_order(pushes, [1, 0, 1]) == ["b0", "b1", "a0", "c0", "a1"]
+    assert dealing_order(pushes, [0, 0, 0]) == ["a0", "b0", "c0", "a1", "b1"]
 
 
 def test_lockstep_ring_copies_agree_with_the_alpha_beta_model():
@@ -98,6 +155,8 @@ def test_lockstep_ring_copies_agree_with_the_alpha_beta_model():
     (dict(push_words=0), ValueError, "push_words must be >= 1"),
     (dict(dma_slots=True), TypeError, "dma_slots must be an integer"),
     (dict(header_flits=-1), ValueError, "header_flits must be >= 0"),
+    (dict(queue_words=-1), ValueError, "queue_words must be >= 0"),
+    (dict(queue_words=8.0), TypeError, "queue_words must be an integer"),
 ])
 def test_bad_constants_are_refused(change, error, message):
     with pytest.raises(error, match=message):
@@ -111,3 +170,10 @@ def test_bad_chunks_and_params_are_refused():
         pipelined_cycles(transfers, chunks=0, params=params)
     with pytest.raises(TypeError, match="params must be a CostParams"):
         pipelined_cycles(transfers, params=dict(alpha=1))
+
+
+def test_a_push_port_queues_64_lines_with_several_ports():
+    from verif.system_calibration import queue_words
+    assert queue_words(dict(network_ports=4, lanes=16)) == 64 * 16
+    assert queue_words(dict(network_ports=2, lanes=8)) == 64 * 8
+    assert queue_words(dict(network_ports=1, lanes=8)) == 0

@@ -137,6 +137,16 @@ def test_split_pushes_are_short_and_take_turns():
                              for i in range(64))
 
 
+def test_pushes_leave_chunk_by_chunk():
+    """An all-to-all of 8 words a block on the ring, in 2 chunks: chip 0 pushes the first
+    half of each block (its chunk 0) to chips 1, 3 and 2 in turn, then the second halves,
+    so that two push ports never send one destination's two chunks side by side."""
+    plan = plan_collective("all_to_all", np.zeros((4, 4, 8), np.uint32), topology="1x4",
+                           chunks=2)
+    pushes = [(d.dst[1], d.src[1], d.counts[0]) for d in _descriptors(plan.smem[0])]
+    assert pushes == [(1, 8, 4), (3, 24, 4), (2, 16, 4), (1, 12, 4), (3, 28, 4), (2, 20, 4)]
+
+
 def test_wide_lines_and_long_ranges(rng):
     """lanes = 16, and blocks of several 8-line groups plus leftover lines (the loops)."""
     t = torus("2x2")
