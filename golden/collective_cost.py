@@ -69,8 +69,8 @@ import numpy as np
 from .routing import eject_port
 from .vpu import SUBLANES
 
-__all__ = ["CostParams", "pipelined_cycles", "piece_range", "overlap", "send_order",
-           "dealing_order"]
+__all__ = ["CostParams", "pipelined_cycles", "piece_range", "overlap", "receive_event",
+           "send_order", "dealing_order"]
 
 #: Bytes a word (``golden.collectives`` re-exports it).
 WORD_BYTES = 4
@@ -173,6 +173,13 @@ def overlap(xs, ys):
     return any(a < d and c < b for a, b in xs for c, d in ys)
 
 
+def receive_event(step, chunk, *, all_to_all):
+    """The receive event (the programs' rule) of the piece ``chunk`` of a step-``step``
+    transfer: ``(step, chunk)``, or ``(0, 0)`` for every piece of an all-to-all, whose
+    program waits once for all it receives."""
+    return (0, 0) if all_to_all else (step, chunk)
+
+
 def send_order(receives, sends, *, all_to_all):
     """When a chip's sends go (the programs' rule): ``{i: [send keys]}``, the sends issued
     right after receive event ``i`` of ``sorted(receives)`` (-1: at the start).
@@ -246,7 +253,7 @@ def _programs(pieces, all_to_all, push_words):
     receives = defaultdict(lambda: defaultdict(list))
     for piece in pieces:
         sends[piece.src][piece.key].append(piece)
-        receives[piece.dst][(0, 0) if all_to_all else piece.key].append(piece)
+        receives[piece.dst][receive_event(*piece.key, all_to_all=all_to_all)].append(piece)
     chips = {}
     for chip in sorted(set(sends) | set(receives)):
         events = sorted(receives[chip])
@@ -315,6 +322,7 @@ class _Timing:
         p = self.p
         if not p.queue_words:
             return None
+        # The DMA takes pushes in time order, so one that has left by now stays gone.
         ahead = self.queued[push] = [(t, n) for t, n in self.queued[push] if t > taken]
         at, held = taken + -(-words // p.lanes), words
         for left, n in sorted(ahead, reverse=True):

@@ -65,7 +65,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from golden import collectives as gc
-from golden.collective_cost import dealing_order, overlap, piece_range, send_order
+from golden.collective_cost import (dealing_order, overlap, piece_range, receive_event,
+                                    send_order)
 from golden import memory as golden_memory
 from golden import tensorcore as tc
 from golden.vpu import SUBLANES
@@ -412,14 +413,7 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
 
     # Pieces and their receive events.
     steps = 1 + max(tr.step for tr in transfers)
-    if kind == "all_to_all":
-        def key_of(tr, k):
-            return (0, 0)
-        n_events = 1
-    else:
-        def key_of(tr, k):
-            return (tr.step, k)
-        n_events = steps * chunks
+    n_events = 1 if kind == "all_to_all" else steps * chunks
     used_flags = 1 + n_events
     if used_flags > golden_memory.MAX_FLAGS:
         raise ValueError(f"{kind} on {topo!r} with chunks = {chunks} needs {used_flags} flags "
@@ -443,7 +437,7 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
                     parts.append((lo, d_lo + shift + lo - s_lo, hi - lo))
             if not parts:
                 continue
-            key = key_of(tr, k)
+            key = receive_event(tr.step, k, all_to_all=kind == "all_to_all")
             piece = _Piece(key, 1 + key[0] * chunks + key[1], tr.src, tr.dst, tr.op,
                            tuple(parts), chunk=k)
             sends[tr.src][(tr.step, k)].append(piece)
