@@ -84,7 +84,7 @@ def _images(name, images, n_chips, words=None):
     return out
 
 
-def run_system(programs, *, vmem, smem, n_chips, n_flags, lanes=8, vmem_lines,
+def run_system(programs, *, vmem, smem, n_chips, n_flags, lanes=8, vmem_lines, hbm=None,
                numerics="tpu", max_rounds=10_000, max_bundles=1_000_000):
     """Run one TensorCore program per chip, delivering remote pushes, until every live
     chip halts (module docstring).
@@ -99,6 +99,8 @@ def run_system(programs, *, vmem, smem, n_chips, n_flags, lanes=8, vmem_lines,
     n_flags : int, sync flags per chip (1..128)
     lanes : int, words per VMEM line
     vmem_lines : int, VMEM lines per chip
+    hbm : list of n_chips flat uint32 HBM images, optional (default, and for a None
+        entry: 8 zero words)
     numerics : "tpu" or "ieee"
     max_rounds : int, scheduling rounds before giving up
     max_bundles : int, watchdog: bundles one chip may issue in all
@@ -127,13 +129,15 @@ def run_system(programs, *, vmem, smem, n_chips, n_flags, lanes=8, vmem_lines,
         raise ValueError("every chip has failed (all programs are None): nothing to run")
     vmem = _images("vmem", vmem, n_chips, vmem_lines * lanes)
     smem = _images("smem", smem, n_chips)
+    hbm = _images("hbm", hbm if hbm is not None else [None] * n_chips, n_chips)
     live = [c for c in range(n_chips) if programs[c] is not None]
     sessions = {}
     for c in live:
         image = vmem[c] if vmem[c] is not None else np.zeros(vmem_lines * lanes, np.uint32)
+        far = hbm[c] if hbm[c] is not None else np.zeros(_HBM_WORDS, np.uint32)
         try:
             sessions[c] = tensorcore.Session(
-                programs[c], vmem=image, smem=smem[c], hbm=np.zeros(_HBM_WORDS, np.uint32),
+                programs[c], vmem=image, smem=smem[c], hbm=far,
                 n_flags=n_flags, n_chips=n_chips, lanes=lanes, numerics=numerics,
                 races="error")
         except ValueError as error:

@@ -28,7 +28,7 @@ from hdl.vpu.vector_alu import VectorALU, WordALU
 from .blocks import BLOCKS, block_params, build, parse_params
 
 __all__ = ["BLOCKS", "Export", "export", "parse_params", "block_params", "module_ports",
-           "vpu_of_instances"]
+           "vpu_of_instances", "mxu_of_instances"]
 
 
 @dataclass
@@ -62,11 +62,31 @@ class _MXUOfInstances(MXU):
 def _mxu_parts(prefix, params):
     """(MXU of instances, [(module, component)] of its PE and row) for ``MXU(**params)``."""
     top = _MXUOfInstances(**params)
+    return top, _mxu_leaves(top, prefix)
+
+
+def _mxu_leaves(top, prefix):
+    """[(module, component)] of the PE and the row of ``top``, an :class:`_MXUOfInstances`."""
     array = top.array_params
     pe_params = {k: array[k] for k in ("numerics", "mul_stages", "add_stages", "transpose")}
     row = _RowOfInstances(cols=array["cols"], pe_params=pe_params)
     top.row_module, row.pe_module = f"{prefix}_pe_row", f"{prefix}_pe"
-    return top, [(row.pe_module, ProcessingElement(**pe_params)), (top.row_module, row)]
+    return [(row.pe_module, ProcessingElement(**pe_params)), (top.row_module, row)]
+
+
+def mxu_of_instances(mxu, *, prefix):
+    """Make ``mxu``, a :class:`~hdl.mxu.MXU` built inside a larger block (a TensorCore's),
+    elaborate its rows and PEs as instances of modules emitted once, as the MXU's own
+    export does. Returns the modules to emit, ``{name: component}``, named
+    ``<prefix>_pe`` and ``<prefix>_pe_row``.
+
+    Call it before the block is elaborated. An 8x8 MXU emitted flat is 64 copies of a PE
+    in the block's module, which Verilator compiles 64 times.
+    """
+    if type(mxu) is not MXU:
+        raise TypeError(f"mxu_of_instances takes a hdl.mxu.MXU, not {type(mxu).__name__}")
+    mxu.__class__ = _MXUOfInstances
+    return dict(_mxu_leaves(mxu, prefix))
 
 
 class _VectorALUOfInstances(VectorALU):

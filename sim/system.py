@@ -39,12 +39,13 @@ from .backends import check_backend, self_loading
 from .backends.self_loading import add_to_module, loader_verilog
 from .backends.whole_run import WholeRun, check_run, memory_depth, pack_words, unpack_words
 from .blocks import MemoryImage
-from .export import vpu_of_instances
+from .export import mxu_of_instances, vpu_of_instances
 from .network import CONFIG_WATCHDOG, _lit, _ocs_beats, _rows, _topology
 from .transactors import SimulationHang
 
-__all__ = ["run_programs", "collective", "SystemRun", "CollectiveRun", "SystemRunError",
-           "SYSTEM_CHIP", "LINK_BYTES_PER_CYCLE", "BLOCK", "plan_push_words"]
+__all__ = ["run_programs", "collective", "data_parallel_step", "SystemRun", "CollectiveRun",
+           "StepRun", "SystemRunError", "SYSTEM_CHIP", "STEP_CHIP", "LINK_BYTES_PER_CYCLE",
+           "BLOCK", "plan_push_words"]
 
 #: The block name of the system top in whole runs and builds.
 BLOCK = "system"
@@ -93,13 +94,15 @@ class SystemRunError(RuntimeError):
 class SystemRun:
     """What :func:`run_programs` leaves: per chip id, the final ``vmem`` (flat uint32,
     None for a failed chip) and ``flags``; the ``cycles`` from start until every live chip
-    was done; ``link_flits`` [n_chips, 2*D], the flits each torus port sent; and the
-    simulator's ``seconds``."""
+    was done; ``link_flits`` [n_chips, 2*D], the flits each torus port sent; the
+    simulator's ``seconds``; and per chip id the final ``hbm`` when the run was given HBM
+    images (else None)."""
     vmem: list
     flags: np.ndarray
     cycles: int
     link_flits: np.ndarray
     seconds: float
+    hbm: list = None
 
 
 @dataclass(frozen=True)
@@ -156,7 +159,8 @@ def _node_params(params):
                 n_nodes=int(np.prod(params["dims"])), chip=params["chip"])
 
 
-def run_programs(topology, programs, *, vmem, smem=None, chip=None, vcs=2, buffer_flits=8,
+def run_programs(topology, programs, *, vmem, smem=None, hbm=None, chip=None, vcs=2,
+                 buffer_flits=8,
                  link_latency=2, backend="verilator", seed=0, watchdog=20_000, waves=None,
                  progress=None):
     """Run ``programs[c]`` on chip c of ``topology`` until every live chip is done.
@@ -165,7 +169,8 @@ def run_programs(topology, programs, *, vmem, smem=None, chip=None, vcs=2, buffe
     ----------
     topology : golden.topology.Topology or a shape such as "2x2"
     programs : list, per chip id, of assembly text or bundles (None: a failed chip)
-    vmem, smem : lists, per chip id, of flat uint32 initial images (None: zeros)
+    vmem, smem, hbm : lists, per chip id, of flat uint32 initial images (None: zeros;
+        with ``hbm``, the run reads every chip's HBM back)
     chip : dict
         TensorCore parameters of every chip (:data:`SYSTEM_CHIP` and these); IMEM grows to
         the power of two that holds the longest program.
@@ -221,6 +226,8 @@ def run_programs(topology, programs, *, vmem, smem=None, chip=None, vcs=2, buffe
             load[f"chip{c}.vmem"] = pack_words(np.pad(image, (0, -image.size % lanes)), lanes)
         if smem is not None and smem[c] is not None:
             load[f"chip{c}.smem"] = pack_words(np.asarray(smem[c], np.uint32).ravel(), 1)
+        if hbm is not None and hbm[c] is not None:
+            load[f"chip{c}.hbm"] = _hbm_image(c, hbm[c], chip_params)
     dims = topology.dims
     lit = _lit(topology, dims)
     tables = topo.routing_tables(topology, vcs=vcs)
@@ -230,7 +237,8 @@ def run_programs(topology, programs, *, vmem, smem=None, chip=None, vcs=2, buffe
         BLOCK, params, play={"tables": rows, "ocs": _ocs_beats(topology, dims)}, record={},
         until="finished", busy="busy", watchdog=max(watchdog, CONFIG_WATCHDOG), seed=seed,
         inputs={"alive": sum(1 << c for c in range(n) if alive[c])}, load=load,
-        dump=tuple(f"chip{c}.vmem" for c in range(n) if alive[c]))
+        dump=tuple(f"chip{c}.{name}" for c in range(n) if alive[c]
+                   for name in ("vmem", "hbm")[:1 + (hbm is not None)]))
     try:
         result = _simulate(whole, backend=backend, waves=waves, progress=progress)
     except SimulationHang as hang:
@@ -251,8 +259,22 @@ def run_programs(topology, programs, *, vmem, smem=None, chip=None, vcs=2, buffe
     links = _per_chip(out.get("link_flits", 0), n * topology.n_ports, 32)
     vmems = [unpack_words(result.memories[f"chip{c}.vmem"], lanes) if alive[c] else None
              for c in range(n)]
+    hbms = None if hbm is None else [
+        unpack_words(result.memories[f"chip{c}.hbm"], chip_params["words_per_cycle"])
+        if alive[c] else None for c in range(n)]
     return SystemRun(vmem=vmems, flags=flags, cycles=int(out["cycles"]),
-                     link_flits=links.reshape(n, topology.n_ports), seconds=result.seconds)
+                     link_flits=links.reshape(n, topology.n_ports), seconds=result.seconds,
+                     hbm=hbms)
+
+
+def _hbm_image(c, image, chip):
+    """Chip ``c``'s HBM image as the memory's entries of ``words_per_cycle`` words."""
+    image = np.asarray(image, np.uint32).ravel()
+    if image.size > chip["hbm_words"]:
+        raise ValueError(f"chip {c}'s HBM image has {image.size} words, more than "
+                         f"{chip['hbm_words']}")
+    per = chip["words_per_cycle"]
+    return pack_words(np.pad(image, (0, -image.size % per)), per)
 
 
 def _per_chip(value, count, bits):
@@ -332,6 +354,73 @@ def collective(kind, inputs, *, topology, dtype="float32", backend="verilator", 
         link_utilization=run.link_flits / cycles, seconds=run.seconds)
 
 
+#: The data-parallel step's chips: :data:`SYSTEM_CHIP` with an 8x8 MXU (the matmul kernel's
+#: 8 lanes) and the ALU operations the matmul adds (``xor`` zeroes its sums, ``max`` is
+#: its ReLU).
+STEP_CHIP = dict(SYSTEM_CHIP, mxu=True, ops=("add", "iadd", "xor", "max"))
+
+
+@dataclass(frozen=True)
+class StepRun:
+    """Result of :func:`data_parallel_step`: ``out``, float32 [C, M, N], the all-reduced
+    products on each live chip (row r the r-th live chip's); ``products``, float32
+    [C, M, N], each chip's own matmul product as it left in HBM; ``cycles`` from start
+    until every live chip was done, the matmul and the all-reduce; ``link_utilization``
+    and ``seconds`` as :class:`CollectiveRun`'s."""
+    out: np.ndarray
+    products: np.ndarray
+    cycles: int
+    link_utilization: np.ndarray
+    seconds: float = 0.0
+
+
+def data_parallel_step(shards, w, *, topology, activation=None, numerics="tpu", chunks=1,
+                       chip=None, vcs=2, buffer_flits=8, link_latency=2, backend="verilator",
+                       seed=0, waves=None, progress=None):
+    """A data-parallel step, one program per chip (:mod:`sim.kernels.data_parallel`): chip
+    r multiplies ``shards[r]`` by ``w`` on its MXU, from HBM to HBM, then the chips
+    all-reduce the fp32 products.
+
+    ``shards`` bf16 [C, M, K] for the C live chips, ``w`` bf16 [K, N]; ``out`` equals
+    ``golden.collectives.collective("all_reduce", P, topology=...)`` bit for bit, where row
+    r of P is ``golden.mxu.matmul(shards[r], w)`` (then ``max(v, +0.0)`` with ReLU),
+    flattened. ``chip`` overrides :data:`STEP_CHIP` (8 lanes and an MXU, which the matmul
+    kernel needs; the operations it uses are added); the other parameters are
+    :func:`collective`'s. Returns a :class:`StepRun`.
+
+    Raises
+    ------
+    ValueError
+        On bad input (shapes; products the all-reduce cannot cut into VMEM lines; a chip
+        without 8 lanes and an MXU).
+    SystemRunError
+        A chip faulted or the run hung.
+    """
+    from .kernels.data_parallel import plan_data_parallel
+    topology = _topology(topology)
+    chip = dict(STEP_CHIP) | dict(chip or {}) | {"numerics": numerics}
+    if chip["lanes"] != 8 or not chip["mxu"]:
+        raise ValueError(f"the matmul kernel runs on chips of 8 lanes with an MXU, not "
+                         f"lanes={chip['lanes']}, mxu={chip['mxu']}")
+    plan = plan_data_parallel(shards, w, topology=topology, activation=activation,
+                              chunks=chunks, push_words=plan_push_words(chip))
+    if chip["ops"] is not None:
+        chip["ops"] = tuple(dict.fromkeys([*chip["ops"], "add", "xor"] +
+                                          ["max"] * (activation == "relu")))
+    need = dict(n_flags=plan.n_flags, vmem_lines=plan.vmem_lines, smem_words=plan.smem_words,
+                imem_depth=plan.imem_bundles, hbm_words=plan.hbm_words)
+    chip |= {name: max(chip[name], memory_depth(value)) for name, value in need.items()}
+    chip["mxu_results"] = max(chip.get("mxu_results", 16), plan.mxu_results)
+    run = run_programs(topology, plan.programs, vmem=plan.vmem, smem=plan.smem, hbm=plan.hbm,
+                       chip=chip, vcs=vcs, buffer_flits=buffer_flits,
+                       link_latency=link_latency, backend=backend, seed=seed, waves=waves,
+                       progress=progress)
+    products = np.stack([plan.matmul.result(run.hbm[c]) for c in plan.collective.chips])
+    return StepRun(out=plan.result(run.vmem).view(np.float32),
+                   products=products.view(np.float32), cycles=run.cycles,
+                   link_utilization=run.link_flits / max(run.cycles, 1), seconds=run.seconds)
+
+
 def _bits(inputs, dtype):
     """(uint32 bit patterns, the dtype to view ``out`` as, or None for uint32)."""
     if dtype not in gc_golden.DTYPES:
@@ -378,6 +467,8 @@ def _export(params):
     top = _SystemOfInstances(**params)
     node = ChipNode(**top.node_params)
     leaves = vpu_of_instances(node.tensorcore.core.vpu)
+    if node.tensorcore.core.mxu is not None:
+        leaves |= mxu_of_instances(node.tensorcore.core.mxu, prefix="chip_mxu")
     loader = loader_verilog(_node_images(node), number="node", prefix="chip")
     options = dict(emit_src=False, strip_internal_attrs=True)
     chip = add_to_module(amaranth_verilog.convert(node, name=CHIP_MODULE, **options),

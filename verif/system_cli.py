@@ -145,12 +145,17 @@ def random_inputs(kind, chips, size, dtype, rng):
 
 def collective_table(rows):
     """The nccl-tests-style table of ``rows`` (dicts of size, cycles, algbw, busbw,
-    fraction, wrong), as lines."""
+    fraction, wrong; algbw, busbw and fraction may be None, shown as "-"), as lines."""
     lines = [f"  {'size (B)':>10}{'cycles':>10}{'algbw B/c':>11}{'busbw B/c':>11}"
              f"{'of bound':>10}{'#wrong':>8}"]
+
+    def cell(value, width, spec):
+        return f"{'-':>{width}}" if value is None else f"{value:>{width}{spec}}"
+
     for r in rows:
-        lines.append(f"  {r['size']:>10,}{r['cycles']:>10,}{r['algbw']:>11.3f}"
-                     f"{r['busbw']:>11.3f}{r['fraction']:>10.1%}{r['wrong']:>8}")
+        lines.append(f"  {r['size']:>10,}{r['cycles']:>10,}{cell(r['algbw'], 11, '.3f')}"
+                     f"{cell(r['busbw'], 11, '.3f')}{cell(r['fraction'], 10, '.1%')}"
+                     f"{r['wrong']:>8}")
     return lines
 
 

@@ -22,7 +22,7 @@ are computed and dropped.
 
 Pipelining.
 - *DMA*: the steps are fetched in one stream over all blocks, into the two buffers in
-  turn (flag 1 counts their words). Late in step ``s``, once its last tile load is out,
+  turn (flag ``flag_base``, 1 by default, counts their words). Late in step ``s``, once its last tile load is out,
   the program waits for step ``s + 1``'s tiles (``waitc``, consuming them) and fetches
   step ``s + 2`` into the buffer step ``s`` is done with; a block's first step waits and
   fetches at the block's start. So a fetch has about a step to land, each wait covers the
@@ -42,16 +42,17 @@ Pipelining.
   it, one load a push (a ``vld`` takes longer than a push), and the next step's first
   tiles during the end of the step before, once its tiles are waited for.
 - *Output*: a block's sums go through an output buffer; the next block waits for that
-  buffer's DMA (flag 2) only when it stores its own sums.
+  buffer's DMA (flag ``flag_base + 1``) only when it stores its own sums.
 
 Layouts (HBM, words; one bf16 in the low half of a word): ``x`` [Mp, Kp] row-major at
 ``x_base``, ``w`` [Kp, Np] at ``w_base``, ``out`` [Mp, Np] fp32 at ``out_base``. VMEM
-line 0 holds the bf16 -0.0 constant; then, with ``S = k_per_step``, two LHS buffers of
-``8 * rows * S`` lines (line ``(8b + r) * S + kk`` is row ``r`` of M-tile ``b`` in the
-step's K-tile ``kk``), two weight buffers of ``8 * cols * S`` lines (line
-``(8kk + s) * cols + c`` is row ``s`` of K-tile ``kk`` and N-tile ``c``), and the output
-buffer of ``8 * rows * cols`` lines (line ``(8b + r) * cols + c``): each buffer is a
-row-major block of its matrix, so every DMA is two-dimensional. SMEM holds the three DMA
+line ``vmem_base`` (0 by default) holds the bf16 -0.0 constant; then, with ``S =
+k_per_step``, two LHS buffers of ``8 * rows * S`` lines (line ``(8b + r) * S + kk`` is
+row ``r`` of M-tile ``b`` in the step's K-tile ``kk``), two weight buffers of ``8 * cols
+* S`` lines (line ``(8kk + s) * cols + c`` is row ``s`` of K-tile ``kk`` and N-tile
+``c``), and the output buffer of ``8 * rows * cols`` lines (line ``(8b + r) * cols +
+c``), each line relative to its buffer: each buffer is a row-major block of its matrix,
+so every DMA is two-dimensional. SMEM from word ``smem_base`` (0) holds the three DMA
 descriptor records and a table of the blocks' base addresses.
 """
 
@@ -83,14 +84,14 @@ FETCH_GAP = 5
 _TILE = SUBLANES
 _LANES = 8
 
-# SMEM: descriptor records, then the block table (x_base, w_base, out_base per block).
+# SMEM, from ``smem_base``: descriptor records, then the block table (x_base, w_base,
+# out_base per block).
 _DX, _DW, _DO = 0, tc.DESCRIPTOR_WORDS, 2 * tc.DESCRIPTOR_WORDS
 _TABLE = 3 * tc.DESCRIPTOR_WORDS
 _ENTRY = 3
-# VMEM line of the -0.0 constant.
-_CONST_LINE = 0
-# Flags: the steps' tiles, the output buffer.
-_F_TILES, _F_OUT = 1, 2
+# Flags, from ``flag_base``: the steps' tiles, the output buffer.
+_F_TILES, _F_OUT = 0, 1
+_IMM = 1 << 15           # signed 16-bit immediates: an SMEM offset must be below
 
 # vregs
 _X_ROTATING = (24, 25, 26, 27)  # LHS tiles with one N-tile a block: each used once
@@ -107,7 +108,9 @@ class MatmulKernel:
     ``[:M, :N]`` is the product; a block is ``rows`` M-tiles by ``cols`` N-tiles,
     a step ``k_per_step`` K-tiles. ``mxu_results`` is the MXU result queue the program
     needs (rows), ``lhs_pushes`` the LHS pushes it makes (the MXU's busy beats are
-    ``8 * lhs_pushes``).
+    ``8 * lhs_pushes``). Flag ``out_flag`` reaches ``out_words`` once the last output
+    block is in HBM: a program that goes on after the matmul (``halt=False``) waits for
+    it before it reads the product.
     """
     program: str
     hbm: np.ndarray
@@ -122,6 +125,8 @@ class MatmulKernel:
     lag: int
     mxu_results: int
     lhs_pushes: int
+    out_flag: int
+    out_words: int
 
     def result(self, hbm):
         """The [M, N] fp32 product (uint32 patterns) in a final HBM image."""
@@ -148,7 +153,8 @@ def _most_rows(cols):
 
 
 def plan_matmul(x, w, *, activation=None, max_rows=None, cols=None, k_per_step=None,
-                lag=MAX_LAG, vmem_lines=None):
+                lag=MAX_LAG, vmem_lines=None, vmem_base=0, smem_base=0, flag_base=1,
+                halt=True):
     """Plan ``act(x @ w)`` (``x`` bf16 [M, K], ``w`` bf16 [K, N]); returns a
     :class:`MatmulKernel`.
 
@@ -158,10 +164,26 @@ def plan_matmul(x, w, *, activation=None, max_rows=None, cols=None, k_per_step=N
     spans two tiles, else 1: fewer, larger steps); ``lag`` the pops' trail
     (0..:data:`MAX_LAG`, less than the block's sums). ``vmem_lines`` is the VMEM to fit:
     the defaults shrink (``k_per_step``, then the M-tiles of a block) until they fit.
-    ``activation`` is None or ``"relu"``. Raises ValueError on bad shapes or parameters.
+    ``activation`` is None or ``"relu"``.
+
+    Placement, for a program that shares the chip with another (``sim.kernels.
+    data_parallel``): the kernel's VMEM starts at line ``vmem_base``, its SMEM at word
+    ``smem_base``, its two flags are ``flag_base`` and ``flag_base + 1``, and VMEM, SMEM
+    and flags below those are neither read nor written (the images there are zeros).
+    With ``halt=False`` the program ends after issuing the last output DMA, for another
+    program to follow (see :attr:`MatmulKernel.out_flag`).
+
+    Raises ValueError on bad shapes or parameters.
     """
     if activation not in (None, "relu"):
         raise ValueError(f"activation must be None or 'relu', not {activation!r}")
+    for name, value, most in (("vmem_base", vmem_base, None),
+                              ("smem_base", smem_base, _IMM - _TABLE - 1),
+                              ("flag_base", flag_base, golden_memory.MAX_FLAGS - 2)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0 or \
+                (most is not None and value > most):
+            raise ValueError(f"{name} must be an integer in 0..{most if most else 'inf'}, "
+                             f"not {value!r}")
     x = as_bits(x, BF16, name="x")
     w = as_bits(w, BF16, name="w")
     if x.ndim != 2 or w.ndim != 2:
@@ -190,7 +212,7 @@ def plan_matmul(x, w, *, activation=None, max_rows=None, cols=None, k_per_step=N
         raise ValueError(f"k_per_step must be a positive integer, not {k_per_step!r}")
     rows = _spread(_tiles(m), max_rows)
     if vmem_lines is not None:
-        while _VmemLayout(rows, cols, k_per_step).lines > vmem_lines:
+        while _VmemLayout(rows, cols, k_per_step, vmem_base).lines > vmem_lines:
             if chosen_ks and k_per_step > 1:
                 k_per_step -= 1
             elif chosen_rows and max_rows > 1:
@@ -213,45 +235,52 @@ def plan_matmul(x, w, *, activation=None, max_rows=None, cols=None, k_per_step=N
     out_base = w_base + kp * np_
     hbm = np.concatenate([xp.ravel(), wp.ravel(), np.zeros(mp * np_, np.uint32)])
 
-    layout = _VmemLayout(rows, cols, k_per_step)
+    layout = _VmemLayout(rows, cols, k_per_step, vmem_base)
     if vmem_lines is not None and layout.lines > vmem_lines:
         raise ValueError(f"a block of {rows}x{cols} tiles, {k_per_step} K-tiles a step, needs "
                          f"{layout.lines} VMEM lines, more than {vmem_lines}")
     vmem = np.zeros(layout.lines * _LANES, np.uint32)
-    vmem[_CONST_LINE * _LANES:(_CONST_LINE + 1) * _LANES] = NEG_ZERO_BF16
+    vmem[layout.const * _LANES:(layout.const + 1) * _LANES] = NEG_ZERO_BF16
 
     blocks = [(x_base + ib * 8 * rows * kp, w_base + 8 * cols * jb,
                out_base + ib * 8 * rows * np_ + 8 * cols * jb)
               for jb in range(n_blocks) for ib in range(m_blocks)]
-    smem = np.zeros(_TABLE + _ENTRY * (len(blocks) + 1), np.uint32)
+    tiles, out_flag = flag_base + _F_TILES, flag_base + _F_OUT
+    smem = np.zeros(smem_base + _TABLE + _ENTRY * (len(blocks) + 1), np.uint32)
     step_x = golden_memory.Descriptor(("hbm", 0), ("vmem", 0), (8 * k_per_step, 8 * rows),
-                                      (1, kp), (1, _LANES * k_per_step), _F_TILES)
+                                      (1, kp), (1, _LANES * k_per_step), tiles)
     step_w = golden_memory.Descriptor(("hbm", 0), ("vmem", 0), (8 * cols, 8 * k_per_step),
-                                      (1, np_), (1, _LANES * cols), _F_TILES)
+                                      (1, np_), (1, _LANES * cols), tiles)
     out = golden_memory.Descriptor(("vmem", layout.out * _LANES), ("hbm", 0),
-                                   (8 * cols, 8 * rows), (1, _LANES * cols), (1, np_), _F_OUT)
+                                   (8 * cols, 8 * rows), (1, _LANES * cols), (1, np_), out_flag)
     for at, descriptor in ((_DX, step_x), (_DW, step_w), (_DO, out)):
+        at += smem_base
         smem[at:at + tc.DESCRIPTOR_WORDS] = tc.descriptor_words(descriptor)
     for i, entry in enumerate(blocks):
-        smem[_TABLE + _ENTRY * i:_TABLE + _ENTRY * (i + 1)] = entry
+        at = smem_base + _TABLE + _ENTRY * i
+        smem[at:at + _ENTRY] = entry
 
     program = _Writer(rows=rows, cols=cols, k_per_step=k_per_step, lag=lag, k_steps=k_steps,
                       n_cols=np_, blocks=len(blocks), layout=layout,
-                      relu=activation == "relu").program()
+                      relu=activation == "relu", smem_base=smem_base,
+                      flags=(tiles, out_flag)).program(halt=halt)
     return MatmulKernel(program=program, hbm=hbm, vmem=vmem, smem=smem, out_base=out_base,
                         shape=(m, n), padded=(mp, np_), rows=rows, cols=cols,
                         k_per_step=k_per_step, lag=lag, mxu_results=8 * (lag + 1),
-                        lhs_pushes=len(blocks) * kp // 8 * rows * cols)
+                        lhs_pushes=len(blocks) * kp // 8 * rows * cols, out_flag=out_flag,
+                        out_words=64 * rows * cols)
 
 
 class _VmemLayout:
-    """VMEM lines: the constant, two LHS buffers, two weight buffers, the output buffer."""
+    """VMEM lines from ``base``: the constant, two LHS buffers, two weight buffers, the
+    output buffer; ``lines`` is where they end."""
 
-    def __init__(self, rows, cols, k_per_step):
+    def __init__(self, rows, cols, k_per_step, base=0):
         x, w = 8 * rows * k_per_step, 8 * cols * k_per_step
-        self.x = (1, 1 + x)
-        self.w = (1 + 2 * x, 1 + 2 * x + w)
-        self.out = 1 + 2 * x + 2 * w
+        self.const = base
+        self.x = (base + 1, base + 1 + x)
+        self.w = (base + 1 + 2 * x, base + 1 + 2 * x + w)
+        self.out = base + 1 + 2 * x + 2 * w
         self.lines = self.out + 8 * rows * cols
 
 
@@ -266,7 +295,11 @@ class _Writer:
     left in the program.
     """
 
-    def __init__(self, *, rows, cols, k_per_step, lag, k_steps, n_cols, blocks, layout, relu):
+    def __init__(self, *, rows, cols, k_per_step, lag, k_steps, n_cols, blocks, layout, relu,
+                 smem_base, flags):
+        self.dx, self.dw, self.do = (smem_base + at for at in (_DX, _DW, _DO))
+        self.table = smem_base + _TABLE
+        self.f_tiles, self.f_out = flags
         self.rows, self.cols, self.lag, self.k_steps = rows, cols, lag, k_steps
         self.k_per_step = k_per_step
         self.n_cols, self.blocks, self.layout, self.relu = n_cols, blocks, layout, relu
@@ -297,7 +330,7 @@ class _Writer:
             self.emit(f"lui {reg}, {value >> 16}")
             self.emit(f"ori {reg}, {reg}, {value & 0xFFFF}")
 
-    def program(self):
+    def program(self, *, halt):
         lay = self.layout
         x_words = [line * _LANES for line in lay.x]
         w_words = [line * _LANES for line in lay.w]
@@ -312,42 +345,43 @@ class _Writer:
         self.li("s17", lay.w[1])
         self.li("s5", x_words[0])
         self.li("s6", w_words[0])
-        self.li("s9", _TABLE)
-        self.li("s19", _TABLE)
+        self.li("s9", self.table)
+        self.li("s19", self.table)
         self.li("s8", self.blocks)
         self.li("s18", self.k_steps)
         self.li("s20", self.blocks * self.k_steps)
-        self.emit(f"vld v{_NEG}, {_CONST_LINE}, 0", f"xor v{_ZERO}, v{_ZERO}, v{_ZERO}")
-        self.emit(f"fadd f{_F_OUT}, {self.out_words}")   # the output buffer starts free
+        self.emit(f"vld v{_NEG}, {lay.const}, 0", f"xor v{_ZERO}, v{_ZERO}, v{_ZERO}")
+        self.emit(f"fadd f{self.f_out}, {self.out_words}")   # the output buffer starts free
         self.emit("lw s1, 0(s19)")
         self.emit("lw s2, 1(s19)")
         self._records()
         self._fetch()
         self._next_fetch()
         self._block()
-        self.emit("halt")
+        if halt:
+            self.emit("halt")
         return "\n".join(self.lines) + "\n"
 
     def _records(self, label=None):
         """Write the descriptor records of the step at s1/s2 into the buffers at s5/s6."""
-        self.emit(f"sw s1, {_DX + 1}(s0)", label=label)
-        self.emit(f"sw s5, {_DX + 2}(s0)")
-        self.emit(f"sw s2, {_DW + 1}(s0)")
-        self.emit(f"sw s6, {_DW + 2}(s0)")
+        self.emit(f"sw s1, {self.dx + 1}(s0)", label=label)
+        self.emit(f"sw s5, {self.dx + 2}(s0)")
+        self.emit(f"sw s2, {self.dw + 1}(s0)")
+        self.emit(f"sw s6, {self.dw + 2}(s0)")
 
     def _wait_and_fetch(self):
         """Wait for the step fetched last, then fetch the next one if any is left (its
         records are ready). The wait comes first, so at most one fetch is outstanding on the
         flag when a step waits for its tiles (golden.tensorcore's ordering contract)."""
         skip = f"fetched{len(self.lines)}"
-        self.emit(f"waitc f{_F_TILES}, {self.step_words}", f"beq s20, s0, {skip}")
+        self.emit(f"waitc f{self.f_tiles}, {self.step_words}", f"beq s20, s0, {skip}")
         self._fetch()
         self.emit("nop", label=skip)
 
     def _fetch(self):
         """The DMAs of the step whose records are written, counted off."""
-        self.emit(f"dma {_DX}")
-        self.emit(f"dma {_DW}", "addi s20, s20, -1 | addi s18, s18, -1")
+        self.emit(f"dma {self.dx}")
+        self.emit(f"dma {self.dw}", "addi s20, s20, -1 | addi s18, s18, -1")
 
     def _next_fetch(self):
         """Advance s1/s2 and s5/s6 to the step after the one fetched last and write its
@@ -393,14 +427,14 @@ class _Writer:
             self.emit(f"pop v{reg}")
         if self.relu:
             self._pairs(f"max v{{r}}, v{{r}}, v{_ZERO}", range(sums))
-        self.emit(f"waitc f{_F_OUT}, {self.out_words}")
+        self.emit(f"waitc f{self.f_out}, {self.out_words}")
         for b in range(self.rows):
             for c in range(self.cols):
                 self.emit(f"vst v{b * self.cols + c}, {self.layout.out + 8 * b * self.cols + c}, "
                           f"{self.cols}")
         self.emit("lw s15, 2(s9)")
-        self.emit(f"sw s15, {_DO + 2}(s0)")
-        self.emit(f"dma {_DO}")
+        self.emit(f"sw s15, {self.do + 2}(s0)")
+        self.emit(f"dma {self.do}")
         self.emit(f"addi s9, s9, {_ENTRY} | loop s8, block")
 
     def _plan(self):

@@ -113,3 +113,42 @@ def test_bad_shapes_are_one_line_errors():
         plan_matmul(np.zeros((0, 3), np.uint16), np.zeros((3, 2), np.uint16))
     with pytest.raises(ValueError, match="2-D"):
         plan_matmul(np.zeros(3, np.uint16), np.zeros((3, 2), np.uint16))
+
+
+@pytest.mark.parametrize("vmem_base, smem_base, flag_base", [(0, 0, 0), (37, 100, 9)])
+def test_a_placed_kernel_touches_nothing_below_its_bases(rng, vmem_base, smem_base,
+                                                         flag_base):
+    # Two M-blocks and two K-steps, so the block table, both buffers and both flags are used.
+    x, w = operands(rng, 40, 24, 9, special=0.1)
+    kernel = plan_matmul(x, w, max_rows=3, k_per_step=2, vmem_base=vmem_base,
+                         smem_base=smem_base, flag_base=flag_base, halt=False)
+    assert (kernel.rows, kernel.cols) == (3, 2)
+    assert (kernel.out_flag, kernel.out_words) == (flag_base + 1, 64 * 3 * 2)
+    assert not kernel.program.rstrip().endswith("halt")
+    # Whatever shares the chip: marks below the bases, and other flags counting.
+    vmem, smem = kernel.vmem.copy(), np.zeros(max(tc.DEFAULT_SMEM_WORDS, kernel.smem.size),
+                                              np.uint32)
+    smem[:kernel.smem.size] = kernel.smem
+    assert not vmem[:8 * vmem_base].any() and not smem[:smem_base].any()
+    vmem[:8 * vmem_base] = np.arange(8 * vmem_base, dtype=np.uint32) + 0xA000
+    smem[:smem_base] = np.arange(smem_base, dtype=np.uint32) + 0xB000
+    flags = np.arange(16, dtype=np.uint32) + 0xC000
+    flags[flag_base:flag_base + 2] = 0
+    # The program the caller appends: wait for the last output block, then halt.
+    program = kernel.program + f"wait f{kernel.out_flag}, {kernel.out_words}\nhalt\n"
+    state = tc.run(program, hbm=kernel.hbm, vmem=vmem, smem=smem, flags=flags,
+                   mxu_results=kernel.mxu_results, max_bundles=10**6)
+    assert state.status == "halted", (state.status, state.error)
+    np.testing.assert_array_equal(kernel.result(state.hbm),
+                                  expected(x, w, activation=None, numerics="tpu"))
+    np.testing.assert_array_equal(state.vmem[:8 * vmem_base], vmem[:8 * vmem_base])
+    np.testing.assert_array_equal(state.smem[:smem_base], smem[:smem_base])
+    others = np.r_[0:flag_base, flag_base + 2:16]
+    np.testing.assert_array_equal(state.flags[others], flags[others])
+
+
+@pytest.mark.parametrize("name, value", [("vmem_base", -1), ("smem_base", 1 << 15),
+                                         ("flag_base", 127), ("flag_base", True)])
+def test_bad_placements_are_one_line_errors(name, value):
+    with pytest.raises(ValueError, match=f"{name} must be an integer in 0.."):
+        plan_matmul(np.zeros((8, 8), np.uint16), np.zeros((8, 8), np.uint16), **{name: value})

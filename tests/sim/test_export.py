@@ -45,6 +45,29 @@ def test_repeated_modules_are_emitted_once():
     assert len(re.findall(r"^\s*mxu_pe_row\s+\S+\s*\(", text, re.M)) == 4  # in the top
 
 
+def test_an_mxu_inside_another_block_emits_its_rows_and_pes_once():
+    # As sim.system's export does to each chip's MXU: the rows and PEs become instances of
+    # the modules returned, and the MXU's ports stay as they were.
+    from amaranth.back import verilog
+
+    from hdl.mxu import MXU
+    from sim.export import mxu_of_instances
+    mxu = MXU(rows=3, cols=5)
+    ports = dict(mxu.signature.members)
+    leaves = mxu_of_instances(mxu, prefix="chip_mxu")
+    assert sorted(leaves) == ["chip_mxu_pe", "chip_mxu_pe_row"]
+    assert dict(mxu.signature.members) == ports
+    text = verilog.convert(mxu, name="mxu", emit_src=False)
+    assert not {"chip_mxu_pe", "chip_mxu_pe_row"} & set(_modules(text))
+    assert len(re.findall(r"^\s*chip_mxu_pe_row\s+\S+\s*\(", text, re.M)) == 3
+    row = verilog.convert(leaves["chip_mxu_pe_row"], name="chip_mxu_pe_row", emit_src=False)
+    assert len(re.findall(r"^\s*chip_mxu_pe\s+\S+\s*\(", row, re.M)) == 5
+    pe = verilog.convert(leaves["chip_mxu_pe"], name="chip_mxu_pe", emit_src=False)
+    assert "module chip_mxu_pe(" in pe
+    with pytest.raises(TypeError, match="takes a hdl.mxu.MXU, not str"):
+        mxu_of_instances("mxu", prefix="chip_mxu")
+
+
 def test_header_names_parameters_and_tools():
     text = export("mxu", parse_params("mxu", ["rows=2", "cols=3", "numerics=ieee"])).verilog
     header = text.split("\n\n")[0]
