@@ -48,7 +48,8 @@ class SystemRun:
     """What :func:`run_system` returns, per chip id: final flat VMEM images (uint32; a
     failed chip keeps its initial image), final flags (uint32 [n_flags]), ``status``
     ("halted", or "failed" for a chip without a program), bundles issued, and pushes sent
-    and landed; ``rounds`` is the scheduling rounds used."""
+    and landed; ``rounds`` is the scheduling rounds used; ``hbm`` the final HBM images (a
+    failed chip's None)."""
     vmem: list
     flags: list
     status: list
@@ -56,6 +57,7 @@ class SystemRun:
     pushes_sent: list
     pushes_landed: list
     rounds: int
+    hbm: list
 
 
 def _count(name, value, lo, hi=None):
@@ -184,6 +186,7 @@ def run_system(programs, *, vmem, smem, n_chips, n_flags, lanes=8, vmem_lines, h
         raise ValueError(f"{max_rounds} rounds without every chip halting: chips "
                          f"{[c for c in live if not state[c].halted]} still run")
     final_vmem, flags, status = [], [], []
+    final_hbm = [state[c].hbm.copy() if c in sessions else None for c in range(n_chips)]
     for c in range(n_chips):
         if c in sessions:
             final_vmem.append(state[c].vmem.copy())
@@ -194,4 +197,4 @@ def run_system(programs, *, vmem, smem, n_chips, n_flags, lanes=8, vmem_lines, h
                               else np.zeros(vmem_lines * lanes, np.uint32))
             flags.append(np.zeros(n_flags, np.uint32))
             status.append("failed")
-    return SystemRun(final_vmem, flags, status, issued, sent, landed, rounds)
+    return SystemRun(final_vmem, flags, status, issued, sent, landed, rounds, final_hbm)

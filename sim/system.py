@@ -160,9 +160,8 @@ def _node_params(params):
 
 
 def run_programs(topology, programs, *, vmem, smem=None, hbm=None, chip=None, vcs=2,
-                 buffer_flits=8,
-                 link_latency=2, backend="verilator", seed=0, watchdog=20_000, waves=None,
-                 progress=None):
+                 buffer_flits=8, link_latency=2, backend="verilator", seed=0,
+                 watchdog=20_000, waves=None, progress=None):
     """Run ``programs[c]`` on chip c of ``topology`` until every live chip is done.
 
     Parameters

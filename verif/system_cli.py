@@ -5,6 +5,7 @@
     tpu-rtl system collective all_reduce --topology 4x4 --size 64KiB
     tpu-rtl system collective all_to_all --topology 2x2x2 --twist --sizes 1KiB:16KiB
     tpu-rtl system collective reduce_scatter --topology 4x4 --fail 5 --dtype int32
+    tpu-rtl system step --topology 2x2 --batch 64 --k 40 --n 8
 
 ``collective`` runs ``sim.system.collective`` over a range of message sizes (doubling up
 to ``--size``, or ``--sizes LO:HI``), checks every output word against
@@ -12,6 +13,11 @@ to ``--size``, or ``--sizes LO:HI``), checks every output word against
 algbw and busbw in bytes per cycle, busbw as a fraction of the link-bandwidth bound, and
 the number of wrong words. It writes a link-utilization heat map per torus dimension of
 the largest run (PNG) under ``build/system/``. The exit status is 1 on any wrong word.
+
+``step`` runs ``sim.system.data_parallel_step``: on every chip a matmul of its shard of a
+random bf16 batch by shared weights on its MXU, then the all-reduce of the products, one
+program per chip; it checks each chip's product against ``golden.mxu.matmul`` and the
+all-reduce against ``golden.collectives.collective``, and writes the heat map.
 """
 
 import re
@@ -19,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["add_parser", "cmd_collective", "parse_size", "random_inputs", "plot_links",
-           "collective_table"]
+__all__ = ["add_parser", "cmd_collective", "cmd_step", "parse_size", "random_inputs",
+           "plot_links", "collective_table"]
 
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1 << 20, "mb": 1 << 20,
           "mib": 1 << 20}
@@ -50,12 +56,7 @@ def add_parser(subparsers):
                                    "sizes; check it against golden.collectives and print an "
                                    "nccl-tests-style table.")
     c.add_argument("kind", choices=KINDS)
-    c.add_argument("--topology", default="2x2", help="torus shape such as 1x4, 4x4 or 2x2x2 "
-                                                     "(default 2x2)")
-    c.add_argument("--twist", action="store_true", help="twisted torus (k x k x 2k or "
-                                                        "k x 2k x 2k shapes)")
-    c.add_argument("--fail", type=int, action="append", default=[], metavar="CHIP",
-                   help="a failed chip (repeatable)")
+    _add_topology(c)
     c.add_argument("--size", default="4KiB", help="largest message size S, nccl-tests' "
                                                    "definition (default 4KiB)")
     c.add_argument("--sizes", metavar="LO:HI", help="sizes from LO to HI, doubling (default: "
@@ -81,6 +82,32 @@ def add_parser(subparsers):
     c.add_argument("--out", type=Path, default=Path("build/system"),
                    help="folder of the heat map (default build/system)")
     c.set_defaults(func=cmd_collective)
+    s = sub.add_parser("step", help="a data-parallel step: a matmul on every chip's MXU, then "
+                                    "the all-reduce of the products",
+                       description="Run a data-parallel step as one program per chip "
+                                   "(sim.system.data_parallel_step) on random bf16 data: "
+                                   "chip r multiplies its M x K shard of the batch by the K x N "
+                                   "weights, then the chips all-reduce the fp32 products; "
+                                   "check both against golden.")
+    _add_topology(s)
+    s.add_argument("--batch", type=int, default=16, metavar="M",
+                   help="rows of each chip's shard (default 16)")
+    s.add_argument("--k", type=int, default=24, help="the shared dimension K (default 24)")
+    s.add_argument("--n", type=int, default=8, help="the weights' columns N (default 8); "
+                                                     "M*N must cut into whole reduce blocks")
+    s.add_argument("--relu", action="store_true", help="ReLU on each product before the "
+                                                       "all-reduce")
+    s.add_argument("--numerics", choices=("tpu", "ieee"), default="tpu")
+    s.add_argument("--chunks", type=int, default=1, help="the all-reduce's pieces per "
+                                                         "transfer (default 1)")
+    s.add_argument("--backend", choices=("verilator", "amaranth", "icarus"),
+                   default="verilator")
+    s.add_argument("--seed", type=int, default=1, help="seed of the data (default 1)")
+    s.add_argument("--waves", metavar="FILE", help="write a waveform of the run (a flat "
+                                                   "build of its own: slower)")
+    s.add_argument("--out", type=Path, default=Path("build/system"),
+                   help="folder of the heat map (default build/system)")
+    s.set_defaults(func=cmd_step)
     b = sub.add_parser("bench", help="measure the system goals into docs/system.md",
                        description="Run the collective benchmarks (1x4 and 4x4; the cost "
                                    "model's constants, measured by microbenchmarks; the RTL "
@@ -92,6 +119,15 @@ def add_parser(subparsers):
     b.add_argument("--quick", action="store_true", help="leave out the 4x4 torus (its build, "
                                                         "about 6 minutes)")
     b.set_defaults(func=cmd_bench)
+
+
+def _add_topology(parser):
+    parser.add_argument("--topology", default="2x2", help="torus shape such as 1x4, 4x4 or "
+                                                          "2x2x2 (default 2x2)")
+    parser.add_argument("--twist", action="store_true", help="twisted torus (k x k x 2k or "
+                                                             "k x 2k x 2k shapes)")
+    parser.add_argument("--fail", type=int, action="append", default=[], metavar="CHIP",
+                        help="a failed chip (repeatable)")
 
 
 def cmd_bench(args):
@@ -248,3 +284,65 @@ def cmd_collective(args):
                    + "".join(f" --{name.replace('_', '-')} {value}"
                              for name, value in (chip | network).items()))
         raise CommandError(f"mismatch: {bad} wrong words (reproduce: {again})")
+
+
+def cmd_step(args):
+    from golden import collectives, mxu, vpu
+    from sim import system
+
+    from .cli import CommandError, _progress_printer
+    from .suites.mxu.scenarios import bf16_matrix
+
+    topology = _topology(args)
+    for name in ("batch", "k", "n", "chunks"):
+        if getattr(args, name) < 1:
+            raise CommandError(f"--{name} must be at least 1, not {getattr(args, name)}",
+                               status=2)
+    chips = int(topology.alive.sum())
+    m, k, n = args.batch, args.k, args.n
+    rng = np.random.default_rng(args.seed)
+    w = bf16_matrix(rng, (k, n), special_density=0.05)
+    shards = np.stack([bf16_matrix(rng, (m, k), special_density=0.05) for _ in range(chips)])
+    activation = "relu" if args.relu else None
+    print(f"system data-parallel step on {topology.shape}{' twisted' if args.twist else ''}"
+          f"{' failed ' + ','.join(map(str, args.fail)) if args.fail else ''} ({chips} chips, "
+          f"{m}x{k} @ {k}x{n} a chip{', ReLU' if args.relu else ''}, numerics "
+          f"{args.numerics}, chunks {args.chunks}, seed {args.seed}, backend {args.backend}; "
+          f"the first run of a shape builds the system, a few minutes)", flush=True)
+    progress = _progress_printer("system step")
+    try:
+        run = system.data_parallel_step(shards, w, topology=topology, activation=activation,
+                                        numerics=args.numerics, chunks=args.chunks,
+                                        backend=args.backend, seed=args.seed,
+                                        waves=args.waves, progress=progress)
+    except system.SystemRunError as error:
+        raise CommandError(str(error)) from None
+    finally:
+        progress.close()
+    products = np.stack([mxu.matmul(x, w, numerics=args.numerics).view(np.uint32)
+                         for x in shards])
+    if args.relu:
+        products = vpu.elementwise("max", products, np.zeros_like(products),
+                                   numerics=args.numerics)
+    want = collectives.collective("all_reduce", products.reshape(chips, -1),
+                                  topology=topology, numerics=args.numerics)
+    wrong_products = int(np.count_nonzero(run.products.view(np.uint32) != products))
+    wrong = int(np.count_nonzero(run.out.view(np.uint32).reshape(want.shape)
+                                 != want.view(np.uint32)))
+    print(f"  {'cycles':>10}{'products wrong':>16}{'all-reduce wrong':>18}")
+    print(f"  {run.cycles:>10,}{wrong_products:>16}{wrong:>18}")
+    name = f"links_step_{topology.shape}{'_twist' if args.twist else ''}.png"
+    path = plot_links(run.link_utilization, topology, args.out / name,
+                      f"data-parallel step {m}x{k} @ {k}x{n}")
+    print(f"  link heat map: {path}")
+    if args.waves:
+        print(f"  waves: {args.waves}")
+    if wrong or wrong_products:
+        again = (f"tpu-rtl system step --topology {args.topology}"
+                 f"{' --twist' if args.twist else ''}"
+                 + "".join(f" --fail {c}" for c in args.fail)
+                 + f" --batch {m} --k {k} --n {n}{' --relu' if args.relu else ''} --numerics "
+                   f"{args.numerics} --chunks {args.chunks} --seed {args.seed} --backend "
+                   f"{args.backend}")
+        raise CommandError(f"mismatch: {wrong_products} wrong product words, {wrong} wrong "
+                           f"all-reduce words (reproduce: {again})")

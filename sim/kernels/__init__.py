@@ -5,6 +5,8 @@ runs on, so that the same plan runs on the instruction-set simulator and on the 
 """
 
 from .collective import CollectivePlan, plan_collective
+from .data_parallel import DataParallelPlan, plan_data_parallel
 from .matmul import MatmulKernel, plan_matmul
 
-__all__ = ["MatmulKernel", "plan_matmul", "CollectivePlan", "plan_collective"]
+__all__ = ["MatmulKernel", "plan_matmul", "CollectivePlan", "plan_collective",
+           "DataParallelPlan", "plan_data_parallel"]

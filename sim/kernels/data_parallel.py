@@ -38,7 +38,7 @@ from .matmul import MatmulKernel, plan_matmul
 
 __all__ = ["DataParallelPlan", "plan_data_parallel"]
 
-_LANES = 8               # the matmul kernel's VMEM lines
+_LANES = 8               # words a VMEM line: the matmul kernel's lanes
 _IMM = 1 << 15           # signed 16-bit immediates
 
 
@@ -140,7 +140,7 @@ def plan_data_parallel(shards, w, *, topology, activation=None, chunks=1, push_w
     bundles = max(len(tc.program_words(p)) for p in programs if p is not None)
     return DataParallelPlan(
         programs=programs, hbm=hbm, vmem=vmem, smem=smem,
-        n_flags=max(16, 1 << (first.out_flag).bit_length()),
+        n_flags=max(16, 1 << first.out_flag.bit_length()),
         vmem_lines=first.vmem.size // _LANES, smem_words=first.smem.size,
         hbm_words=first.hbm.size, imem_bundles=bundles, mxu_results=first.mxu_results,
         matmul=first, collective=collective, shape=(m, n))

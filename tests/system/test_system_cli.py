@@ -115,3 +115,57 @@ def test_system_demo_reports_a_mismatch(monkeypatch, tmp_path):
     lines = []
     assert not demo.system_demo(seed=1, out=lines.append, plots=tmp_path)
     assert "\n".join(lines).count("MISMATCH") == 3
+
+
+
+def _step_on_the_golden_system(corrupt=0):
+    """A stand-in for ``sim.system.data_parallel_step``: the same programs on the golden
+    system instead of the RTL (``tests/system/test_data_parallel.py`` runs those), with
+    ``corrupt`` words of the all-reduce flipped."""
+    from golden.system import run_system
+    from sim.kernels.data_parallel import plan_data_parallel
+
+    def step(shards, w, *, topology, activation, numerics, chunks, backend, seed, waves,
+             progress):
+        plan = plan_data_parallel(shards, w, topology=topology, activation=activation,
+                                  chunks=chunks)
+        run = run_system(plan.programs, vmem=plan.vmem, smem=plan.smem, hbm=plan.hbm,
+                         n_chips=topology.n_chips, n_flags=plan.n_flags,
+                         vmem_lines=plan.vmem_lines, numerics=numerics)
+        out = plan.result(run.vmem)
+        out.ravel()[:corrupt] ^= 1
+        products = np.stack([plan.matmul.result(run.hbm[c]) for c in plan.collective.chips])
+        return system.StepRun(out=out.view(np.float32), products=products.view(np.float32),
+                              cycles=1234, link_utilization=np.zeros((topology.n_chips, 4)))
+    return step
+
+
+@pytest.mark.parametrize("extra", [[], ["--relu", "--numerics", "ieee", "--chunks", "2"]])
+def test_step_checks_products_and_all_reduce(monkeypatch, tmp_path, capsys, extra):
+    monkeypatch.setattr(system, "data_parallel_step", _step_on_the_golden_system())
+    assert cli.main(["system", "step", "--topology", "2x2", "--batch", "32", "--k", "9",
+                     "--n", "4", "--out", str(tmp_path), *extra]) == 0
+    out = capsys.readouterr().out
+    assert "32x9 @ 9x4 a chip" in out
+    assert out.splitlines()[2].split() == ["1,234", "0", "0"]
+    assert (tmp_path / "links_step_2x2.png").exists()
+
+
+def test_a_wrong_step_word_fails_with_a_reproducer(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(system, "data_parallel_step", _step_on_the_golden_system(corrupt=3))
+    assert cli.main(["system", "step", "--seed", "7", "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "mismatch: 0 wrong product words, 3 wrong all-reduce words" in err
+    assert "tpu-rtl system step --topology 2x2 --batch 16 --k 24 --n 8 --numerics tpu " \
+           "--chunks 1 --seed 7" in err
+
+
+@pytest.mark.parametrize("args, status, message", [
+    (["--batch", "0"], 2, "--batch must be at least 1, not 0"),
+    (["--batch", "3"], 1, "the all-reduce of 3x8 products"),
+    (["--topology", "2by2"], 1, "--topology looks like 4x4"),
+])
+def test_bad_step_arguments_are_one_line_errors(args, status, message, capsys):
+    assert cli.main(["system", "step", *args]) == status
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
