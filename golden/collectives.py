@@ -78,16 +78,32 @@ All-reduce schedule
     reverse). The result is the reduce-scatter value of each word, on every rank.
 
 All-to-all schedule
-    Direct sends over the routing tables, copies only; rank c copies ``inputs[c, c]`` locally.
+    Copies only; rank c copies ``inputs[c, c]`` locally. A rank's all-to-all buffer is its
+    send buffer, words ``[0, C*m)`` (the flattened [C, m] input: slot d, ``[d*m, (d+1)*m)``,
+    is for rank d), its receive buffer ``[C*m, 2*C*m)`` (slot c receives from rank c), and
+    relay areas ``[(2+p)*C*m, (3+p)*C*m)`` of C slots each, p = 0..K-2.
+
+    *By dimensions*, with K >= 2 ring dimensions and no failed chip: the data crosses the
+    torus one ring dimension at a time, as the reduce's shards do, so that no packet turns
+    in a router (the routers saturate at about half their links when the 15 flows of a
+    4x4's direct all-to-all mix in every one). Each block is cut into K shards by the block
+    rule; shard s visits the dimensions in the order o_s (above), phase p moving it along
+    o_s[p] to the ring member whose position there is the destination's. A block skips a
+    phase whose dimension it need not cross. Phase p is step p. A move reads the shard where
+    it is: the send buffer's slot d before its first move, else the relay area of its last
+    move, slot ``key^-1(u)`` where u takes the source's positions on the dimensions o_s[:p'+1]
+    already crossed and the destination's on the others (so every holder's C slots are
+    distinct). It writes the receive buffer's slot c if it is the shard's last move, else
+    the relay area p.
+
+    *Direct*, on one ring dimension or with failed chips: sends over the routing tables.
     Without failed chips, each step sends every chip p's block for chip (p + v) mod dims, for
-    one nonzero offset vector v (coordinates wrap; on a twisted torus this is still a
-    permutation of chip ids); with failed chips, rank r's block for rank (r + t) mod C, for
-    one shift t. The offsets (shifts) are taken in row-major order over the grid of ``dims``
-    (1 to C - 1), each followed by its opposite, -v mod dims (C - t): a chip's network ports
-    take its pushes in turn, so the two that leave together go opposite ways round, and
-    arrive on opposite inputs (which the routers eject apart). Source words
-    ``[d*m, (d+1)*m)`` of the flattened [C, m] send buffer go to words ``[c*m, (c+1)*m)``
-    of the receiver's buffer.
+    one nonzero offset vector v (coordinates wrap); with failed chips, rank r's block for
+    rank (r + t) mod C, for one shift t. The offsets (shifts) are taken in row-major order
+    over the grid of ``dims`` (1 to C - 1), each followed by its opposite, -v mod dims
+    (C - t): a chip's network ports take its pushes in turn, so the two that leave together
+    go opposite ways round, and arrive on opposite inputs (which the routers eject apart).
+    Send slot d goes to the receiver's receive slot c.
 
 Steps
     Each reduce or gather phase lasts ``max(R_k) - 1`` steps; ring step t of phase p is step
@@ -125,6 +141,7 @@ Cost models
 
 import functools
 import itertools
+from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
@@ -148,8 +165,9 @@ class Transfer:
 
     ``step``: transfers of one step may run at once. ``links``: the directed links crossed,
     as ``(chip, out_port)`` in order. ``axis``/``direction``: the torus axis and direction
-    (+1/-1) of a ring hop; axis -1 for the live-chip ring, direction 0 for all-to-all.
-    ``shard``: the shard (0 for all-to-all). ``op``: "reduce" (the receiver adds the words
+    (+1/-1) of a ring hop; axis -1 for the live-chip ring; direction 0 for an all-to-all,
+    whose axis is its move's by dimensions, -1 direct. ``shard``: the shard (0 for a direct
+    all-to-all). ``op``: "reduce" (the receiver adds the words
     into its own) or "copy". ``src_ranges``/``dst_ranges``: ``(start, stop)`` word ranges of
     the sender's and receiver's buffers, in order, of equal total length.
     """
@@ -433,11 +451,65 @@ def _all_to_all_transfers(topology, plan, hops, m):
         pairs = [list(zip(range(chips), np.ravel_multi_index(
             tuple(((coords + v) % dims).T), topology.dims).tolist())) for v in offsets]
     out = []
+    receive = chips * m
     for step, group in enumerate(pairs):
         for c, d in group:
             src, dst = int(plan.chips[c]), int(plan.chips[d])
             out.append(Transfer(step, src, dst, hops(src, dst), -1, 0, 0, "copy",
-                                ((d * m, (d + 1) * m),), ((c * m, (c + 1) * m),)))
+                                ((d * m, (d + 1) * m),),
+                                ((receive + c * m, receive + (c + 1) * m),)))
+    return out
+
+
+def _pair_ranges(items):
+    """``(src ranges, dst ranges)`` of ``(src, dst, words)`` moves, sorted by source, with
+    moves that continue each other on both sides merged."""
+    src, dst = [], []
+    for s, d, n in sorted(items):
+        if src and src[-1][1] == s and dst[-1][1] == d:
+            src[-1], dst[-1] = (src[-1][0], s + n), (dst[-1][0], d + n)
+        else:
+            src.append((s, s + n))
+            dst.append((d, d + n))
+    return tuple(src), tuple(dst)
+
+
+def _all_to_all_by_dimensions(plan, hops, m):
+    """The all-to-all one ring dimension at a time (module docstring), sorted by step."""
+    chips, dims = plan.chips.size, len(plan.axes)
+    shape = plan.grid.shape
+    cm = chips * m
+    bounds = [s * m // dims for s in range(dims + 1)]
+    moves = defaultdict(list)        # (phase, shard, holder, next) -> [(src, dst, words)]
+    for s in range(dims):
+        lo, words = bounds[s], bounds[s + 1] - bounds[s]
+        if not words:
+            continue
+        order = [(s + p) % dims for p in range(dims)]
+        for c in range(chips):
+            for d in range(chips):
+                kc, kd = plan.key[c], plan.key[d]
+                phases = [p for p in range(dims) if kc[order[p]] != kd[order[p]]]
+                holder, src = c, d * m + lo                  # the send buffer's slot d
+                for i, p in enumerate(phases):
+                    key = plan.key[holder].copy()
+                    key[order[p]] = kd[order[p]]
+                    nxt = int(plan.grid[tuple(key)])
+                    if i + 1 == len(phases):
+                        dst = cm + c * m + lo                # the receive buffer's slot c
+                    else:
+                        slot = kd.copy()
+                        slot[order[:p + 1]] = kc[order[:p + 1]]
+                        dst = (2 + p) * cm + int(np.ravel_multi_index(tuple(slot), shape)) * m \
+                            + lo
+                    moves[p, s, holder, nxt].append((src, dst, words))
+                    holder, src = nxt, dst
+    out = []
+    for (p, s, holder, nxt), items in sorted(moves.items()):
+        src, dst = int(plan.chips[holder]), int(plan.chips[nxt])
+        src_ranges, dst_ranges = _pair_ranges(items)
+        out.append(Transfer(p, src, dst, hops(src, dst), plan.axes[(s + p) % dims], 0, s,
+                            "copy", src_ranges, dst_ranges))
     return out
 
 
@@ -462,6 +534,8 @@ def schedule(kind, topology, shape, *, tables=None):
     shape = _check_shape(kind, shape, chips)
     plan, hops = _plan(topology), _Hops(topology, tables)
     if kind == "all_to_all":
+        if not topology.failed and len(plan.axes) >= 2:
+            return _all_to_all_by_dimensions(plan, hops, shape[2])
         return _all_to_all_transfers(topology, plan, hops, shape[2])
     shards = len(plan.axes)
     lo, hi = _blocks(*_slices(kind, shape[1], chips), shards)

@@ -199,13 +199,7 @@ def run_programs(topology, programs, *, vmem, smem=None, hbm=None, chip=None, vc
                              f"{'needs a program' if alive[c] else 'takes no program'}")
     words = [None if p is None else tc.program_words(p) for p in programs]
     params = dict(SYSTEM_CHIP) | dict(chip or {})
-    # ChipNode's checks, made before any part is built, so that a bad value is one error
-    # and leaves no half-built parts behind.
-    check_int("network_ports", params["network_ports"], least=1,
-              most=max_local_ports(len(topology.dims)))
-    check_int("outstanding", params["outstanding"], least=1)
-    check_int("vcs", vcs, least=2, most=MAX_VCS)
-    check_int("buffer_flits", buffer_flits, least=1)
+    _check_system(topology, params, vcs=vcs, buffer_flits=buffer_flits)
     lanes = params["lanes"]
     longest = max(len(w) for w in words if w is not None)
     params["imem_depth"] = max(params["imem_depth"], memory_depth(longest))
@@ -276,6 +270,16 @@ def _hbm_image(c, image, chip):
     return pack_words(np.pad(image, (0, -image.size % per)), per)
 
 
+def _check_system(topology, chip, *, vcs, buffer_flits):
+    """ChipNode's checks, made before any part is built or planned, so that a bad value is
+    one error and leaves no half-built parts behind."""
+    check_int("network_ports", chip["network_ports"], least=1,
+              most=max_local_ports(len(topology.dims)))
+    check_int("outstanding", chip["outstanding"], least=1)
+    check_int("vcs", vcs, least=2, most=MAX_VCS)
+    check_int("buffer_flits", buffer_flits, least=1)
+
+
 def _per_chip(value, count, bits):
     mask = (1 << bits) - 1
     return np.array([(int(value) >> (bits * i)) & mask for i in range(count)], np.int64)
@@ -335,8 +339,10 @@ def collective(kind, inputs, *, topology, dtype="float32", backend="verilator", 
     topology = _topology(topology)
     bits, as_type = _bits(inputs, dtype)
     chip = dict(SYSTEM_CHIP) | dict(chip or {}) | {"numerics": numerics}
+    _check_system(topology, chip, vcs=vcs, buffer_flits=buffer_flits)
     plan = plan_collective(kind, bits, topology=topology, dtype=dtype, lanes=chip["lanes"],
-                           chunks=chunks, push_words=plan_push_words(chip))
+                           chunks=chunks, push_words=plan_push_words(chip),
+                           push_ports=chip["network_ports"])
     need = dict(n_flags=plan.n_flags, vmem_lines=plan.vmem_lines, smem_words=plan.smem_words,
                 imem_depth=plan.imem_bundles)
     chip |= {name: max(chip[name], memory_depth(value)) for name, value in need.items()}

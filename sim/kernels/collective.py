@@ -18,7 +18,8 @@ VMEM (line ``l``, lane ``j`` is word ``l * lanes + j``), per chip
     - all_to_all: words ``[0, C*m)`` the send buffer (``inputs[r]`` flattened), then from
       the next line boundary ``R0`` the receive buffer ``[R0, R0 + C*m)``, where block ``c``
       (``[R0 + c*m, R0 + (c+1)*m)``) receives ``inputs[c, r]``; the own block is placed by
-      the initial image.
+      the initial image. An all-to-all by dimensions has its relay areas after it, C*m
+      words each (``golden.collectives``' buffer words from C*m on are at R0 + w - C*m).
     - Reduce receives land in a staging area after the buffer, from the next line boundary:
       one slot per received transfer piece, in the order the program consumes them, never
       reused (so a slot is never written while it is read). A slot holds the piece's
@@ -26,9 +27,9 @@ VMEM (line ``l``, lane ``j`` is word ``l * lanes + j``), per chip
 
 Flags
     Flag 0 counts the words this chip has pushed (every push names ``sent_flag`` 0). Flag
-    ``1 + t*chunks + k`` counts the words received in step t, piece k (all_to_all: flag 1
-    counts every receive). ``n_flags`` is what the plan uses rounded up to a power of two,
-    at least 16, at most 128.
+    ``1 + t*chunks + k`` counts the words received in step t, piece k (a direct all-to-all:
+    flag 1 counts every receive). ``n_flags`` is what the plan uses rounded up to a power
+    of two, at least 16, at most 128.
 
 Pieces and pipelining
     ``chunks`` cuts every range of a transfer into ``chunks`` pieces by the schedule's rule
@@ -65,8 +66,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from golden import collectives as gc
-from golden.collective_cost import (dealing_order, overlap, piece_range, receive_event,
-                                    send_order)
+from golden.collective_cost import (deals_by_direction, dealing_order, overlap, piece_range,
+                                    receive_event, send_order, waits_once)
 from golden import memory as golden_memory
 from golden import tensorcore as tc
 from golden.vpu import SUBLANES
@@ -134,7 +135,8 @@ class CollectivePlan:
 @dataclass(frozen=True)
 class _Piece:
     """Piece ``chunk`` of a transfer: its receive event ``key`` and ``flag``, sender,
-    receiver, op, and ``parts``, ``(src, dst, words)`` in the buffers (word addresses)."""
+    receiver, op, ``parts``, ``(src, dst, words)`` in the buffers (word addresses), and the
+    torus ``port`` its first hop leaves by."""
     key: tuple
     flag: int
     src: int
@@ -142,6 +144,7 @@ class _Piece:
     op: str
     parts: tuple
     chunk: int = 0
+    port: int = 0
 
     @property
     def words(self):
@@ -216,9 +219,11 @@ def _check_alignment(kind, n, chips, shards, lanes):
 class _Writer:
     """One chip's program text and SMEM descriptor records."""
 
-    def __init__(self, *, lanes, add_op, targets, push_words=None):
+    def __init__(self, *, lanes, add_op, targets, push_words=None, push_ports=1,
+                 by_direction=False):
         self.lanes, self.add_op, self.targets = lanes, add_op, targets
-        self.push_words = push_words
+        self.push_words, self.push_ports = push_words, push_ports
+        self.by_direction = by_direction
         self.lines, self.records = [], []
         self.labels = 0
         self.pushed = 0              # words pushed so far (flag 0 with every push done)
@@ -278,7 +283,10 @@ class _Writer:
                 for src, dst, counts, s_strides, d_strides in _split(run, self.push_words)])
             self.pushed += piece.words
             self.outstanding += [(src, src + n) for src, _, n in piece.parts]
-        self.records += dealing_order(per_piece, [piece.chunk for piece in pieces])
+        self.records += dealing_order(
+            per_piece, [piece.chunk for piece in pieces],
+            ports=[piece.port for piece in pieces] if self.by_direction else None,
+            push_ports=self.push_ports, dealt=first)
         records = len(self.records) - first
         words = tc.DESCRIPTOR_WORDS
         if records >= 3:
@@ -359,7 +367,7 @@ def _positive_int(name, value):
 
 
 def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=1,
-                    tables=None, push_words=None):
+                    tables=None, push_words=None, push_ports=1):
     """Plan a collective as chip programs (module docstring); returns a
     :class:`CollectivePlan`.
 
@@ -377,6 +385,9 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
         Words per push descriptor at most, the pushes of each send dealt by
         ``golden.collective_cost.dealing_order`` (for a chip with several push ports,
         ``hdl.memory.dma_push_ports``); default: one descriptor per run of words
+    push_ports : int
+        The chip's push ports, which take its pushes in turn: an all-to-all by dimensions
+        deals them its pushes by direction (``golden.collective_cost.dealing_order``)
 
     Raises
     ------
@@ -395,17 +406,20 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
     chunks = _positive_int("chunks", chunks)
     if push_words is not None:
         push_words = _positive_int("push_words", push_words)
+    push_ports = _positive_int("push_ports", push_ports)
     n_ids = topo.n_chips
     reduces = kind in ("all_reduce", "reduce_scatter")
     if reduces:
         _check_alignment(kind, x.shape[1], c, len(gc._plan(topo).axes), lanes)
     transfers = gc.schedule(kind, topo, x.shape, tables=tables)
+    once = waits_once(transfers)
 
-    # The buffer, and all_to_all's receive buffer.
+    # The buffer, and all_to_all's receive buffer and relay areas.
     last = x.shape[-1]
     if kind == "all_to_all":
         recv_base = -(-c * last // lanes) * lanes
-        buffer_words = recv_base + c * last
+        extent = max(hi for tr in transfers for _, hi in tr.dst_ranges)
+        buffer_words = recv_base + extent - c * last
     else:
         recv_base = 0
         buffer_words = c * last if kind == "all_gather" else last
@@ -413,7 +427,7 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
 
     # Pieces and their receive events.
     steps = 1 + max(tr.step for tr in transfers)
-    n_events = 1 if kind == "all_to_all" else steps * chunks
+    n_events = 1 if once else steps * chunks
     used_flags = 1 + n_events
     if used_flags > golden_memory.MAX_FLAGS:
         raise ValueError(f"{kind} on {topo!r} with chunks = {chunks} needs {used_flags} flags "
@@ -421,25 +435,29 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
                          f"{golden_memory.MAX_FLAGS}: use fewer chunks")
     n_flags = max(_MIN_FLAGS, 1 << (used_flags - 1).bit_length())
 
+    def vmem_word(w):
+        """The VMEM word of the schedule's buffer word ``w``: the same, except an
+        all-to-all's receive buffer and relay areas, which start at ``recv_base``."""
+        return w if kind != "all_to_all" or w < c * last else recv_base + w - c * last
+
     sends = defaultdict(lambda: defaultdict(list))      # chip -> send key -> pieces
     receives = defaultdict(lambda: defaultdict(list))   # chip -> event key -> pieces
     unit = lanes if reduces else 1
     for tr in transfers:
         if tr.op == "reduce":
             assert tr.src_ranges == tr.dst_ranges
-        shift = recv_base if kind == "all_to_all" else 0
         for k in range(chunks):
             parts = []
             for (s_lo, s_hi), (d_lo, d_hi) in zip(tr.src_ranges, tr.dst_ranges):
                 assert s_hi - s_lo == d_hi - d_lo
                 lo, hi = piece_range(s_lo, s_hi, k, chunks, unit if tr.op == "reduce" else 1)
                 if hi > lo:
-                    parts.append((lo, d_lo + shift + lo - s_lo, hi - lo))
+                    parts.append((vmem_word(lo), vmem_word(d_lo + lo - s_lo), hi - lo))
             if not parts:
                 continue
-            key = receive_event(tr.step, k, all_to_all=kind == "all_to_all")
+            key = receive_event(tr.step, k, once=once)
             piece = _Piece(key, 1 + key[0] * chunks + key[1], tr.src, tr.dst, tr.op,
-                           tuple(parts), chunk=k)
+                           tuple(parts), chunk=k, port=tr.links[0][1])
             sends[tr.src][(tr.step, k)].append(piece)
             receives[tr.dst][piece.key].append(piece)
 
@@ -469,11 +487,12 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
     add_op = "add" if dtype == "float32" else "iadd"
     programs, smems, bundles = [None] * n_ids, [None] * n_ids, [0] * n_ids
     for chip in chips.tolist():
-        w = _Writer(lanes=lanes, add_op=add_op, targets=targets, push_words=push_words)
+        w = _Writer(lanes=lanes, add_op=add_op, targets=targets, push_words=push_words,
+                    push_ports=push_ports, by_direction=deals_by_direction(transfers))
         events = sorted(receives[chip])
         # Each send goes right after the last earlier-step receive that writes a word it
         # reads (-1: none, at the start).
-        after = send_order(receives[chip], sends[chip], all_to_all=kind == "all_to_all")
+        after = send_order(receives[chip], sends[chip], once=once)
         # The sends that follow one receive (or the start) go out together, chunk by
         # chunk (all_to_all's to every destination at once).
         w.send([p for skey in after[-1] for p in sends[chip][skey]])

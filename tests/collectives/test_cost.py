@@ -6,7 +6,8 @@ the RTL is measured by ``tpu-rtl system bench`` (docs/system.md), not here."""
 import pytest
 
 from golden import collectives
-from golden.collective_cost import CostParams, dealing_order, pipelined_cycles
+from golden.collective_cost import (CostParams, deals_by_direction, dealing_order,
+                                    pipelined_cycles, waits_once)
 
 
 def _copy(step, src, dst, port, words, *, op="copy", start=0, links=None):
@@ -131,6 +132,29 @@ def test_pushes_are_dealt_chunk_by_chunk_and_in_turn_within_a_chunk():
     pushes = [["a0", "a1"], ["b0", "b1"], ["c0"]]
     assert dealing_order(pushes, [1, 0, 1]) == ["b0", "b1", "a0", "c0", "a1"]
     assert dealing_order(pushes, [0, 0, 0]) == ["a0", "b0", "c0", "a1", "b1"]
+
+
+def test_pushes_dealt_by_direction_keep_each_port_to_a_class_of_first_hops():
+    # Pieces a and d leave by torus port 0, c by 2 (the same class of 2 push ports), b by 1;
+    # one push went before, so the first of these goes on push port 1.
+    pushes = [["a0", "a1", "a2"], ["b0"], ["c0", "c1"], ["d0"]]
+    kw = dict(ports=[0, 1, 2, 0], dealt=1)
+    # Port 1 takes b0, port 0 a0; then class 1 has none left and class 0 gives its next,
+    # in turn among its pieces: c0, d0, a1, c1, a2.
+    assert dealing_order(pushes, [0] * 4, push_ports=2, **kw) == \
+        ["b0", "a0", "c0", "d0", "a1", "c1", "a2"]
+    # One push port: in turn, as without ports.
+    assert dealing_order(pushes, [0] * 4, push_ports=1, **kw) == \
+        dealing_order(pushes, [0] * 4) == ["a0", "b0", "c0", "d0", "a1", "c1", "a2"]
+
+
+def test_only_a_direct_all_to_all_waits_once_and_only_one_by_dimensions_deals_by_direction():
+    assert waits_once(collectives.schedule("all_to_all", "1x4", (4, 4, 8)))
+    assert not waits_once(collectives.schedule("all_to_all", "4x4", (16, 16, 8)))
+    assert not waits_once(collectives.schedule("all_gather", "1x4", (4, 8)))
+    assert deals_by_direction(collectives.schedule("all_to_all", "4x4", (16, 16, 8)))
+    assert not deals_by_direction(collectives.schedule("all_to_all", "1x4", (4, 4, 8)))
+    assert not deals_by_direction(collectives.schedule("all_reduce", "4x4", (16, 256)))
 
 
 def test_lockstep_ring_copies_agree_with_the_alpha_beta_model():

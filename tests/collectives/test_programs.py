@@ -216,12 +216,25 @@ def test_chunks_pipeline_the_ring():
     assert lockstep[0].startswith("dma") and len(waits) == 4     # 3 steps, then f0
 
 
-def test_all_to_all_issues_every_send_then_waits_once(rng):
-    plan = plan_collective("all_to_all", _inputs(rng, (4, 4, 3), "int32"), topology="2x2")
+def test_a_direct_all_to_all_issues_every_send_then_waits_once(rng):
+    plan = plan_collective("all_to_all", _inputs(rng, (4, 4, 3), "int32"), topology="1x4")
     lines = plan.programs[0].splitlines()
     waits = [s for s in lines if s.startswith("wait")]
     assert waits == ["wait f1, 9", "wait f0, 9"]
     assert lines[-1] == "halt"
+
+
+def test_an_all_to_all_by_dimensions_waits_for_each_phase(rng):
+    # 2x2, m = 3: shard 0 (word 0) goes x then y, shard 1 (words 1, 2) y then x. Chip 0
+    # (0, 0) receives in phase 0 shard 0 of chip 2's blocks for chips 0 and 1 (2 words) and
+    # shard 1 of chip 1's for chips 0 and 2 (4); in phase 1 shard 0 of chips 1 and 3's
+    # blocks for it, relayed by chip 1 (2), and shard 1 of chips 2 and 3's, relayed by
+    # chip 2 (4). It sends as much, 12 words.
+    plan = plan_collective("all_to_all", _inputs(rng, (4, 4, 3), "int32"), topology="2x2")
+    waits = [s for s in plan.programs[0].splitlines() if s.startswith("wait")]
+    assert waits == ["wait f1, 6", "wait f2, 6", "wait f0, 12"]
+    # The receive buffer, then a relay area of C*m words.
+    assert plan.recv_base == 16 and plan.vmem_lines * 8 >= 16 + 2 * 12
 
 
 def test_program_sizes_for_4096_words():

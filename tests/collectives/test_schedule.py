@@ -123,18 +123,24 @@ def test_every_word_ends_where_it_belongs(dims, kw, kind):
         for c in live:
             assert buffers[c] == list(range(chips * n))
     else:
+        # The buffer (golden.collectives): send [0, Cm), receive [Cm, 2Cm), relay areas.
         m = shape[2]
-        send = {c: [(r, w) for w in range(chips * m)] for r, c in enumerate(live)}
-        recv = {c: [None] * (chips * m) for c in live}
+        cm = chips * m
+        size = max(max(b for _, b in tr.src_ranges + tr.dst_ranges) for tr in transfers)
+        buffers = {c: [(r, w) for w in range(cm)] + [None] * (size - cm)
+                   for r, c in enumerate(live)}
         for r, c in enumerate(live):   # the local copy of the own block
-            recv[c][r * m:(r + 1) * m] = send[c][r * m:(r + 1) * m]
-        for tr in transfers:
-            assert tr.op == "copy"
-            for s, d in zip(_words(tr.src_ranges), _words(tr.dst_ranges)):
-                assert recv[tr.dst][d] is None, "a word is delivered twice"
-                recv[tr.dst][d] = send[tr.src][s]
+            buffers[c][cm + r * m:cm + (r + 1) * m] = buffers[c][r * m:(r + 1) * m]
+
+        def copy(value, old):
+            assert value is not None, "a word is sent before it has arrived"
+            assert old is None, "a word is delivered twice"
+            return value
+        assert all(tr.op == "copy" for tr in transfers)
+        _execute(transfers, buffers, None, copy)
         for d, c in enumerate(live):
-            assert recv[c] == [(src, d * m + w) for src in range(chips) for w in range(m)]
+            assert buffers[c][cm:2 * cm] == [(src, d * m + w) for src in range(chips)
+                                             for w in range(m)]
 
 
 @pytest.mark.parametrize("dims,kw", TOPOLOGIES, ids=IDS)
@@ -212,6 +218,21 @@ def test_all_to_all_loads_sum_the_torus_distances():
     loads = gc.link_loads(gc.schedule("all_to_all", t, (16, 16, m)), t)
     dist = sum(min(d, 4 - d) for d in range(4)) * 4 * 2   # per source: x and y parts
     assert loads.sum() == 16 * dist * m * 4
+
+
+@pytest.mark.parametrize("dims", ["4x4", "2x3x4"])
+def test_an_all_to_all_by_dimensions_never_turns(dims):
+    """Each phase moves shards along one axis: every link a transfer crosses is of its
+    axis, between chips that differ only there, and step p of shard s is on the axis
+    o_s[p] = (s + p) mod K."""
+    t = torus(dims)
+    transfers = gc.schedule("all_to_all", t, (t.n_chips, t.n_chips, 6))
+    assert {tr.step for tr in transfers} == set(range(t.ndim))
+    for tr in transfers:
+        assert tr.axis == (tr.shard + tr.step) % t.ndim
+        assert all(port // 2 == tr.axis for _, port in tr.links)
+        differ = np.flatnonzero(np.array(oc.coord(tr.src, t.dims)) != oc.coord(tr.dst, t.dims))
+        assert differ.tolist() == [tr.axis]
 
 
 def test_schedule_rejects_bad_shapes():
