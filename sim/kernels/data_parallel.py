@@ -103,6 +103,9 @@ def plan_data_parallel(shards, w, *, topology, activation=None, chunks=1, push_w
         raise ValueError(f"shards must be [C, M, K] with C = {len(chips)}, the live chips of "
                          f"{topology!r}, not {list(shards.shape)}")
     m, n = shards.shape[1], w.shape[-1]
+    if m * n >= _IMM:
+        raise ValueError(f"the products have {m * n} words a chip, more than a wait operand "
+                         f"holds ({_IMM - 1}): use a smaller batch shard")
     try:
         collective = plan_collective("all_reduce", np.zeros((len(chips), m * n), np.uint32),
                                      topology=topology, lanes=_LANES, chunks=chunks,
@@ -118,12 +121,9 @@ def plan_data_parallel(shards, w, *, topology, activation=None, chunks=1, push_w
                  smem_base=bridge_at + tc.DESCRIPTOR_WORDS, halt=False)
     kernels = [plan_matmul(shard, w, activation=activation, **place) for shard in shards]
     first = kernels[0]
-    mp, np_ = first.padded
-    bridge = golden_memory.Descriptor(("hbm", first.out_base), ("vmem", 0), (n, m), (1, np_),
-                                      (1, n), bridge_flag)
-    if m * n >= _IMM:
-        raise ValueError(f"the products have {m * n} words a chip, more than a wait operand "
-                         f"holds ({_IMM - 1}): use a smaller batch shard")
+    # The [M, N] product out of the padded [Mp, Np] one, row-major into words [0, M*N).
+    bridge = golden_memory.Descriptor(("hbm", first.out_base), ("vmem", 0), (n, m),
+                                      (1, first.padded[1]), (1, n), bridge_flag)
     bridge_text = (f"wait f{first.out_flag}, {first.out_words}\n"
                    f"dma {bridge_at}\n"
                    f"wait f{bridge_flag}, {m * n}\n")

@@ -107,3 +107,5 @@ def test_bad_arguments_are_one_line_errors(rng):
         plan_data_parallel(shards, w[:5], topology=t)
     with pytest.raises(ValueError, match="use fewer chunks"):
         plan_data_parallel(shards, w, topology=t, chunks=60)
+    with pytest.raises(ValueError, match="32768 words a chip, more than a wait operand"):
+        plan_data_parallel(np.zeros((4, 4096, 8), np.uint16), w, topology=t)
