@@ -225,16 +225,20 @@ def test_a_direct_all_to_all_issues_every_send_then_waits_once(rng):
 
 
 def test_an_all_to_all_by_dimensions_waits_for_each_phase(rng):
-    # 2x2, m = 3: shard 0 (word 0) goes x then y, shard 1 (words 1, 2) y then x. Chip 0
-    # (0, 0) receives in phase 0 shard 0 of chip 2's blocks for chips 0 and 1 (2 words) and
-    # shard 1 of chip 1's for chips 0 and 2 (4); in phase 1 shard 0 of chips 1 and 3's
-    # blocks for it, relayed by chip 1 (2), and shard 1 of chips 2 and 3's, relayed by
-    # chip 2 (4). It sends as much, 12 words.
-    plan = plan_collective("all_to_all", _inputs(rng, (4, 4, 3), "int32"), topology="2x2")
+    # 3x3, m = 2: shard 0 (word 0) goes x then y, shard 1 (word 1) y then x. Chip 0 (0, 0)
+    # receives in phase 0 shard 0 of chips 3 and 6's blocks for x = 0 (2 x 3 words) and
+    # shard 1 of chips 1 and 2's for y = 0 (6); in phase 1 the shards of its own blocks
+    # relayed by its y-neighbours (shard 0, 2 x 3 words) and x-neighbours (shard 1, 6). It
+    # sends as much, 24 words.
+    plan = plan_collective("all_to_all", _inputs(rng, (9, 9, 2), "int32"), topology="3x3")
     waits = [s for s in plan.programs[0].splitlines() if s.startswith("wait")]
-    assert waits == ["wait f1, 6", "wait f2, 6", "wait f0, 12"]
-    # The receive buffer, then a relay area of C*m words.
-    assert plan.recv_base == 16 and plan.vmem_lines * 8 >= 16 + 2 * 12
+    assert waits == ["wait f1, 12", "wait f2, 12", "wait f0, 24"]
+    # The receive buffer from the line after the send buffer, then a relay area of C*m.
+    assert plan.recv_base == 24 and plan.vmem_lines * 8 >= 24 + 2 * 18
+    # Rings of two keep the direct all-to-all: one wait.
+    pair = plan_collective("all_to_all", _inputs(rng, (4, 4, 3), "int32"), topology="2x2")
+    assert [s for s in pair.programs[0].splitlines() if s.startswith("wait")] == \
+        ["wait f1, 9", "wait f0, 9"]
 
 
 def test_program_sizes_for_4096_words():
