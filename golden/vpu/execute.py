@@ -1,4 +1,6 @@
-"""Golden model of the VPU (SPEC section 4.2): its instruction set and what each instruction does.
+"""What each VPU instruction does: :func:`execute` runs a program on the VPU's state,
+:func:`elementwise` and :func:`reduce` apply its operations to arrays (SPEC section 6),
+and :class:`MXUState` is the MXU link.
 
 State
 -----
@@ -11,29 +13,11 @@ State
 Instructions execute in program order, each seeing the results of all
 earlier ones; the RTL's dual issue and interlocks must not change that.
 
-Encoding (defined here only; the RTL decodes the same words)
--------------------------------------------------------------
-One 32-bit word per instruction, the opcode in bits 31..26 (:data:`OPS`,
-bit fields in :data:`FIELDS`):
-
-* format ``r``: vd 25..21, va 20..16, vb 15..11, vc 10..6, bits 5..0 zero;
-* format ``m`` (``vld``, ``vst``): vr 25..21, base line 20..5 (0..65535),
-  line stride 4..0 (0..31).
-
-Fields an instruction does not use must be zero. A word with an unassigned
-opcode (0 among them, so that zeroed memory never executes) or a non-zero
-unused field is illegal: :func:`decode` raises :class:`IllegalInstruction`,
-and :func:`execute` stops there and reports it, as the RTL's error flag does.
-
 Program errors
 --------------
-:data:`ERRORS` names the faults that stop a program, in the order of the
-RTL's error codes (1, 2, ...): an illegal word, a VMEM line out of range,
-weights pushed into a full shadow tile, an LHS push that would overflow the
-MXU's result queue, a pop with fewer than 8 result rows queued, and an MXU
-instruction on a VPU without an MXU. The faulting instruction does nothing,
-and nothing after it runs: :func:`execute` with ``on_error="stop"`` returns
-the state at that point with the fault's kind and index, as the RTL stops.
+A fault (``golden.vpu.isa.ERRORS``) stops the program: the faulting instruction does
+nothing, and nothing after it runs; :func:`execute` with ``on_error="stop"`` returns the
+state at that point with the fault's kind and index, as the RTL stops.
 
 Operations (``op vd, va, vb`` computes ``vd = va op vb`` on every word)
 ----------------------------------------------------------------------
@@ -51,7 +35,7 @@ Operations (``op vd, va, vb`` computes ``vd = va op vb`` on every word)
   ``vr`` is VMEM line ``base + s * stride`` (stride 0..31; a ``vst`` with
   stride 0 leaves sublane 7 in the line);
 * ``push_weights va``, ``push_lhs va``, ``push_lhs_acc va, vb``, ``pop vd``: the MXU
-  link, below;
+  link (:class:`MXUState`);
 * ``nop``.
 
 Numerics follow SPEC section 3 in both modes ("tpu", "ieee"); every NaN an
@@ -63,276 +47,17 @@ from collections import deque
 
 import numpy as np
 
-from . import arith, transcendental
-from .formats import BF16, FP32, check_numerics, flush_subnormal
-from .mxu import matmul
+from .. import arith, transcendental
+from ..formats import BF16, FP32, check_numerics, flush_subnormal
+from ..mxu import matmul
+from .asm import program_words
+from .isa import (_REDUCE_INSTRUCTIONS, DEFAULT_VMEM_LINES, ELEMENTWISE_OPS, REDUCE_OPS, SUBLANES,
+                  VREGS, IllegalInstruction, ProgramError, decode)
 
 __all__ = [
-    "SUBLANES", "VREGS", "OPS", "OpSpec", "FIELDS", "ELEMENTWISE_OPS", "REDUCE_OPS",
-    "Instruction", "IllegalInstruction", "ERRORS", "ProgramError", "encode", "decode",
-    "assemble", "disassemble", "program_words", "MXUState", "VPUState", "execute", "elementwise",
-    "elementwise_operands", "reduce", "reduce_operand", "DEFAULT_VMEM_LINES",
+    "MXUState", "VPUState", "execute", "elementwise", "elementwise_operands", "reduce",
+    "reduce_operand",
 ]
-
-SUBLANES = 8
-VREGS = 32
-DEFAULT_VMEM_LINES = 1024
-
-#: Bit fields: name -> (lowest bit, width).
-FIELDS = {
-    "opcode": (26, 6),
-    "vd": (21, 5), "va": (16, 5), "vb": (11, 5), "vc": (6, 5),
-    "vr": (21, 5), "base": (5, 16), "stride": (0, 5),
-}
-_FORMAT_FIELDS = {"r": ("vd", "va", "vb", "vc"), "m": ("vr", "base", "stride")}
-
-
-@dataclasses.dataclass(frozen=True)
-class OpSpec:
-    """One instruction: its opcode, format, assembly operands (in order) and datapath.
-
-    ``reads`` and ``writes`` name the register fields read and written, for
-    hazard logic; ``unit`` says which part of the VPU executes it: "alu",
-    "trans" (transcendental), "reduce", "load", "store", "mxu" or "none".
-    """
-    name: str
-    opcode: int
-    fmt: str
-    operands: tuple
-    reads: tuple
-    writes: tuple
-    unit: str
-
-
-def _table():
-    binary = ("vd", "va", "vb")
-    unary = ("vd", "va")
-    rows = [("nop", "r", (), (), (), "none")]
-    rows += [(op, "r", binary, ("va", "vb"), ("vd",), "alu") for op in
-             ("add", "sub", "mul", "max", "min", "eq", "lt", "le")]
-    rows += [("select", "r", ("vd", "va", "vb", "vc"), ("va", "vb", "vc"), ("vd",), "alu")]
-    rows += [(op, "r", binary, ("va", "vb"), ("vd",), "alu") for op in
-             ("iadd", "isub", "and", "or", "xor", "shl", "shr", "sra")]
-    rows += [(op, "r", unary, ("va",), ("vd",), "alu") for op in
-             ("f32_to_bf16", "bf16_to_f32", "f32_to_i32", "i32_to_f32")]
-    rows += [(op, "r", unary, ("va",), ("vd",), "trans") for op in ("rcp", "rsqrt", "exp")]
-    rows += [(op, "r", unary, ("va",), ("vd",), "reduce") for op in ("rsum", "rmax", "rmin")]
-    rows += [("vld", "m", ("vr", "base", "stride"), (), ("vr",), "load"),
-             ("vst", "m", ("vr", "base", "stride"), ("vr",), (), "store"),
-             ("push_weights", "r", ("va",), ("va",), (), "mxu"),
-             ("push_lhs", "r", ("va",), ("va",), (), "mxu"),
-             ("pop", "r", ("vd",), (), ("vd",), "mxu"),
-             ("push_lhs_acc", "r", ("va", "vb"), ("va", "vb"), (), "mxu")]
-    # Opcode 0 stays unassigned: an all-zero word is illegal.
-    return {name: OpSpec(name, code, *rest) for code, (name, *rest) in enumerate(rows, start=1)}
-
-
-#: Every instruction by name.
-OPS = _table()
-_BY_OPCODE = {spec.opcode: spec for spec in OPS.values()}
-
-#: The operations of :func:`elementwise` (SPEC section 6) and :func:`reduce`.
-ELEMENTWISE_OPS = ("add", "sub", "mul", "max", "min", "eq", "lt", "le", "select",
-                   "iadd", "isub", "and", "or", "xor", "shl", "shr", "sra",
-                   "f32_to_bf16", "bf16_to_f32", "f32_to_i32", "i32_to_f32",
-                   "rcp", "rsqrt", "exp")
-REDUCE_OPS = ("sum", "max", "min")
-_REDUCE_INSTRUCTIONS = {"rsum": "sum", "rmax": "max", "rmin": "min"}
-
-
-class IllegalInstruction(ValueError):
-    """A word that is not a valid instruction."""
-
-
-#: The program faults, in the order of the RTL's error codes (``ERRORS[code - 1]``).
-ERRORS = ("illegal", "vmem_range", "weights_full", "results_full", "pop_empty", "no_mxu")
-
-
-class ProgramError(ValueError):
-    """A program fault: ``kind`` is one of :data:`ERRORS`, ``index`` the faulting
-    instruction (None where the fault is raised outside :func:`execute`)."""
-
-    def __init__(self, message, *, kind, index=None):
-        if kind not in ERRORS:
-            raise ValueError(f"kind must be one of {', '.join(ERRORS)}, not {kind!r}")
-        super().__init__(message)
-        self.kind, self.index = kind, index
-
-
-@dataclasses.dataclass(frozen=True)
-class Instruction:
-    """A decoded instruction; fields it does not use are 0."""
-    op: str
-    vd: int = 0
-    va: int = 0
-    vb: int = 0
-    vc: int = 0
-    vr: int = 0
-    base: int = 0
-    stride: int = 0
-
-    @property
-    def spec(self):
-        return OPS[self.op]
-
-    def __str__(self):
-        spec = self.spec
-        parts = [f"v{getattr(self, f)}" if f.startswith("v") else str(getattr(self, f))
-                 for f in spec.operands]
-        return spec.name + (" " + ", ".join(parts) if parts else "")
-
-
-def _check_field(name, value):
-    width = FIELDS[name][1]
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
-            or not 0 <= value < 1 << width:
-        raise ValueError(f"{name} must be an integer in 0..{(1 << width) - 1}, not {value!r}")
-    return int(value)
-
-
-def encode(instruction):
-    """The 32-bit word of an :class:`Instruction`; ``ValueError`` if a field does not fit."""
-    if not isinstance(instruction, Instruction):
-        raise ValueError(f"encode takes an Instruction, not {type(instruction).__name__}")
-    spec = OPS.get(instruction.op)
-    if spec is None:
-        raise ValueError(f"unknown op {instruction.op!r}")
-    word = spec.opcode << FIELDS["opcode"][0]
-    for name in ("vd", "va", "vb", "vc", "vr", "base", "stride"):
-        value = _check_field(name, getattr(instruction, name))
-        if name in spec.operands:
-            word |= value << FIELDS[name][0]
-        elif value:
-            raise ValueError(f"{spec.name} has no {name} field (got {value})")
-    return word
-
-
-def decode(word):
-    """The :class:`Instruction` a word encodes; :class:`IllegalInstruction` if none."""
-    word = int(word)
-    if not 0 <= word < 1 << 32:
-        raise ValueError(f"an instruction word is 32 bits, not {word:#x}")
-    code = word >> FIELDS["opcode"][0]
-    spec = _BY_OPCODE.get(code)
-    if spec is None:
-        raise IllegalInstruction(f"{word:#010x}: opcode {code} is not assigned")
-    fields = {}
-    used = 0
-    for name in spec.operands:
-        low, width = FIELDS[name]
-        fields[name] = (word >> low) & ((1 << width) - 1)
-        used |= ((1 << width) - 1) << low
-    stray = word & ~used & ((1 << FIELDS["opcode"][0]) - 1)
-    if stray:
-        raise IllegalInstruction(f"{word:#010x}: {spec.name} has non-zero unused bits "
-                                 f"{stray:#010x}")
-    return Instruction(spec.name, **fields)
-
-
-# ---------------------------------------------------------------- assembler
-
-def _parse_operand(text, field, op):
-    if field.startswith("v"):
-        if not (text[:1] in "vV" and text[1:].isdigit()):
-            raise ValueError(f"{op}: expected a register v0..v{VREGS - 1} for {field}, "
-                             f"not {text!r}")
-        value = int(text[1:])
-        if value >= VREGS:
-            raise ValueError(f"{op}: no register {text!r} (v0..v{VREGS - 1})")
-        return value
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise ValueError(f"{op}: {field} must be an integer, not {text!r}") from None
-    limit = (1 << FIELDS[field][1]) - 1
-    if not 0 <= value <= limit:
-        raise ValueError(f"{op}: {field} {value} is out of range 0..{limit}")
-    return value
-
-
-def _assemble_line(text):
-    mnemonic, _, rest = text.partition(" ")
-    mnemonic = mnemonic.lower()
-    args = [a.strip() for a in rest.split(",")] if rest.strip() else []
-    if mnemonic == ".word":
-        if len(args) != 1:
-            raise ValueError(f".word takes one value, got {len(args)}")
-        try:
-            value = int(args[0], 0)
-        except ValueError:
-            raise ValueError(f".word: not an integer: {args[0]!r}") from None
-        if not 0 <= value < 1 << 32:
-            raise ValueError(f".word: {value:#x} does not fit in 32 bits")
-        return value
-    spec = OPS.get(mnemonic)
-    if spec is None:
-        raise ValueError(f"unknown op {mnemonic!r}")
-    expected = list(spec.operands)
-    if spec.fmt == "m" and len(args) == 2:
-        args.append("1")                       # the stride defaults to 1
-    if len(args) != len(expected) or any(not a for a in args):
-        raise ValueError(f"{spec.name} takes {len(expected)} operands "
-                         f"({', '.join(expected) or 'none'}), got {len(args)}: {rest.strip()!r}")
-    fields = {f: _parse_operand(a, f, spec.name) for f, a in zip(expected, args)}
-    return encode(Instruction(spec.name, **fields))
-
-
-def assemble(text):
-    """Assemble a program; returns its words as a ``uint32`` array.
-
-    One instruction per line: ``op operand, operand, ...``. Registers are
-    ``v0``..``v31``; ``base`` and ``stride`` are integers (``0x`` for hex),
-    and the stride of ``vld``/``vst`` may be left out (1). ``.word N`` places
-    a raw word (an illegal one, say). ``#`` or ``;`` starts a comment.
-    Errors are ``ValueError("line N: ...")``, lines counted from 1.
-    """
-    if not isinstance(text, str):
-        raise ValueError(f"assemble takes program text, not {type(text).__name__}")
-    words = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        code = line.split("#", 1)[0].split(";", 1)[0].strip()
-        if not code:
-            continue
-        try:
-            words.append(_assemble_line(" ".join(code.split())))
-        except ValueError as error:
-            raise ValueError(f"line {number}: {error}") from None
-    return np.array(words, dtype=np.uint32)
-
-
-def disassemble(program):
-    """Assembly text of a program's words, one line each; illegal words become ``.word``.
-
-    ``assemble(disassemble(words))`` gives ``words`` back.
-    """
-    lines = []
-    for word in _words(program):
-        try:
-            lines.append(str(decode(word)))
-        except IllegalInstruction as error:
-            lines.append(f".word {int(word):#010x}  # illegal: {error}")
-    return "\n".join(lines) + ("\n" if lines else "")
-
-
-def program_words(program):
-    """The instruction words of a program given as assembly text or as a 1-D integer array,
-    as ``uint32``; ValueError for anything else."""
-    return _words(program)
-
-
-def _words(program):
-    if isinstance(program, str):
-        return assemble(program)
-    words = np.asarray(program)
-    if words.ndim != 1 or not (np.issubdtype(words.dtype, np.integer) or words.size == 0):
-        raise ValueError(f"a program is text or a 1-D array of words, not {words.dtype} "
-                         f"of shape {words.shape}")
-    if words.size and (words.min() < 0 or words.max() >= 1 << 32):
-        raise ValueError("program words must be in 0..2**32-1")
-    return words.astype(np.uint32)
-
-
-# ---------------------------------------------------------------- operations
 
 _SIGN = np.uint32(FP32.sign_mask)
 
@@ -722,7 +447,7 @@ def execute(program, *, vregs=None, vmem=None, lanes=8, numerics="tpu", mxu=None
     _check_lanes(lanes)
     if on_error not in ("raise", "stop"):
         raise ValueError(f"on_error must be 'raise' or 'stop', not {on_error!r}")
-    words = _words(program)
+    words = program_words(program)
     vregs = _initial_vregs(vregs, lanes)
     vmem = _initial_vmem(vmem, lanes)
     if mxu is False:
