@@ -1,6 +1,7 @@
-"""Payload layouts of the ICI router (SPEC section 4.4), the constants they share with
-``golden.ici`` and ``golden.routing`` (the tests check that the two agree), and the
-encoding of a routing-table entry.
+"""Payload layouts of the ICI router (SPEC section 4.4), the constants and the ejection-port
+rule (:func:`eject_port`) they share with ``golden.ici`` and ``golden.routing``, restated
+here because ``hdl`` depends on nothing in ``golden`` (SPEC section 2; the tests check that
+the two agree), and the encoding of a routing-table entry.
 
 A flit is ``flit_words`` 32-bit words; word 0 of a packet's first flit is the route word
 (``route_word_layout``), the only word a router reads.
@@ -24,8 +25,8 @@ from ..lib.memory_port import WORD_BITS, check_int
 
 __all__ = [
     "CHIP_BITS", "LENGTH_BITS", "MAX_VCS", "MAX_FLIT_WORDS", "MAX_DIMS", "PORT_BITS",
-    "max_local_ports", "OPCODES", "route_word_layout", "flit_layout", "route_entry_layout",
-    "table_write_layout", "encode_route_entry", "table_entries",
+    "max_local_ports", "eject_port", "OPCODES", "route_word_layout", "flit_layout",
+    "route_entry_layout", "table_write_layout", "encode_route_entry", "table_entries",
 ]
 
 #: Chip ids (``golden.memory.CHIP_BITS``): routers know up to ``2**CHIP_BITS`` chips.
@@ -46,6 +47,24 @@ def max_local_ports(dims):
     switch outputs (``2*dims`` torus ports, then the local ones) are numbered in
     ``PORT_BITS``. A chip's network ports are its router's local ports."""
     return (1 << PORT_BITS) - 2 * dims
+
+
+def eject_port(in_port, *, torus_ports, local_ports):
+    """The local port a router ejects a packet on that arrived on torus input ``in_port``
+    (``golden.routing.eject_port``, restated; ``tests/ici/test_hdl_golden_tables.py``
+    holds the two equal).
+
+    Every packet of one input ejects on one port, so the packets of a route stay in order.
+    With a local port for every torus input (``local_ports >= torus_ports``) input p ejects
+    on port p. With fewer, input p (axis ``p // 2``, sign ``p % 2``) ejects on
+    ``(p // 2 + p % 2) mod local_ports``: with 2 ports the two inputs of an axis eject
+    apart, and so do the + inputs of neighbouring axes, so a destination's arrivals split
+    even when all of them come the same way round.
+    """
+    if local_ports >= torus_ports:
+        return in_port
+    return (in_port // 2 + in_port % 2) % local_ports
+
 
 #: Opcodes of a well-formed header (``golden.ici.OPCODES``); 0 and 3 are malformed.
 OPCODES = {"write": 1, "flag_add": 2}
@@ -96,8 +115,8 @@ def encode_route_entry(*, port, fixed=False, vc=0, straight=True):
 
 def table_entries(tables, chip, *, vcs):
     """The table of chip ``chip`` as entry ints, one per destination, from
-    ``golden.topology.routing_tables`` (read as duck-typed arrays; ``hdl`` does not import
-    ``golden``).
+    ``golden.topology.routing_tables`` (read as duck-typed arrays, so that ``hdl`` needs
+    nothing from ``golden``).
 
     Parameters
     ----------

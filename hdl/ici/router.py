@@ -6,13 +6,11 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from golden.routing import eject_port
-
 from ..lib.memory_port import check_int
 from ..lib.numbered_ports import port, port_name
 from .allocator import Allocator
 from .input_port import InputPort
-from .layouts import (CHIP_BITS, MAX_VCS, flit_layout, max_local_ports,
+from .layouts import (CHIP_BITS, MAX_VCS, eject_port, flit_layout, max_local_ports,
                       route_entry_layout, table_write_layout)
 from .link import LinkSignature
 
@@ -32,7 +30,7 @@ class Router(wiring.Component):
     Local ports: with ``local_ports = k`` above 1 the chip injects and ejects up to ``k``
     flits a cycle, through ``inject``/``eject`` and ``inject1``/``eject1`` ... A packet
     ejects on the ejection port of the input it arrives on, so the packets of one route
-    keep one order: torus input ``p`` on port ``golden.routing.eject_port(p)`` (its own
+    keep one order: torus input ``p`` on port ``hdl.ici.layouts.eject_port(p)`` (its own
     port when there are as many local ports as torus ports; with 2, the two inputs of
     each axis apart), local input j on port j.
 
