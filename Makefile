@@ -18,8 +18,10 @@ PYTHON ?= $(shell for p in python3 python3.14 python3.13 python3.12 python3.11; 
 demo: $(STAMP)
 	$(BIN)/tpu-rtl demo
 
-# A test file runs in one worker, so its tests reuse the Amaranth simulations it compiles.
+# The layers first (SPEC section 2: import-linter's contracts in pyproject.toml), then the
+# suite. A test file runs in one worker, so its tests reuse the Amaranth simulations it compiles.
 test: $(STAMP)
+	$(BIN)/lint-imports
 	$(PYTEST) -n $(JOBS) --dist loadfile tests
 
 # The tests marked slow: larger, longer and repeated checks kept out of `make test`.

@@ -25,8 +25,8 @@ import numpy as np
 from hdl.arith import BF16Multiplier, FP32Adder, FP32Divider, FP32Exp, FP32Multiplier, \
     FP32Rcp, FP32Rsqrt, FP32Sqrt, FP32ToBF16, check_numerics
 
-from .backends import check_backend
-from .backends.whole_run import WholeRun, run_whole
+from .backends import check_backend, run_whole
+from .backends.whole_run import WholeRun
 from .transactors import StreamSink, StreamSource, run_transactors
 
 __all__ = ["fp32_add", "bf16_mul", "fp32_to_bf16", "fp32_mul", "fp32_div", "fp32_sqrt", "UNITS",

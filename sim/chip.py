@@ -17,8 +17,8 @@ from golden import vpu
 from golden.formats import check_numerics
 from hdl.tensorcore.sequencer import STALL_CAUSES
 
-from .backends import check_backend
-from .backends.whole_run import WholeRun, memory_depth, pack_words, run_whole, unpack_words
+from .backends import check_backend, run_whole
+from .backends.whole_run import WholeRun, memory_depth, pack_words, unpack_words
 from .kernels import plan_matmul
 from .transactors import SimulationHang
 

@@ -28,7 +28,7 @@ is then ``golden.memory.run`` and ``land`` given the same ``error_ranges``
 the bus error records the RTL reported, in the order it reported them.
 
 :func:`run_stamped` also returns the cycle stamps the RTL recorded
-(:class:`DmaStamps`), from which :mod:`sim.dma_bench` measures latency and
+(:class:`DmaStamps`), from which :mod:`verif.bench.dma` measures latency and
 throughput.
 """
 
@@ -44,8 +44,8 @@ from hdl.memory.dma_push import DEFAULT_MAX_PAYLOAD
 from hdl.memory.dma_system import STAMPS
 from hdl.memory.layouts import REASONS, SPACES, descriptor_layout, error_layout
 
-from .backends import check_backend
-from .backends.whole_run import WholeRun, pack_words, run_whole, unpack_words
+from .backends import check_backend, run_whole
+from .backends.whole_run import WholeRun, pack_words, unpack_words
 
 __all__ = ["run", "run_stamped", "DmaRun", "DmaStamps", "descriptor_beat", "push_flits",
            "stream_beats"]
@@ -214,7 +214,7 @@ def run_stamped(hbm, vmem, descriptors, *, outstanding=4, read_latency=4, words_
                 lanes=8, n_flags=16, jitter=0, backend="verilator", seed=0, idle=0.0,
                 stall=0.0, waves=None, error_ranges=(), depth=None):
     """:func:`run`, returning ``(DmaRun, DmaStamps)``: the result and the cycle stamps the
-    RTL recorded, for measuring latency and throughput (:mod:`sim.dma_bench`)."""
+    RTL recorded, for measuring latency and throughput (:mod:`verif.bench.dma`)."""
     hbm, vmem = _image(hbm, "hbm"), _image(vmem, "vmem")
     if hbm.size == 0 or hbm.size % words_per_cycle:
         raise ValueError(f"hbm must hold a positive multiple of words_per_cycle "

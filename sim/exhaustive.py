@@ -18,7 +18,7 @@ engine here is shared by every such check; a check is described by a
   computes and compares).
 * A harness is built once per (Verilog, harness source, flags, Verilator
   version) in the shared build cache (``$TPU_RTL_CACHE``, by default
-  ``build/sim``, :mod:`sim.backends.build_cache`); later runs reuse it.
+  ``build/sim``, :mod:`sim.toolchain.build_cache`); later runs reuse it.
 """
 
 import fcntl
@@ -36,9 +36,9 @@ import numpy as np
 from golden.arith import bf16_mul as golden_bf16_mul
 from golden.formats import check_numerics
 
-from .export import export
-from .backends.build_cache import build_root, cached_build
-from .backends.toolchain import model_opt, tool_env, verilator, verilator_version
+from .verilog.export import export
+from .toolchain.build_cache import build_root, cached_build
+from .toolchain import model_opt, tool_env, verilator, verilator_version
 
 __all__ = ["ExhaustiveError", "ExhaustiveResult", "StreamCheck", "build_stream_harness",
            "run_stream_check", "merge_results", "HARNESS", "build_harness",
@@ -134,11 +134,11 @@ _built = {}
 def build_stream_harness(block, params, source, *, prefix=None):
     """Build (or reuse) the harness ``source`` around ``block``; return its executable.
 
-    ``block`` is exported with ``params`` (:func:`sim.export.export`).
+    ``block`` is exported with ``params`` (:func:`sim.verilog.export.export`).
     ``prefix`` renames the Verilated model's class (``verilator --prefix``),
     so that one harness source serves several blocks; by default it is
     ``V<block>``. Cached with every other build
-    (:mod:`sim.backends.build_cache`), and remembered for the life of the
+    (:mod:`sim.toolchain.build_cache`), and remembered for the life of the
     process while its executable exists.
     """
     key = (block, tuple(sorted(params.items())), str(source), prefix, build_root(), model_opt())

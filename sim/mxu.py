@@ -21,8 +21,8 @@ import numpy as np
 from golden.formats import BF16, FP32, check_numerics
 from hdl.mxu import mxu_latency
 
-from .backends import check_backend
-from .backends.whole_run import WholeRun, run_whole
+from .backends import check_backend, run_whole
+from .backends.whole_run import WholeRun
 from .transactors import StreamSink, StreamSource, run_transactors
 
 __all__ = ["matmul", "MatmulRun", "MatmulPlan", "plan_matmul", "matmul_run", "run_plan",

@@ -59,12 +59,12 @@ from hdl.ici.layouts import route_entry_layout
 from hdl.lib.blackbox import BlackBox
 from hdl.lib.xorshift import xorshift32
 from hdl.ocs import STATUSES
-from hdl.system import NetworkSystem, face_ports, node_signature, parse_dims, \
-    readout_beats, wired_neighbor
+from hdl.system import face_ports, parse_dims, wired_neighbor
 from hdl.system.layouts import (BUCKETS, HOP_BITS, MAX_LOCAL_PORTS, MAX_PACKET_FLITS, MODES,
                                 N_STATS, STATS, bucket_range, latency_bucket, node_layout,
                                 row_layout)
-from hdl.system.network_system import PHASES, ocs_layout
+from hdl.system.fabric import ocs_layout
+from hdl.testbench import PHASES, NetworkSystem, node_signature, readout_beats
 
 from .backends import check_backend
 from .backends.whole_run import WholeRun, check_run
@@ -590,7 +590,7 @@ def _hang_message(topology, outputs, per_node, watchdog):
 
 
 # --- Simulation: Amaranth directly; Verilator and Icarus through a compiled harness whose
-# Verilog holds the node module once (sim.export flattens a block, which for 256 routers
+# Verilog holds the node module once (sim.verilog.export flattens a block, which for 256 routers
 # would be 80 MB of Verilog), cached like every other build.
 
 NODE_MODULE = "network_node"
@@ -630,7 +630,7 @@ def _simulate(whole, *, backend, waves, progress):
 def _export(params):
     """Verilog of the network top with the node module emitted once, its signature, and
     the repeated module."""
-    from hdl.system.node import NetworkNode
+    from hdl.testbench.node import NetworkNode
     top = _NetworkOfInstances(**params)
     node = NetworkNode(**top.node_params)
     options = dict(emit_src=False, strip_internal_attrs=True)

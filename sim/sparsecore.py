@@ -36,8 +36,8 @@ from golden.sparsecore import DEFAULT_INITIAL_ACCUMULATOR, check_choice, check_c
     check_table, fp32_array, fp32_scalar
 from hdl.sparsecore import COMBINERS, LANES, ONE, OPTIMIZERS, STAMPS
 
-from .backends import check_backend
-from .backends.whole_run import WholeRun, pack_words, run_whole, unpack_words
+from .backends import check_backend, run_whole
+from .backends.whole_run import WholeRun, pack_words, unpack_words
 
 __all__ = ["lookup", "update", "hbm_image", "SparseRun", "SparseStats", "IndexOutOfRange", "GatherPoint",
            "gather_curve", "BLOCK"]

@@ -39,7 +39,7 @@ from .backends import check_backend, self_loading
 from .backends.self_loading import add_to_module, loader_verilog
 from .backends.whole_run import WholeRun, check_run, memory_depth, pack_words, unpack_words
 from .blocks import MemoryImage
-from .export import mxu_of_instances, vpu_of_instances
+from .verilog.export import mxu_of_instances, vpu_of_instances
 from .network import CONFIG_WATCHDOG, _lit, _ocs_beats, _rows, _topology
 from .transactors import SimulationHang
 

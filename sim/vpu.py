@@ -36,9 +36,8 @@ from hdl.vpu import ERRORS as RTL_ERRORS
 from hdl.vpu import OPTIONAL_OPS, PROGRAM_LAYOUT
 from hdl.vpu.isa import check_ops
 
-from .backends import check_backend
-from .backends.whole_run import (WholeRun, memory_depth, pack_words, run_whole,
-                                 unpack_words)
+from .backends import check_backend, run_whole
+from .backends.whole_run import WholeRun, memory_depth, pack_words, unpack_words
 
 __all__ = ["run", "elementwise", "reduce", "VPURun", "Pass", "plan_elementwise", "plan_reduce",
            "program_beats", "vreg_image", "vregs_from_image", "BLOCK", "VMEM_LINES",

@@ -9,7 +9,7 @@ import pytest
 DEFAULT_SEED = 20261121
 
 # The suite's compiled models run for thousands of cycles, not millions: g++ -Og
-# compiles their hot code in 40% of -O3's time (sim.backends.toolchain.model_opt).
+# compiles their hot code in 40% of -O3's time (sim.toolchain.model_opt).
 # Set before any build, and inherited by the CLI runs the tests start.
 os.environ.setdefault("TPU_RTL_OPT", "-Og")
 

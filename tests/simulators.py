@@ -2,7 +2,7 @@
 
 import pytest
 
-from sim.backends.toolchain import iverilog
+from sim.toolchain import iverilog
 
 __all__ = ["ICARUS", "needs_icarus"]
 

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from golden import topology as topo  # noqa: E402
 from sim import network  # noqa: E402
 from sim.transactors import SimulationHang  # noqa: E402
-from verif.network_cli import parse_link_down  # noqa: E402
+from verif.cli.network import parse_link_down  # noqa: E402
 
 
 def soak(shape, *, twist, failed, traffic, rate, cycles, warmup, seed, backend,

@@ -103,7 +103,8 @@ def system_demo(*, seed, backend="verilator", out=print, plots=None):
     from golden import topology as topo
     from sim import system
 
-    from .system_cli import collective_table, plot_links, random_inputs
+    from verif.report import collective_table, plot_links
+    from verif.suites.system.inputs import random_inputs
 
     topology = topo.torus(tuple(int(x) for x in SYSTEM_TOPOLOGY.split("x")))
     chips = topology.n_chips

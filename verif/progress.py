@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 
-from sim.backends.build_cache import BUILD_LISTENERS
+from sim.toolchain.build_cache import BUILD_LISTENERS
 
 __all__ = ["ProgressLine", "LOG_INTERVAL"]
 

@@ -3,10 +3,8 @@ links and OCS crossbars into any topology of ``golden.topology``.
 
 :class:`ChipSystem` is the multi-chip system (a block for whole runs: ``sim.system``), of
 :class:`~hdl.system.chip_node.ChipNode` s, each a TensorCore chip with its router.
-:class:`NetworkSystem` is the network testbench (``sim.network``): per node
-(:class:`~hdl.system.node.NetworkNode`) a router, a synthesizable
-:class:`~hdl.system.generator.TrafficGenerator` and a :class:`~hdl.system.sink.TrafficSink`;
-:mod:`hdl.system.layouts` holds the probe-packet format, configuration layouts, statistics
+:class:`hdl.testbench.NetworkSystem` is the network testbench (``sim.network``), test
+equipment built on these tops' parts; :mod:`hdl.system.layouts` holds the probe-packet format, configuration layouts, statistics
 and latency histogram they share, and :mod:`hdl.system.fabric` the links and switches of
 both tops.
 """
@@ -14,11 +12,6 @@ both tops.
 from .chip_node import ChipNode, chip_node_signature
 from .chip_system import SYSTEM_PHASES, ChipSystem
 from .fabric import face_ports, parse_dims, wired_neighbor
-from .generator import TrafficGenerator
-from .network_system import PHASES, NetworkSystem, readout_beats
-from .node import NetworkNode, node_signature
-from .sink import TrafficSink
 
-__all__ = ["ChipSystem", "ChipNode", "NetworkSystem", "NetworkNode", "TrafficGenerator",
-           "TrafficSink", "PHASES", "SYSTEM_PHASES", "face_ports", "wired_neighbor",
-           "parse_dims", "readout_beats", "node_signature", "chip_node_signature"]
+__all__ = ["ChipSystem", "ChipNode", "SYSTEM_PHASES", "face_ports", "wired_neighbor",
+           "parse_dims", "chip_node_signature"]

@@ -15,7 +15,7 @@ from ..tensorcore import TensorCoreSystem
 from ..tensorcore.isa import ERROR_CODES
 from ..tensorcore.sequencer import State
 from .fabric import check_latencies, link_outputs
-from .node import node_row_layout
+from .layouts import node_row_layout
 
 __all__ = ["ChipNode", "chip_node_signature", "FLIT_WORDS"]
 

@@ -1,5 +1,5 @@
 """The links of a torus top: wired links between neighbours inside it, and an OCS per axis
-on its faces (``hdl.system.NetworkSystem`` and ``hdl.system.ChipSystem`` share them)."""
+on its faces (``hdl.testbench.NetworkSystem`` and ``hdl.system.ChipSystem`` share them)."""
 
 import math
 import numbers

@@ -35,7 +35,7 @@ __all__ = [
     "FLIT_WORDS", "TIME_BITS", "TAG_BITS", "HOP_BITS", "MODES", "STATS", "N_STATS",
     "HIST_BASE",
     "LINK_STATS", "LINEAR_BUCKETS", "SUB_BUCKETS", "BUCKETS", "STAT_ADDR_BITS",
-    "MAX_PACKET_FLITS", "MAX_LOCAL_PORTS", "node_layout", "row_layout",
+    "MAX_PACKET_FLITS", "MAX_LOCAL_PORTS", "node_layout", "node_row_layout", "row_layout",
     "tag_fields", "payload_word", "latency_bucket", "bucket_range", "latency_bucket_hw",
 ]
 
@@ -182,3 +182,11 @@ def latency_bucket_hw(m, latency):
             sub = latency[top - _SUB_BITS:top]
             m.d.comb += bucket.eq(LINEAR_BUCKETS + (top - _LINEAR_BITS) * SUB_BUCKETS + sub)
     return bucket
+
+
+def node_row_layout(dims):
+    """A node's slice of a configuration row ``r`` (``layouts.row_layout``): ``row`` (r),
+    its routing-table ``entry`` for destination r, its ``hops`` from source r, and node r's
+    settings ``node``."""
+    return data.StructLayout({"row": unsigned(CHIP_BITS), "entry": route_entry_layout,
+                              "hops": unsigned(HOP_BITS), "node": node_layout(dims)})

@@ -3,37 +3,43 @@
 ``"amaranth"`` simulates the Amaranth design in this process, with no extra
 tools; ``"verilator"`` and ``"icarus"`` simulate the exported Verilog.
 
-- **Whole runs** (:mod:`.whole_run`): stimulus in, run to completion,
-  results out, with no Python per cycle. Every runner of a block
-  (``sim.mxu``, ``sim.arith``) uses them; on Verilator the harness is a
-  compiled C++ model (:mod:`.compiled`).
+- **Whole runs** (:func:`run_whole`, the run model in :mod:`.whole_run`):
+  stimulus in, run to completion, results out, with no Python per cycle.
+  Every runner of a block (``sim.mxu``, ``sim.arith``) uses them; on
+  Verilator the harness is a compiled C++ model (:mod:`.compiled`).
 - **Interactive programs** (:func:`run_program`): an async test program that
   drives and samples ports every cycle through the :mod:`.bench` interface,
   in this process (Amaranth) or through cocotb (:mod:`.cocotb_sim`), for
   agents that react cycle by cycle.
 
 Either way, all three backends give bit-identical results, cycle for cycle.
+
+This package's ``__init__`` holds only the two dispatchers: every module
+below it is a leaf that never imports the package back.
 """
 
-from . import amaranth_sim
-from ..blocks import component_class
-from .toolchain import ToolMissing, iverilog
+from ..blocks import block_interface, component_class
+from ..toolchain import BACKENDS, ToolMissing, check_backend
+from .whole_run import check_run
 
-__all__ = ["BACKENDS", "check_backend", "run_program"]
-
-#: Every backend name the public API accepts (SPEC section 5).
-BACKENDS = ("amaranth", "verilator", "icarus")
+__all__ = ["BACKENDS", "ToolMissing", "check_backend", "run_program", "run_whole"]
 
 
-def check_backend(backend):
-    """Return ``backend`` if it names a backend that can run here; raise otherwise."""
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, "
-                         f"not {backend!r}")
-    if backend == "icarus" and iverilog() is None:
-        raise ToolMissing("backend 'icarus' needs Icarus Verilog (iverilog), which is not "
-                          "installed; use backend 'verilator' or install iverilog")
-    return backend
+def run_whole(run, *, backend="amaranth", waves=None, progress=None):
+    """Run the :class:`~.whole_run.WholeRun` ``run`` on ``backend``.
+
+    Returns a :class:`~.whole_run.WholeRunResult`. Raises
+    :class:`~sim.transactors.SimulationHang` naming every stream's progress if
+    the watchdog expires, and ValueError for a run that does not fit the block.
+    """
+    check_backend(backend)
+    signature, images = block_interface(run.block, run.params)
+    check_run(run, signature, images)
+    if backend == "amaranth":
+        from .amaranth_sim import simulate_whole
+        return simulate_whole(run, component_class(run.block), waves=waves, progress=progress)
+    from .compiled import simulate_whole
+    return simulate_whole(run, images, simulator=backend, waves=waves, progress=progress)
 
 
 def run_program(block, params, program, *, backend="amaranth", waves=None, coverage=None,
@@ -47,8 +53,8 @@ def run_program(block, params, program, *, backend="amaranth", waves=None, cover
     """
     check_backend(backend)
     if backend == "amaranth":
-        return amaranth_sim.simulate_block(component_class(block), params or {}, program,
-                                           waves=waves)
-    from . import cocotb_sim
-    return cocotb_sim.simulate(block, params, program, simulator=backend, waves=waves,
-                                   coverage=coverage, run_dir=run_dir)
+        from .amaranth_sim import simulate_block
+        return simulate_block(component_class(block), params or {}, program, waves=waves)
+    from .cocotb_sim import simulate
+    return simulate(block, params, program, simulator=backend, waves=waves,
+                    coverage=coverage, run_dir=run_dir)

@@ -1,7 +1,7 @@
 """Running a test program on exported Verilog under Verilator or Icarus, through cocotb.
 
-A run exports the block (:mod:`sim.export`), builds the simulator once per
-distinct Verilog, simulator and build flags (:mod:`sim.backends.build_cache`),
+A run exports the block (:mod:`sim.verilog.export`), builds the simulator once per
+distinct Verilog, simulator and build flags (:mod:`sim.toolchain.build_cache`),
 and runs the pickled test program in a folder of its own, so parallel runs
 never collide. The program's value comes back through a pickle, and so does
 any exception it raised (a hang, say), which is raised again here.
@@ -17,12 +17,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..export import export, module_ports
-from ..lint import WAIVERS
+from ..verilog.export import export, module_ports
+from ..verilog.lint import WAIVERS
 from ..transactors import SimulationHang
-from .build_cache import build_root, cached_build
+from ..toolchain.build_cache import build_root, cached_build
 from .icarus_source import icarus_source
-from .toolchain import ToolMissing, iverilog, tool_env, verilator_version
+from ..toolchain import ToolMissing, iverilog, tool_env, verilator_version
 
 __all__ = ["SimulationError", "simulate"]
 

@@ -1,9 +1,9 @@
 """Whole runs on Verilator and Icarus: a compiled simulator, no Python per cycle.
 
-The block's exported Verilog, the :class:`~hdl.lib.run_harness.RunHarness`
+The block's exported Verilog, the :class:`~hdl.testbench.run_harness.RunHarness`
 around it and the generated testbench (:mod:`sim.backends.testbench`) are
 built once (Verilator: a C++ model with ``harness/whole_run_main.cpp``;
-Icarus: a vvp image) and cached (:mod:`sim.backends.build_cache`). A run
+Icarus: a vvp image) and cached (:mod:`sim.toolchain.build_cache`). A run
 writes its stream data as ``$readmemh`` files, starts the simulator with
 plusargs, and reads back the status and recorded beats it writes.
 
@@ -29,11 +29,11 @@ import hdl
 from hdl.lib.blackbox import BlackBox
 
 from ..blocks import BLOCKS
-from ..export import export
-from .build_cache import build_root, cached_build
+from ..verilog.export import export
+from ..toolchain.build_cache import build_root, cached_build
 from .icarus_source import icarus_source
 from .testbench import TOP, testbench_verilog
-from .toolchain import (amaranth_version, iverilog, model_opt, tool_env, verilator,
+from ..toolchain import (amaranth_version, iverilog, model_opt, tool_env, verilator,
                         verilator_version)
 
 __all__ = ["simulate_whole", "run_built", "build", "compile_harness", "VERILATOR_FLAGS",

@@ -34,7 +34,7 @@ def _reg(width):
 
 
 def testbench_verilog(harness, *, module="harness", images=None):
-    """The testbench for ``harness`` (a :class:`~hdl.lib.run_harness.RunHarness`),
+    """The testbench for ``harness`` (a :class:`~hdl.testbench.run_harness.RunHarness`),
     instantiated as Verilog module ``module``; ``images`` maps the names of the
     block's memories to their :class:`~sim.blocks.MemoryImage`."""
     images = images or {}

@@ -1,8 +1,8 @@
 """Whole runs: stream data in, run to completion, read results back, no Python per cycle.
 
 A :class:`WholeRun` says what each stream port of a block plays or records;
-:func:`run_whole` runs it on any backend inside a
-:class:`~hdl.lib.run_harness.RunHarness` and returns a :class:`WholeRunResult`.
+:func:`sim.backends.run_whole` runs it on any backend inside a
+:class:`~hdl.testbench.run_harness.RunHarness` and returns a :class:`WholeRunResult`.
 Every backend simulates the same harness RTL, gap generators included, so
 results and cycle counts are identical on all of them for the same data and
 seed.
@@ -15,13 +15,12 @@ import numpy as np
 from amaranth.hdl import Shape
 from amaranth.lib.wiring import In
 
-from hdl.lib.run_harness import RunHarness, plain_ports, stream_ports
+from hdl.testbench.run_harness import RunHarness, plain_ports, stream_ports
 from hdl.lib.xorshift import gap_threshold
 
-from ..blocks import block_interface, component_class
 from ..transactors import SimulationHang
 
-__all__ = ["WholeRun", "StreamStats", "WholeRunResult", "run_whole", "make_harness",
+__all__ = ["WholeRun", "StreamStats", "WholeRunResult", "check_run", "make_harness", "finish",
            "memory_depth", "MIN_DEPTH", "pack_words", "unpack_words"]
 
 #: Smallest memory of a player or recorder; depths are powers of two from here,
@@ -84,7 +83,7 @@ class WholeRun:
     until : str, optional
         A 1-bit plain output of the block that ends the run when high (once
         every input is sent); ``record`` counts are then the most each output
-        may carry (see :class:`~hdl.lib.run_harness.RunHarness`).
+        may carry (see :class:`~hdl.testbench.run_harness.RunHarness`).
     busy : str, optional
         A 1-bit plain output of the block that is high while it makes progress no
         stream shows; it holds the watchdog off.
@@ -275,21 +274,3 @@ def finish(run, status, recorded, seconds, memories=None):
         raise hang
     return WholeRunResult(recorded, streams, status["cycles"], seconds, outputs,
                           dict(memories or {}))
-
-
-def run_whole(run, *, backend="amaranth", waves=None, progress=None):
-    """Run ``run`` on ``backend``; returns a :class:`WholeRunResult`.
-
-    Raises :class:`~sim.transactors.SimulationHang` naming every stream's
-    progress if the watchdog expires, and ValueError for a run that does
-    not fit the block.
-    """
-    from . import check_backend
-    check_backend(backend)
-    signature, images = block_interface(run.block, run.params)
-    check_run(run, signature, images)
-    if backend == "amaranth":
-        from .amaranth_sim import simulate_whole
-        return simulate_whole(run, component_class(run.block), waves=waves, progress=progress)
-    from .compiled import simulate_whole
-    return simulate_whole(run, images, simulator=backend, waves=waves, progress=progress)

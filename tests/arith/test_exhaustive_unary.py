@@ -18,13 +18,13 @@ import pytest
 import sim.exhaustive_unary
 from golden import arith as golden_arith
 from golden.formats import NUMERICS
-from sim.backends.build_cache import build_root
+from sim.toolchain.build_cache import build_root
 from sim.exhaustive import ExhaustiveError
 from sim.exhaustive_unary import (TRANSCENDENTAL, UNITS, UnaryUnit, build_unary_harness,
                                   run_unary_exhaustive)
 from verif import cli
-from verif.executor import Lost
-from verif.executor.slices import CHECKS, merge, run_slice, slices
+from verif.regress.executor import Lost
+from verif.regress.executor.slices import CHECKS, merge, run_slice, slices
 from verif.regress import TRANSCENDENTAL as SUITE
 from verif.regress import run_exhaustive
 

@@ -22,8 +22,8 @@ from hdl.arith.fp32_exp import MAX_STAGES, exp_tables
 from sim import arith
 from sim.arith import stream_through
 from sim.backends.amaranth_sim import simulate
-from sim.export import export
-from sim.lint import lint
+from sim.verilog.export import export
+from sim.verilog.lint import lint
 from verif.scoreboard import Scoreboard
 from verif.suites.arith import corpus
 

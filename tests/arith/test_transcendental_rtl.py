@@ -31,8 +31,8 @@ from hdl.arith import FP32Rcp, FP32RcpCore, FP32Rsqrt, FP32RsqrtCore
 from sim import arith
 from sim.arith import stream_through
 from sim.backends.amaranth_sim import simulate
-from sim.export import export
-from sim.lint import lint
+from sim.verilog.export import export
+from sim.verilog.lint import lint
 from verif.scoreboard import Scoreboard
 from verif.suites.arith import corpus
 

@@ -1,9 +1,9 @@
-"""``sim.dma_bench`` on a small case: the figures it reports are the ones the timing of the
+"""``verif.bench.dma`` on a small case: the figures it reports are the ones the timing of the
 DMA and the HBM model imply (the full benchmark runs from the command line)."""
 
 import pytest
 
-from sim import dma_bench
+from verif.bench import dma as dma_bench
 
 
 def test_a_small_contiguous_case_streams_at_full_rate():

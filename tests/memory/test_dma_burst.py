@@ -16,8 +16,8 @@ from hdl.lib.memory_port import MemoryPortSignature
 from hdl.memory import AddressGenerator, BurstEngine, DmaSystem, Receiver
 from hdl.memory.dma_lanes import lane_mask, rotate_words_left
 from sim import dma as sim_dma
-from sim.export import export
-from sim.lint import lint
+from sim.verilog.export import export
+from sim.verilog.lint import lint
 
 from .simtools import descriptor_beat, load, run_batch, simulate
 

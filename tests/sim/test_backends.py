@@ -12,7 +12,7 @@ from sim import mxu
 from sim.arith import UNITS, stream_through
 from sim.backends import check_backend, run_program
 from sim.backends.cocotb_sim import SimulationError
-from sim.backends.toolchain import ToolMissing, iverilog
+from sim.toolchain import ToolMissing, iverilog
 from sim.transactors import SimulationHang, StreamSink, StreamSource, run_transactors
 from verif.suites.arith import corpus
 from verif.suites.mxu.scenarios import bf16_matrix, fp32_matrix

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from sim.export import BLOCKS, block_params, export, parse_params
-from sim.lint import lint
+from sim.verilog.export import BLOCKS, block_params, export, parse_params
+from sim.verilog.lint import lint
 
 ARITH = ["fp32_add", "bf16_mul", "fp32_to_bf16"]
 
@@ -51,7 +51,7 @@ def test_an_mxu_inside_another_block_emits_its_rows_and_pes_once():
     from amaranth.back import verilog
 
     from hdl.mxu import MXU
-    from sim.export import mxu_of_instances
+    from sim.verilog.export import mxu_of_instances
     mxu = MXU(rows=3, cols=5)
     ports = dict(mxu.signature.members)
     leaves = mxu_of_instances(mxu, prefix="chip_mxu")

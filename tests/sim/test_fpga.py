@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from sim import fpga
-from sim.export import Export
+from sim.verilog import fpga
+from sim.verilog.export import Export
 from verif.cli import main
 
 

@@ -1,4 +1,4 @@
-"""sim.backends.runtime_objects: Verilator's run-time library compiled once, the rest untouched."""
+"""sim.toolchain.runtime_objects: Verilator's run-time library compiled once, the rest untouched."""
 
 import os
 import subprocess
@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from sim.backends import runtime_objects
-from sim.backends.toolchain import model_opt, tool_env
+from sim.toolchain import runtime_objects
+from sim.toolchain import model_opt, tool_env
 
 # A stand-in compiler: it logs each call and writes its object as the source text plus a tag,
 # and a -MMD dependency file, so a test sees which compiles ran and what each made.

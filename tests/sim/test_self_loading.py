@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from sim.backends.self_loading import add_to_module, loader_verilog
-from sim.backends.toolchain import iverilog, tool_env, verilator
+from sim.toolchain import iverilog, tool_env, verilator
 from sim.blocks import MemoryImage
 
 from ..simulators import ICARUS

@@ -18,8 +18,9 @@ from sim.arith import UNITS
 from sim.blocks import BLOCKS
 from sim.backends import compiled
 from sim.backends.amaranth_sim import simulate
-from sim.backends.build_cache import build_root
-from sim.backends.whole_run import WholeRun, run_whole
+from sim.toolchain.build_cache import build_root
+from sim.backends import run_whole
+from sim.backends.whole_run import WholeRun
 from sim.transactors import SimulationHang
 from verif.suites.arith import corpus
 from verif.suites.mxu.scenarios import bf16_matrix, fp32_matrix

@@ -14,18 +14,20 @@ import shlex
 import numpy as np
 import pytest
 
-import verif.bench
+import verif.bench.blocks
 from golden import sparsecore as golden
 from sim import sparsecore as sim_sparsecore
-from verif import cli, sparsecore_cli
-from verif.bench import SparseBench, run_bench
+from verif import cli
+from verif.cli import sparsecore as sparsecore_cli
+from verif.suites.sparsecore import batch as sparse_batch
+from verif.bench.blocks import SparseBench, run_bench
 
 #: A batch small enough for Amaranth's simulator: 2 bags of 3 ids over 8 rows of 8 words.
 TINY = ["--rows", "8", "--width", "8", "--batch", "2", "--bag", "3"]
 
 
 def _tiny_batch(seed, *, alpha=1.15, weighted=False, special_density=0.0):
-    return sparsecore_cli.make_batch(np.random.default_rng(seed), rows=8, width=8, batch=2,
+    return sparse_batch.make_batch(np.random.default_rng(seed), rows=8, width=8, batch=2,
                                      bag=3, alpha=alpha, weighted=weighted,
                                      special_density=special_density)
 
@@ -132,7 +134,7 @@ def test_bench_only_accepts_a_known_section(capsys):
 @pytest.mark.parametrize("alpha", [0.0, 1.05, 1.5])
 def test_zipf_ids_follow_the_truncated_law(alpha, rng):
     rows, n = 20, 200_000
-    ids = sparsecore_cli.zipf_ids(rng, n, rows, alpha)
+    ids = sparse_batch.zipf_ids(rng, n, rows, alpha)
     assert ids.dtype == np.int32 and ids.min() >= 0 and ids.max() < rows
     # The law fixes the frequency of each popularity rank, whichever row holds it.
     counts = np.sort(np.bincount(ids, minlength=rows))[::-1]
@@ -143,15 +145,15 @@ def test_zipf_ids_follow_the_truncated_law(alpha, rng):
 
 def test_zipf_ids_reject_a_negative_exponent(rng):
     with pytest.raises(ValueError, match="alpha must be a finite number >= 0, not -1"):
-        sparsecore_cli.zipf_ids(rng, 4, 8, -1)
+        sparse_batch.zipf_ids(rng, 4, 8, -1)
 
 
 def test_bench_section_replaces_its_old_text(seed, tmp_path, monkeypatch):
     bench = SparseBench(backend="amaranth", row_widths=(8,), read_latencies=(4,),
                         gather_ids=16, alphas=(1.5,), zipf_rows=16, zipf_width=8, zipf_bags=2,
                         bag=4, optimizer="sgd")
-    monkeypatch.setattr(verif.bench, "QUICK", dataclasses.replace(verif.bench.QUICK,
-                                                                  sparsecore=bench))
+    monkeypatch.setattr(verif.bench.blocks, "QUICK", dataclasses.replace(
+        verif.bench.blocks.QUICK, sparsecore=bench))
     output = tmp_path / "benchmarks.md"
     output.write_text("# Benchmarks\n\n## DMA\n\nkept\n\n## SparseCore\n\nstale\n\n"
                       "## Later\n\nkept too\n")
@@ -166,7 +168,7 @@ def test_bench_section_replaces_its_old_text(seed, tmp_path, monkeypatch):
     assert len(curve) == 1 and curve[0][5] == "yes"          # bit-exact
     assert 0 < float(curve[0][2].rstrip("%")) <= 100          # gather
     # The dedup row: the unique ids of the batch `tpu-rtl sparsecore` makes with this seed.
-    batch = sparsecore_cli.make_batch(np.random.default_rng(seed), rows=16, width=8, batch=2,
+    batch = sparse_batch.make_batch(np.random.default_rng(seed), rows=16, width=8, batch=2,
                                       bag=4, alpha=1.5)
     unique = len(set(batch.indices.tolist()))
     row = next(line for line in text.splitlines() if line.startswith("| 1.5 |"))
@@ -179,8 +181,8 @@ def test_bench_section_replaces_its_old_text(seed, tmp_path, monkeypatch):
 def test_write_bound_counts_slots_against_writes():
     # Ids 5, 5, 5, 2, 7: rows of one chunk take 3, 1 and 1 ring slots; Adagrad writes
     # 2 lines a chunk at 8 words a cycle, 4 at 4 words a cycle.
-    batch = sparsecore_cli.Batch(np.zeros((8, 8), np.float32), np.array([5, 5, 5, 2, 7]),
+    batch = sparse_batch.Batch(np.zeros((8, 8), np.float32), np.array([5, 5, 5, 2, 7]),
                                  np.array([0, 5]), None, np.zeros((1, 8), np.float32))
-    assert verif.bench._write_bound(batch, "adagrad", 8) == 5 / (3 + 2 + 2)
-    assert verif.bench._write_bound(batch, "adagrad", 4) == 5 / (4 + 4 + 4)
-    assert verif.bench._write_bound(batch, "sgd", 8) == 1.0
+    assert verif.bench.blocks._write_bound(batch, "adagrad", 8) == 5 / (3 + 2 + 2)
+    assert verif.bench.blocks._write_bound(batch, "adagrad", 4) == 5 / (4 + 4 + 4)
+    assert verif.bench.blocks._write_bound(batch, "sgd", 8) == 1.0

@@ -6,8 +6,8 @@ import pytest
 
 from hdl.sparsecore import SparseCoreTile
 from sim import sparsecore
-from sim.export import export
-from sim.lint import lint
+from sim.verilog.export import export
+from sim.verilog.lint import lint
 
 
 def test_export_is_lint_clean():

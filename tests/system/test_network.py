@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from golden import topology as topo
-from hdl.system import NetworkSystem
+from hdl.testbench import NetworkSystem
 from sim import network
 from sim.transactors import SimulationHang
 

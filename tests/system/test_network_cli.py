@@ -1,4 +1,4 @@
-"""``tpu-rtl network`` (``verif.network_cli``): the latency-load table, the two plots, and a
+"""``tpu-rtl network`` (``verif.cli.network``): the latency-load table, the two plots, and a
 side-by-side sweep of a regular and a twisted torus on the compiled path."""
 
 import argparse
@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from sim.network import NetworkRun
-from verif import network_cli
+from verif import report
+from verif.bench import network as network_bench
+from verif.cli import network as network_cli
 
 
 class _Stats:
@@ -23,7 +25,7 @@ def fake_curve(scale):
 
 
 def test_table_puts_topologies_side_by_side():
-    table = network_cli.latency_table({"regular": fake_curve(1.0),
+    table = report.latency_table({"regular": fake_curve(1.0),
                                        "twisted": fake_curve(0.9)[:1]}).splitlines()
     columns = ("offered", "accepted", "latency", "p99", "hops")
     assert table[0].split() == ["rate"] + [word for name in ("regular", "twisted")
@@ -34,7 +36,7 @@ def test_table_puts_topologies_side_by_side():
 
 
 def test_plots_are_written(tmp_path):
-    paths = network_cli.plot_curves({"regular": fake_curve(1.0)}, tmp_path, "2x4", "uniform")
+    paths = report.plot_curves({"regular": fake_curve(1.0)}, tmp_path, "2x4", "uniform")
     assert [p.name for p in paths] == ["latency_2x4.png", "links_2x4.png"]
     for path in paths:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -42,7 +44,7 @@ def test_plots_are_written(tmp_path):
 
 def parse(*argv):
     parser = argparse.ArgumentParser(prog="tpu-rtl")
-    network_cli.add_parser(parser.add_subparsers(dest="command", required=True))
+    network_cli.add_parser(parser.add_subparsers(dest="command", required=True), "help")
     return parser.parse_args(["network", *argv])
 
 
@@ -65,7 +67,7 @@ def test_bad_rates():
 
 def test_goal_commands_parse_to_the_measured_settings():
     """The command docs/network.md quotes for a figure sets what ``measure_goals`` ran."""
-    line = network_cli.command("4x4x8", [2], cycles=6000, warmup=2000, seed=1, twist=True,
+    line = network_bench.command("4x4x8", [2], cycles=6000, warmup=2000, seed=1, twist=True,
                                traffic="all_to_all", packet_flits=4, message_packets=16,
                                local_ports=2)
     args = parse(*line.split()[2:])
@@ -73,7 +75,7 @@ def test_goal_commands_parse_to_the_measured_settings():
             args.local_ports, args.vcs) == ("4x4x8", True, "all_to_all", 4, 16, 2, 2)
     assert (args.rates, args.cycles, args.warmup, args.seed, args.backend, args.all_points) \
         == ("2", 6000, 2000, 1, "verilator", True)
-    args = parse(*network_cli.command("4x4", [0.1, 0.85], cycles=4000, warmup=1000, seed=7,
+    args = parse(*network_bench.command("4x4", [0.1, 0.85], cycles=4000, warmup=1000, seed=7,
                                       vcs=4).split()[2:])
     assert (args.vcs, args.rates, args.twist, args.traffic) == (4, "0.1,0.85", False, "uniform")
 
@@ -85,7 +87,7 @@ def test_goal_verdicts():
     rows = [("4x4, 2 VCs", config(13.5, 0.69), "4x4", {}),
             ("4x4, 4 VCs", config(13.5, 0.90), "4x4", {"vcs": 4})]
     twists = [("4x4x8", {False: {"accepted": 0.5}, True: {"accepted": 0.6}})]
-    lines = network_cli._goal_summary(rows, twists, lambda x, digits=3: f"{x:.{digits}f}")
+    lines = network_bench._goal_summary(rows, twists, lambda x, digits=3: f"{x:.{digits}f}")
     verdicts = [line.rsplit("|", 2)[1].strip() for line in lines if line.startswith("| ")][1:]
     assert verdicts == ["met", "**missed** by 0.010", "met",
                         "**missed** by 0.27x (below the band's 1.47x)"]

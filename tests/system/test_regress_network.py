@@ -13,7 +13,7 @@ import pytest
 from golden import topology as topo
 from sim import network
 from verif.regress import functional_summary
-from verif.regress_worker import run_seed
+from verif.regress.worker import run_seed
 from verif.suites.network import ocs, stimulus, suite
 
 

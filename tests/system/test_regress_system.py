@@ -7,7 +7,7 @@ system``."""
 import pytest
 
 from verif.regress import functional_summary
-from verif.regress_worker import run_seed
+from verif.regress.worker import run_seed
 from verif.suites.system import stimulus
 
 

@@ -6,7 +6,8 @@ import pytest
 
 from sim import system
 from verif import cli, demo
-from verif.system_cli import parse_size, random_inputs
+from verif.cli.common import parse_size
+from verif.suites.system.inputs import random_inputs
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from golden import ici
-from hdl.system import TrafficGenerator, TrafficSink
+from hdl.testbench import TrafficGenerator, TrafficSink
 from hdl.system.layouts import (BUCKETS, MODES, TIME_BITS, bucket_range, latency_bucket,
                                 latency_bucket_hw, payload_word)
 

@@ -12,8 +12,8 @@ import re
 
 import pytest
 
-import verif.bench
-from verif.bench import Plan, SparseBench, run_bench
+import verif.bench.blocks
+from verif.bench.blocks import Plan, SparseBench, run_bench
 
 TINY = Plan(repeats=1, arith_ops=64, mxu_shape=(8, 4, 4), export_sizes=(4,),
             util_cases=(((8, 8, 8), 4, 4),), mxu_sizes=(2,),
@@ -30,7 +30,7 @@ def _numbers(row):
 
 @pytest.mark.slow
 def test_tiny_bench_writes_every_section(tmp_path, monkeypatch):
-    monkeypatch.setattr(verif.bench, "QUICK", TINY)
+    monkeypatch.setattr(verif.bench.blocks, "QUICK", TINY)
     output = tmp_path / "benchmarks.md"
     text = run_bench(quick=True, output=output)
     assert output.read_text() == text
@@ -61,7 +61,7 @@ def test_a_full_run_keeps_the_sections_it_does_not_measure():
     old = ("# Benchmarks\n\n## Simulation speed\n\nold speed\n\n## Regression throughput\n\n"
            "| workers | seeds/min |\n|---:|---:|\n| 2 | 1.9 |\n")
     new = "# Benchmarks\n\n## Simulation speed\n\nnew speed\n"
-    kept = verif.bench._keep_other_sections(old, new)
+    kept = verif.bench.blocks._keep_other_sections(old, new)
     assert "new speed" in kept and "old speed" not in kept
     assert kept.endswith("## Regression throughput\n\n| workers | seeds/min |\n|---:|---:|\n"
                          "| 2 | 1.9 |\n")

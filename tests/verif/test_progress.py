@@ -4,7 +4,7 @@ announced while it is open."""
 import io
 import re
 
-from sim.backends.build_cache import BUILD_LISTENERS, cached_build
+from sim.toolchain.build_cache import BUILD_LISTENERS, cached_build
 from verif import progress
 from verif.progress import ProgressLine
 

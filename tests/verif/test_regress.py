@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from verif import code_coverage
+from verif.regress import code_coverage
 from verif.regress import functional_summary
 
 

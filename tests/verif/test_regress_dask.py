@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from verif import cli
-from verif.executor import parse_cluster
-from verif.executor.seed import pack, unpack
-from verif.executor.slices import merge, slices
+from verif.regress.executor import parse_cluster
+from verif.regress.executor.seed import pack, unpack
+from verif.regress.executor.slices import merge, slices
 
 distributed = pytest.importorskip("distributed")
 
@@ -69,7 +69,7 @@ def _verdicts(folder):
 def scheduler():
     """(address, client) of a LocalCluster set for one retry per task, as a farm's should be."""
     import dask
-    from verif.executor.dask import RETRY_CONFIG
+    from verif.regress.executor.dask import RETRY_CONFIG
     with dask.config.set(RETRY_CONFIG):
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                            dashboard_address=":0", memory_limit=0)
@@ -176,7 +176,7 @@ def test_ctrl_c_cancels_the_rest_and_reports_what_finished(tmp_path, scheduler, 
 
     def hung():
         return [p for p in psutil.process_iter(["cmdline"])
-                if {"verif.regress_worker", str(base + 1)} <= set(p.info["cmdline"] or ())]
+                if {"verif.regress.worker", str(base + 1)} <= set(p.info["cmdline"] or ())]
     lines = []
     with proc:
         reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
@@ -219,7 +219,7 @@ def test_a_seed_process_ends_soon_after_its_parent_dies(tmp_path):
     # The parent starts a seed that would hang forever, as run_seed does, and dies at once,
     # likely before the seed's interpreter has even started.
     parent = ("import os, subprocess, sys\n"
-              "p = subprocess.Popen([sys.executable, '-m', 'verif.regress_worker', 'arith', '1',"
+              "p = subprocess.Popen([sys.executable, '-m', 'verif.regress.worker', 'arith', '1',"
               " '--sim', 'amaranth', '--out', sys.argv[1], '--inject', 'hang'],"
               " start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,"
               " env=dict(os.environ, TPU_RTL_SEED_PARENT=str(os.getpid())))\n"
@@ -310,7 +310,7 @@ def test_sliced_results_merge_into_the_whole_check():
 
 
 def test_exhaustive_check_runs_in_slices_on_the_cluster(tmp_path, scheduler):
-    from verif.executor.dask import DaskExecutor
+    from verif.regress.executor.dask import DaskExecutor
     from verif.regress import run_exhaustive
     address, client = scheduler
     _both_workers(client)

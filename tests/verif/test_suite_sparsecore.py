@@ -10,7 +10,7 @@ from cocotb_coverage.coverage import coverage_db
 from golden import sparsecore as golden
 from sim.backends.whole_run import MIN_DEPTH, memory_depth
 from verif.regress import functional_summary
-from verif.regress_worker import run_seed
+from verif.regress.worker import run_seed
 from verif.suites import SUITES
 from verif.suites.sparsecore import suite
 from verif.suites.sparsecore.coverage import sampler, uncovered

@@ -22,8 +22,8 @@ from hdl.arith import FP32ExpCore, FP32RcpCore, FP32RsqrtCore
 from hdl.vpu import ERRORS, VPU, VPUSystem, isa
 from hdl.vpu.vector_alu import VectorALU
 from sim.backends.kept_simulations import KeptSimulation, design_key, kept_simulation, run_kept
-from sim.export import export, vpu_of_instances
-from sim.lint import lint
+from sim.verilog.export import export, vpu_of_instances
+from sim.verilog.lint import lint
 
 from .operands import FLOAT_BINARY, INT_BINARY, float_pairs, int_pairs, unary_inputs
 

@@ -1,0 +1,1 @@
+"""Every measurement that writes docs/*.md, one module per section."""

@@ -1,0 +1,108 @@
+"""The ``tpu-rtl`` command line.
+
+The parser is assembled from :data:`COMMANDS`, a registry of command modules
+(``verif.cli.<name>``), each with ``add_parser(subparsers, help)`` and a
+``run(args)`` it sets as the parser's ``func``. Only the module of the command
+being run is imported: ``tpu-rtl --help`` and a mistyped command answer at
+once, and one command's imports never slow another's start.
+
+Every subcommand exits 0 on success and non-zero on any mismatch or error,
+with a one-line reason on stderr; ``--debug`` (before or after the command)
+shows the traceback of an unexpected error instead.
+"""
+
+import argparse
+import importlib
+import sys
+
+from verif.cli.common import CommandError
+
+__all__ = ["COMMANDS", "main"]
+
+#: Every command: its module under ``verif.cli`` and its one-line help.
+COMMANDS = {
+    "demo": "the main job: a data-parallel step, all-reduce and all-to-all on a 2x2 torus "
+            "of chips, against golden",
+    "matmul": "run one matmul on the MXU RTL and check it against golden",
+    "chip": "run programs on one chip's RTL",
+    "system": "run collectives and a data-parallel step on a multi-chip torus",
+    "network": "sweep load on the ICI network RTL: latency-load table and plots",
+    "sparsecore": "run an embedding lookup and update on the SparseCore tile RTL and check "
+                  "them against golden",
+    "export": "export a block's Verilog (hierarchical, lint-clean)",
+    "fpga": "synthesize, place and route a block for a Lattice ECP5",
+    "regress": "run a seeded, coverage-driven regression",
+    "bench": "measure speed, utilization and the goals of docs/*.md",
+}
+
+
+def _debug_option():
+    """``--debug``, accepted before and after the command."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show a traceback instead of a one-line error")
+    return parent
+
+
+class _Subcommands:
+    """What a command module's ``add_parser`` is handed: argparse's subparsers, with the
+    ``--debug`` option added to every parser it makes."""
+
+    def __init__(self, subparsers, parent):
+        self._subparsers, self._parent = subparsers, parent
+
+    def add_parser(self, name, **kwargs):
+        return self._subparsers.add_parser(name, parents=[self._parent], **kwargs)
+
+
+def _command_of(argv):
+    """The command ``argv`` names (its first word that is one), or None."""
+    return next((word for word in argv if word in COMMANDS), None)
+
+
+def _parser(command=None):
+    """The parser with every command's options, or only ``command``'s (the others listed
+    by name and help, their modules not imported)."""
+    parser = argparse.ArgumentParser(
+        prog="tpu-rtl",
+        description="Synthesizable RTL model of TPU building blocks: simulate, export, verify.")
+    parser.add_argument("--debug", action="store_true",
+                        help="show a traceback instead of a one-line error")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    wrapped = _Subcommands(sub, _debug_option())
+    for name, help in COMMANDS.items():
+        if command is None or command == name:
+            importlib.import_module(f"verif.cli.{name}").add_parser(wrapped, help)
+        else:
+            sub.add_parser(name, help=help)
+    return parser
+
+
+def main(argv=None):
+    from sim.backends.cocotb_sim import SimulationError
+    from sim.toolchain import ToolMissing
+    from sim.transactors import SimulationHang
+    from sim.verilog.fpga import FpgaError
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = _parser(_command_of(argv)).parse_args(argv)
+    try:
+        args.func(args)
+    except CommandError as error:
+        print(f"tpu-rtl {args.command}: {error}", file=sys.stderr)
+        return error.status
+    except (ValueError, TypeError, FileNotFoundError, ToolMissing, SimulationError,
+            SimulationHang, FpgaError) as error:
+        if args.debug:
+            raise
+        print(f"tpu-rtl {args.command}: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"tpu-rtl {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:      # a bug, not bad input: keep it to one line unless asked
+        if args.debug:
+            raise
+        print(f"tpu-rtl {args.command}: internal error: {type(error).__name__}: {error} "
+              f"(rerun with --debug for the traceback)", file=sys.stderr)
+        return 1
+    return 0

