@@ -34,7 +34,7 @@ regress: $(STAMP)
 	$(BIN)/tpu-rtl regress mxu --seeds 16 -j 2 --sim verilator
 
 bench: $(STAMP)
-	$(BIN)/tpu-rtl bench
+	$(BIN)/tpu-rtl bench --update-docs
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: tpu-rtl needs Python >= 3.11 on PATH (or make PYTHON=...)" >&2; exit 1; }

@@ -73,7 +73,7 @@ def _source_digest():
     digest = hashlib.sha256()
     roots = [Path(hdl.__file__).parent]
     files = sorted(p for root in roots for p in root.rglob("*.py"))
-    files += [Path(__file__).parent.parent / "export.py", Path(__file__).with_name("testbench.py"),
+    files += [Path(inspect.getfile(export)), Path(__file__).with_name("testbench.py"),
               Path(__file__), Path(__file__).with_name("icarus_source.py"), MAIN]
     for path in files:
         digest.update(path.read_bytes())

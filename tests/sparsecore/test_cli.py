@@ -124,11 +124,11 @@ def test_bad_arguments_are_one_line_errors(args, message, capsys):
     assert err[-1].startswith(f"tpu-rtl sparsecore: error: {message}")
 
 
-def test_bench_only_accepts_a_known_section(capsys):
+def test_bench_accepts_only_a_known_section(capsys):
     with pytest.raises(SystemExit) as exit_:
-        cli.main(["bench", "--only", "mxu"])
+        cli.main(["bench", "mxu"])
     assert exit_.value.code == 2
-    assert "argument --only: invalid choice: 'mxu'" in capsys.readouterr().err
+    assert "argument SECTION: invalid choice: 'mxu'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("alpha", [0.0, 1.05, 1.5])
@@ -161,7 +161,7 @@ def test_bench_section_replaces_its_old_text(seed, tmp_path, monkeypatch):
     assert output.read_text() == text
     assert "stale" not in text and text.count("## SparseCore") == 1
     assert text.startswith("# Benchmarks\n\n## DMA\n\nkept\n\n## SparseCore\n\nMeasured by "
-                           "`tpu-rtl bench --only sparsecore`")
+                           "`tpu-rtl bench sparsecore`")
     assert text.endswith("\n## Later\n\nkept too\n")
     curve = [[cell.strip() for cell in line.split("|")[1:-1]] for line in text.splitlines()
              if line.startswith("| 8 | 4 |")]

@@ -538,7 +538,7 @@ def _sparsecore_section(result, *, only=False):
     path = "compiled Verilator path" if bench.backend == "verilator" else f"{bench.backend}"
     lines = ["## SparseCore", ""]
     if only:
-        lines += [f"Measured by `tpu-rtl bench --only sparsecore` on {date.today()}, apart "
+        lines += [f"Measured by `tpu-rtl bench sparsecore` on {date.today()}, apart "
                   "from the rest of this file.", ""]
     lines += [
         f"The SparseCore tile (`sim.sparsecore`) on the {path}, its HBM model streaming "
