@@ -8,8 +8,10 @@ import softfloatpy as sf
 from golden import sparsecore as sc
 from golden.formats import NUMERICS
 
+from tools import soak_sparsecore as soak
+
 from . import oracle_sparsecore as oracle
-from . import soak, stimulus
+from . import stimulus
 
 
 @pytest.fixture(autouse=True)
@@ -361,7 +363,7 @@ def test_lr_rounds_to_fp32_or_is_a_pattern():
 
 
 def test_soak_entry_point_runs(seed):
-    """The long run (tests/sparsecore/soak.py) stays in working order: a few trials here."""
+    """The long run (tools/soak_sparsecore.py) stays in working order: a few trials here."""
     assert soak.soak(seed, 3) == []
 
 

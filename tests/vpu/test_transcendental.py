@@ -13,7 +13,7 @@ from verif.scoreboard import Scoreboard
 from verif.suites.arith import corpus
 
 from . import oracle_transcendental as oracle
-from .audit_transcendental import EXP_BOUND, audit, audit_exp, exp_failed
+from tools.audit_transcendental import EXP_BOUND, audit, audit_exp, exp_failed
 
 FUNCTIONS = transcendental.FUNCTIONS
 HARDEST_RSQRT = 0x403A18E3

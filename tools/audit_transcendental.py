@@ -1,6 +1,6 @@
 """Audit golden rcp, rsqrt or exp over a range of inputs (all 2**32 by default); not a pytest file.
 
-    .venv/bin/python -m tests.vpu.audit_transcendental FUNCTION [--numerics ieee]
+    .venv/bin/python -m tools.audit_transcendental FUNCTION [--numerics ieee]
                      [--start N] [--stop N] [--nontrivial]
 
 rcp and rsqrt are correctly rounded: every input's golden result is compared
@@ -30,7 +30,7 @@ import time
 import numpy as np
 
 from golden import transcendental
-from . import oracle_transcendental as oracle
+from tests.vpu import oracle_transcendental as oracle
 
 _ESTIMATE = {
     "rcp": lambda x: 1 / x,

@@ -1,6 +1,6 @@
 """A long run of golden.sparsecore against the SoftFloat oracle, outside the default suite.
 
-``.venv/bin/python -m tests.sparsecore.soak [SEED] [TRIALS]`` draws TRIALS
+``.venv/bin/python -m tools.soak_sparsecore [SEED] [TRIALS]`` draws TRIALS
 random batches per (operation, numerics) and prints the first mismatch with
 the seed and trial that reproduce it; the exit status is 1 on any mismatch.
 """
@@ -13,8 +13,8 @@ import softfloatpy as sf
 from golden import sparsecore as sc
 from golden.formats import NUMERICS
 
-from . import oracle_sparsecore as oracle
-from . import stimulus
+from tests.sparsecore import oracle_sparsecore as oracle
+from tests.sparsecore import stimulus
 
 
 def _lists(bits):
