@@ -4,9 +4,9 @@ links and OCS crossbars into any topology of ``golden.topology``.
 :class:`ChipSystem` is the multi-chip system (a block for whole runs: ``sim.system``), of
 :class:`~hdl.system.chip_node.ChipNode` s, each a TensorCore chip with its router.
 :class:`hdl.testbench.NetworkSystem` is the network testbench (``sim.network``), test
-equipment built on these tops' parts; :mod:`hdl.system.layouts` holds the probe-packet format, configuration layouts, statistics
-and latency histogram they share, and :mod:`hdl.system.fabric` the links and switches of
-both tops.
+equipment built on these tops' parts; :mod:`hdl.system.layouts` holds the probe-packet
+format, configuration layouts, statistics and latency histogram they share, and
+:mod:`hdl.system.fabric` the links and switches of both tops.
 """
 
 from .chip_node import ChipNode, chip_node_signature

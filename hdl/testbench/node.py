@@ -1,13 +1,13 @@
 """One node of the network testbench: a router, its outgoing links, and per local port a
 traffic generator and a sink, with the node's statistics behind one read port."""
 
-from amaranth.hdl import Array, Cat, Module, Mux, Signal, unsigned
-from amaranth.lib import data, wiring
+from amaranth.hdl import Array, Cat, Module, Mux, Signal
+from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..ici import LinkSignature, Router
-from ..ici.layouts import CHIP_BITS, MAX_VCS, route_entry_layout
+from ..ici.layouts import CHIP_BITS, MAX_VCS
 from ..lib.memory_port import check_int
 from ..lib.xorshift import GAP_BITS, Xorshift32
 from ..system.fabric import link_outputs

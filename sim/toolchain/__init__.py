@@ -17,7 +17,8 @@ from pathlib import Path
 from . import runtime_objects
 from .build_cache import build_root
 
-__all__ = ["BACKENDS", "check_backend", "ToolMissing", "verilator_root", "tool_env", "verilator", "iverilog",
+__all__ = ["BACKENDS", "check_backend", "ToolMissing", "verilator_root", "tool_env", "verilator",
+           "iverilog",
            "verilator_version", "amaranth_version", "model_opt", "OPT_VARIABLE", "OPT_LEVELS"]
 
 #: The environment variable that sets the g++ optimization of compiled models.

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from verif.report import latency_table, plot_curves
+from verif.report import plot_curves
 
 __all__ = ["measure_goals", "command", "PAPER"]
 

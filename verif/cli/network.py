@@ -16,8 +16,6 @@ highest load point as a heat map. Progress goes to stderr.
 
 from pathlib import Path
 
-import numpy as np
-
 from verif.report import latency_table, link_down_report, plot_curves
 
 __all__ = ["add_parser", "cmd_network", "parse_link_down"]

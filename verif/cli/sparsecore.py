@@ -1,6 +1,7 @@
 """``tpu-rtl sparsecore``: a lookup and an update on the SparseCore tile RTL, against golden.
 
-One batch of Zipf-distributed ids (:func:`verif.suites.sparsecore.batch.zipf_ids`) over a random table goes through
+One batch of Zipf-distributed ids (:func:`verif.suites.sparsecore.batch.zipf_ids`) over a
+random table goes through
 :func:`sim.sparsecore.lookup` and :func:`sim.sparsecore.update`. Every output word (the
 lookup's rows; the whole table and the accumulators after the update) is scored bit for
 bit against :mod:`golden.sparsecore`, and the tile's count of HBM row reads against the

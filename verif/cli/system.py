@@ -20,7 +20,6 @@ program per chip; it checks each chip's product against ``golden.mxu.matmul`` an
 all-reduce against ``golden.collectives.collective``, and writes the heat map.
 """
 
-import re
 from pathlib import Path
 
 import numpy as np

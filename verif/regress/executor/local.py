@@ -15,7 +15,8 @@ __all__ = ["LocalExecutor"]
 
 
 class LocalExecutor(Executor):
-    """Run calls on ``jobs`` threads of this process (see :class:`verif.regress.executor.Executor`)."""
+    """Run calls on ``jobs`` threads of this process (see
+    :class:`verif.regress.executor.Executor`)."""
 
     def __init__(self, *, jobs=1):
         super().__init__()
