@@ -3,7 +3,10 @@
 On a terminal the line is redrawn in place; on a pipe or a log file it is
 written as a plain line at most every :data:`LOG_INTERVAL` seconds (and on
 the last step), so CI logs show progress without thousands of lines and a
-short run prints none.
+short run prints none. A heartbeat keeps it alive when nothing updates it (a
+simulator build of minutes, a long run between progress reports): every
+:data:`LOG_INTERVAL` seconds in a log, every second on a terminal, it is drawn
+again with its elapsed time and the build it waits on, if any.
 Permanent messages (a failing seed, say) go through :meth:`ProgressLine.log`,
 which keeps them above the bar.
 """
@@ -12,12 +15,16 @@ import sys
 import threading
 import time
 
-from sim.toolchain.build_cache import BUILD_LISTENERS
+from sim.toolchain.build_cache import BUILD_LISTENERS, active_builds
 
-__all__ = ["ProgressLine", "LOG_INTERVAL"]
+__all__ = ["ProgressLine", "LOG_INTERVAL", "HEARTBEAT"]
 
 #: Seconds between progress lines when the stream is not a terminal.
 LOG_INTERVAL = 10.0
+#: Seconds of quiet after which the heartbeat draws the line again: in a log, and on a
+#: terminal (where it keeps the elapsed time ticking).
+HEARTBEAT = 10.0
+TTY_HEARTBEAT = 1.0
 _BAR = 24
 
 
@@ -35,10 +42,27 @@ class ProgressLine:
         self.text = ""
         self.started = time.perf_counter()
         # A log gets its first line after an interval too: short runs stay quiet.
-        self._logged = self.started
+        self._logged = self._drawn = self.started
         self._lock = threading.Lock()
         # Builds started while the line is open say so above it (they can take minutes).
         BUILD_LISTENERS.append(self.log)
+        self._closed = threading.Event()
+        self._beat = threading.Thread(target=self._heartbeat, daemon=True,
+                                      name=f"progress {label}")
+        self._beat.start()
+
+    def _heartbeat(self):
+        """Draw the line again whenever it has been quiet for a heartbeat."""
+        while True:
+            period = TTY_HEARTBEAT if self.tty else HEARTBEAT
+            if self._closed.wait(max(0.01, period - (time.perf_counter() - self._drawn))):
+                return
+            with self._lock:
+                if not self._closed.is_set() and time.perf_counter() - self._drawn >= period:
+                    try:
+                        self._draw(force=True)
+                    except (OSError, ValueError):   # the stream went away: a line left open
+                        return
 
     def _line(self):
         elapsed = time.perf_counter() - self.started
@@ -49,15 +73,19 @@ class ProgressLine:
                          + (f" {self.unit}" if self.unit else ""))
         if self.text:
             parts.append(self.text)
+        builds = active_builds()
+        if builds:
+            parts.append(f"(still building {', '.join(builds)})")
         return " ".join(parts) + f" ({elapsed:.0f} s)"
 
     def _draw(self, force=False):
         now = time.perf_counter()
         if self.tty:
             self.stream.write(f"\r{self._line()}\033[K")
+            self._drawn = now
         elif force or now - self._logged >= LOG_INTERVAL:
             self.stream.write(self._line() + "\n")
-            self._logged = now
+            self._logged = self._drawn = now
         self.stream.flush()
 
     def update(self, done=None, text=None, *, advance=0):
@@ -79,7 +107,8 @@ class ProgressLine:
             self.stream.flush()
 
     def close(self):
-        """Clear the line on a terminal (a log keeps its last line)."""
+        """Stop the heartbeat; clear the line on a terminal (a log keeps its last line)."""
+        self._closed.set()
         if self.log in BUILD_LISTENERS:
             BUILD_LISTENERS.remove(self.log)
         with self._lock:

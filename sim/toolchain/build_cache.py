@@ -3,14 +3,15 @@
 A build lives in ``<root>/<kind>/<name>-<hash>/``, the hash taken over
 everything that goes into it (Verilog, harness sources, flags, tool
 versions), so one build serves every run of the same design. The root is
-``$TPU_RTL_CACHE``, by default ``./build/sim``. Parallel workers build a
+``$TPU_RTL_CACHE``, by default ``build/sim`` of the checkout. Parallel workers build a
 design once: the first takes a lock beside the folder and builds, the others
 wait on the lock and then find the finished build's stamp.
 
 A build can take minutes (a 128-node network, a 4x4 system of chips: half an hour), so
 it is announced: every callable in :data:`BUILD_LISTENERS` gets a line when one starts and
 when it ends (a command's progress line, :class:`verif.progress.ProgressLine`, listens
-while it is open).
+while it is open), and :func:`active_builds` names those under way, for the line's
+heartbeat.
 """
 
 import fcntl
@@ -20,10 +21,18 @@ import shutil
 import time
 from pathlib import Path
 
-__all__ = ["build_root", "cached_build", "BUILD_LISTENERS"]
+__all__ = ["build_root", "cached_build", "active_builds", "BUILD_LISTENERS"]
 
 #: Callables given a one-line message when a build starts and when it ends.
 BUILD_LISTENERS = []
+
+#: ``kind/name`` of the builds under way in this process, for a heartbeat to name.
+_ACTIVE = []
+
+
+def active_builds():
+    """The builds under way in this process (``kind/name``), oldest first."""
+    return list(_ACTIVE)
 
 
 def _announce(message):
@@ -68,11 +77,14 @@ def cached_build(kind, name, key_parts, build):
         _announce(f"building {kind}/{name} (once for this design; later runs reuse "
                   f"{folder})")
         started = time.perf_counter()
+        _ACTIVE.append(f"{kind}/{name}")
         try:
             build(folder)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
+        finally:
+            _ACTIVE.remove(f"{kind}/{name}")
         stamp.touch()
         _announce(f"built {kind}/{name} in {time.perf_counter() - started:.0f} s")
     return folder

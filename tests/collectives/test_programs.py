@@ -14,6 +14,8 @@ from golden.system import run_system
 from golden.topology import torus
 from sim.kernels.collective import plan_collective
 
+from ..support import assert_bits
+
 TOPOLOGIES = {
     "1x4": "1x4",
     "2x2": "2x2",
@@ -62,20 +64,12 @@ def _run(plan, programs=None):
                       lanes=plan.lanes, vmem_lines=plan.vmem_lines)
 
 
-def _assert_bits(got, expected, what):
-    assert got.shape == expected.shape, f"{what}: shape {got.shape}, expected {expected.shape}"
-    bad = np.argwhere(got != expected)
-    assert not bad.size, (f"{what}: {len(bad)} of {got.size} words differ; first at "
-                          f"{tuple(map(int, bad[0]))}: got 0x{got[tuple(bad[0])]:08x}, "
-                          f"expected 0x{expected[tuple(bad[0])]:08x}")
-
-
 def _check(kind, t, bits, dtype, **kw):
     plan = plan_collective(kind, bits, topology=t, dtype=dtype, **kw)
     run = _run(plan)
     assert run.status == ["failed" if p is None else "halted" for p in plan.programs]
     expected = gc.collective(kind, bits, topology=t, dtype=dtype).view(np.uint32)
-    _assert_bits(plan.result(run.vmem), expected, f"{kind} {t!r} {dtype} {kw}")
+    assert_bits(plan.result(run.vmem), expected, f"{kind} {t!r} {dtype} {kw}")
     return plan, run
 
 

@@ -9,6 +9,7 @@ import softfloatpy as sf
 from golden import collectives as gc
 from golden.topology import torus
 
+from ..support import assert_bits
 from . import oracle_collectives as oc
 
 TWO24 = float(1 << 24)
@@ -24,15 +25,6 @@ IDS = [f"{d}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'torus'}" for d, kw
 @pytest.fixture(autouse=True)
 def _round_to_nearest_even():
     sf.set_rounding_mode(sf.RoundingMode.NEAR_EVEN)
-
-
-def _assert_bits(got, expected, what):
-    got = np.asarray(got).view(np.uint32)
-    expected = np.asarray(expected, dtype=np.uint32).reshape(got.shape)
-    bad = np.argwhere(got != expected)
-    assert not bad.size, (f"{what}: {len(bad)} of {got.size} words differ; first at "
-                          f"{tuple(map(int, bad[0]))}: got 0x{got[tuple(bad[0])]:08x}, "
-                          f"expected 0x{expected[tuple(bad[0])]:08x}")
 
 
 def _mixed_fp32(rng, shape):
@@ -55,7 +47,8 @@ def test_fp32_all_reduce_matches_softfloat_in_documented_order(dims, kw, numeric
     bits = _mixed_fp32(rng, (chips, n))
     expected = oc.reduce_words(bits.tolist(), t.dims, list(t.failed), numerics)
     got = gc.collective("all_reduce", bits, topology=t, numerics=numerics)
-    _assert_bits(got, np.tile(expected, (chips, 1)), f"all_reduce {t!r} {numerics}")
+    assert_bits(got, np.tile(expected, (chips, 1)), f"all_reduce {t!r} {numerics}",
+                reshape=True)
 
 
 @pytest.mark.parametrize("dims,kw", TOPOLOGIES[:4] + TOPOLOGIES[7:], ids=IDS[:4] + IDS[7:])
@@ -65,7 +58,7 @@ def test_fp32_reduce_scatter_matches_softfloat(dims, kw, rng):
     bits = _mixed_fp32(rng, (chips, 4 * chips))
     expected = oc.reduce_words(bits.tolist(), t.dims, list(t.failed), "tpu")
     got = gc.collective("reduce_scatter", bits, topology=t)
-    _assert_bits(got, np.array(expected).reshape(chips, 4), f"reduce_scatter {t!r}")
+    assert_bits(got, np.array(expected).reshape(chips, 4), f"reduce_scatter {t!r}", reshape=True)
 
 
 @pytest.mark.parametrize("dims,kw", TOPOLOGIES, ids=IDS)
@@ -90,13 +83,15 @@ def test_gather_and_all_to_all_move_bits_untouched(dims, kw, rng):
     x = _mixed_fp32(rng, (chips, 5))
     ag = gc.collective("all_gather", x, topology=t)
     for r in range(chips):
-        _assert_bits(ag[r], [w for row in x.tolist() for w in row], f"all_gather row {r}")
+        assert_bits(ag[r], [w for row in x.tolist() for w in row], f"all_gather row {r}",
+                    reshape=True)
     y = _mixed_fp32(rng, (chips, chips, 3)).view(np.float32)
     a2a = gc.collective("all_to_all", y, topology=t)
     assert a2a.dtype == np.float32
     for d in range(chips):
         for c in range(chips):
-            _assert_bits(a2a[d, c], y[c, d].view(np.uint32), f"all_to_all out[{d}, {c}]")
+            assert_bits(a2a[d, c], y[c, d].view(np.uint32), f"all_to_all out[{d}, {c}]",
+                        reshape=True)
 
 
 # ------------------------------------------------------------------ the order is the contract
@@ -125,19 +120,19 @@ def test_shards_take_the_dimensions_in_rotated_orders_on_2x2():
 
 def test_numerics_modes_on_subnormals_nan_and_zeros():
     tiny = np.full((4, 4), 0x00000001, dtype=np.uint32)
-    _assert_bits(gc.collective("all_reduce", tiny, topology="2x2", numerics="ieee"),
-                 np.full((4, 4), 4), "ieee keeps subnormal sums")
-    _assert_bits(gc.collective("all_reduce", tiny, topology="2x2", numerics="tpu"),
-                 np.zeros((4, 4)), "tpu flushes subnormal operands")
+    assert_bits(gc.collective("all_reduce", tiny, topology="2x2", numerics="ieee"),
+                np.full((4, 4), 4), "ieee keeps subnormal sums", reshape=True)
+    assert_bits(gc.collective("all_reduce", tiny, topology="2x2", numerics="tpu"),
+                np.zeros((4, 4)), "tpu flushes subnormal operands", reshape=True)
     neg0 = np.full((4, 4), 0x80000000, dtype=np.uint32)
-    _assert_bits(gc.collective("all_reduce", neg0, topology="1x4"), neg0,
-                 "-0.0 everywhere sums to -0.0 (no +0.0 seed)")
+    assert_bits(gc.collective("all_reduce", neg0, topology="1x4"), neg0,
+                "-0.0 everywhere sums to -0.0 (no +0.0 seed)", reshape=True)
     nan = np.zeros((4, 4), dtype=np.uint32)
     nan[2, :] = 0xFFA00001
-    _assert_bits(gc.collective("all_reduce", nan, topology="1x4"),
-                 np.full((4, 4), 0x7FC00000), "a NaN sum is the canonical quiet NaN")
-    _assert_bits(gc.collective("all_gather", nan, topology="1x4")[0], nan.ravel(),
-                 "a gather copies a NaN payload as is")
+    assert_bits(gc.collective("all_reduce", nan, topology="1x4"),
+                np.full((4, 4), 0x7FC00000), "a NaN sum is the canonical quiet NaN", reshape=True)
+    assert_bits(gc.collective("all_gather", nan, topology="1x4")[0], nan.ravel(),
+                "a gather copies a NaN payload as is", reshape=True)
 
 
 def test_string_topology_and_int32_view():

@@ -3,33 +3,12 @@ and a DmaSystem batch runner. Expected values never come from here: tests take t
 golden.memory or write them out."""
 
 import numpy as np
-from amaranth.sim import Simulator
 
 from golden.memory import SPACES
 from hdl.memory import DmaSystem, descriptor_layout
 from hdl.memory.layouts import REASONS
 
-CLOCK = 1e-8
-
-
-def simulate(dut, *testbenches):
-    """Run ``dut`` with the given ``async def tb(ctx)`` testbenches until they return."""
-    sim = Simulator(dut)
-    sim.add_clock(CLOCK)
-    for tb in testbenches:
-        sim.add_testbench(tb)
-    sim.run()
-
-
-def pack_lines(words, per_line):
-    """Flat uint32 words -> one int per line, word j in bits 32j.."""
-    words = np.asarray(words, np.uint32).reshape(-1, per_line)
-    return [sum(int(w) << (32 * j) for j, w in enumerate(line)) for line in words]
-
-
-def unpack_lines(lines, per_line):
-    return np.array([(line >> (32 * j)) & 0xFFFFFFFF for line in lines for j in range(per_line)],
-                    np.uint32)
+from ..support import pack_lines, simulate, unpack_lines
 
 
 def load(ctx, memory, words, per_line):

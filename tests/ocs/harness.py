@@ -3,23 +3,12 @@
 random maps and the configuration handshake. Expected values never come from the code
 under test: the model predicts every delivery from the maps the test chose."""
 
-from amaranth.sim import Simulator
-
 from hdl.ocs import STATUSES, config_beats
 from verif.suites.network.ocs_ports import Routers, random_map, send_beats
 
+from ..support import CLOCK, simulate
+
 __all__ = ["CLOCK", "Routers", "configure", "random_map", "send_beats", "simulate"]
-
-CLOCK = 1e-8
-
-
-def simulate(dut, *testbenches):
-    """Run ``dut`` with the given ``async def tb(ctx)`` testbenches until they return."""
-    sim = Simulator(dut)
-    sim.add_clock(CLOCK)
-    for tb in testbenches:
-        sim.add_testbench(tb)
-    sim.run()
 
 
 async def configure(ctx, ocs, new, current=None):

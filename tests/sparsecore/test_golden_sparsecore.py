@@ -10,6 +10,7 @@ from golden.formats import NUMERICS
 
 from tools import soak_sparsecore as soak
 
+from ..support import assert_bits
 from . import oracle_sparsecore as oracle
 from . import stimulus
 
@@ -17,15 +18,6 @@ from . import stimulus
 @pytest.fixture(autouse=True)
 def _round_to_nearest_even():
     sf.set_rounding_mode(sf.RoundingMode.NEAR_EVEN)
-
-
-def _assert_bits(got, expected, what):
-    got = np.asarray(got).view(np.uint32)
-    expected = np.asarray(expected, dtype=np.uint32).reshape(got.shape)
-    bad = np.argwhere(got != expected)
-    assert not bad.size, (f"{what}: {len(bad)} of {got.size} words differ; first at "
-                          f"{tuple(map(int, bad[0]))}: got 0x{got[tuple(bad[0])]:08x}, "
-                          f"expected 0x{expected[tuple(bad[0])]:08x}")
 
 
 def _lists(bits):
@@ -60,8 +52,8 @@ def test_lookup_matches_oracle(combiner, weighted, numerics, rng):
         got = sc.lookup(b.table, b.indices, b.offsets, combiner=combiner,
                         weights=b.weights if weighted else None, numerics=numerics)
         assert got.dtype == np.float32 and got.shape == (len(b.offsets) - 1, b.table.shape[1])
-        _assert_bits(got, _oracle_lookup(b, combiner, weighted, numerics),
-                     f"lookup {combiner}/{numerics} trial {trial}")
+        assert_bits(got, _oracle_lookup(b, combiner, weighted, numerics),
+                    f"lookup {combiner}/{numerics} trial {trial}", reshape=True)
 
 
 @pytest.mark.parametrize("numerics", NUMERICS)
@@ -82,11 +74,11 @@ def test_update_matches_oracle(optimizer, numerics, rng):
                             0x3DCCCCCD, np.uint32)                         # 0.1 in fp32
         want_table, want_state, _ = _oracle_update(b, optimizer, lr, state, numerics)
         what = f"update {optimizer}/{numerics} lr={lr} trial {trial}"
-        _assert_bits(got_table, want_table, what + " table")
+        assert_bits(got_table, want_table, what + " table", reshape=True)
         if optimizer == "sgd":
             assert got_state is None
         else:
-            _assert_bits(got_state, want_state, what + " state")
+            assert_bits(got_state, want_state, what + " state", reshape=True)
 
 
 @pytest.mark.parametrize("numerics", NUMERICS)
@@ -102,8 +94,8 @@ def test_huge_bag_and_all_duplicate_ids(numerics, rng):
     for combiner, weighted in (("sum", False), ("sqrtn", True), ("mean", False)):
         got = sc.lookup(b.table, b.indices, b.offsets, combiner=combiner,
                         weights=b.weights if weighted else None, numerics=numerics)
-        _assert_bits(got, _oracle_lookup(b, combiner, weighted, numerics),
-                     f"huge bag {combiner}")
+        assert_bits(got, _oracle_lookup(b, combiner, weighted, numerics),
+                    f"huge bag {combiner}", reshape=True)
 
     b.indices[:] = 17
     got_table, got_state = sc.update(b.table, b.indices, b.offsets, b.grads,
@@ -111,8 +103,8 @@ def test_huge_bag_and_all_duplicate_ids(numerics, rng):
     state = np.full(b.table.shape, 0x3DCCCCCD, np.uint32)
     want_table, want_state, order = _oracle_update(b, "adagrad", 0.05, state, numerics)
     assert order == [17]
-    _assert_bits(got_table, want_table, "all-duplicate table")
-    _assert_bits(got_state, want_state, "all-duplicate state")
+    assert_bits(got_table, want_table, "all-duplicate table", reshape=True)
+    assert_bits(got_state, want_state, "all-duplicate state", reshape=True)
     assert sc.dedup(b.indices).hbm_reads == 1
 
 
@@ -207,7 +199,7 @@ def test_sum_then_apply_differs_from_add_at_on_random_rows(rng):
     np.add.at(per_occurrence, b.indices, -(np.float32(0.1) * b.grads.view(np.float32)[bag_of]))
     assert np.any(per_occurrence.view(np.uint32) != got.view(np.uint32))
     want, _, _ = _oracle_update(b, "sgd", 0.1, None, "tpu")
-    _assert_bits(got, want, "sgd on duplicates")
+    assert_bits(got, want, "sgd on duplicates", reshape=True)
 
 
 # ---------------------------------------------------------------- dedup, untouched rows, inputs
@@ -376,4 +368,4 @@ def test_unweighted_equals_weights_of_one(numerics, rng):
         plain = sc.lookup(b.table, b.indices, b.offsets, combiner=combiner, numerics=numerics)
         weighted = sc.lookup(b.table, b.indices, b.offsets, combiner=combiner, weights=ones,
                              numerics=numerics)
-        _assert_bits(plain, weighted.view(np.uint32), f"{combiner} weights of one")
+        assert_bits(plain, weighted.view(np.uint32), f"{combiner} weights of one", reshape=True)

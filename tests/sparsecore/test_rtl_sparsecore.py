@@ -14,6 +14,7 @@ import pytest
 from golden import sparsecore as golden
 from sim import sparsecore
 
+from ..support import assert_bits
 from ..simulators import ICARUS
 from . import stimulus
 
@@ -33,15 +34,6 @@ def _batch(rng, *, rows=24, width=12, n_bags=10):
     return stimulus.Batch(b.table, indices, offsets, weights, grads)
 
 
-def _assert_bits(got, want, what):
-    got, want = np.asarray(got).view(np.uint32), np.asarray(want).view(np.uint32)
-    assert got.shape == want.shape, f"{what}: shape {got.shape}, expected {want.shape}"
-    bad = np.argwhere(got != want)
-    assert not bad.size, (f"{what}: {len(bad)} of {got.size} words differ; first at "
-                          f"{tuple(map(int, bad[0]))}: got 0x{got[tuple(bad[0])]:08x}, "
-                          f"expected 0x{want[tuple(bad[0])]:08x}")
-
-
 @pytest.mark.parametrize("combiner, weighted, numerics, words_per_cycle", [
     ("sum", True, "ieee", 8), ("mean", True, "tpu", 4), ("sqrtn", False, "ieee", 8),
     ("sqrtn", True, "tpu", 1),
@@ -55,7 +47,7 @@ def test_lookup_is_bit_exact(combiner, weighted, numerics, words_per_cycle, rng)
     want = golden.lookup(b.table, b.indices, b.offsets, combiner=combiner, weights=weights,
                          numerics=numerics)
     assert run.out.dtype == np.float32
-    _assert_bits(run.out, want, f"lookup {combiner} weighted={weighted} {numerics}")
+    assert_bits(run.out, want, f"lookup {combiner} weighted={weighted} {numerics}")
     assert run.hbm_reads == golden.dedup(b.indices).hbm_reads == run.stats.unique
     assert run.cycles > 0
 
@@ -67,7 +59,7 @@ def test_results_do_not_depend_on_jitter_or_gaps(rng):
                               weights=b.weights, jitter=6, seed=seed, idle=idle, stall=stall)
             for seed, idle, stall in ((1, 0.0, 0.0), (2, 0.3, 0.5))]
     for run in runs:
-        _assert_bits(run.out, want, "lookup under jitter")
+        assert_bits(run.out, want, "lookup under jitter")
     assert runs[0].cycles != runs[1].cycles, "the two runs should have been timed differently"
 
 
@@ -88,11 +80,11 @@ def test_update_is_bit_exact(optimizer, numerics, with_state, words_per_cycle, r
     want_table, want_state = golden.update(b.table, b.indices, b.offsets, b.grads,
                                            optimizer=optimizer, lr=lr, state=state,
                                            numerics=numerics)
-    _assert_bits(run.table, want_table, f"update {optimizer} {numerics} table")
+    assert_bits(run.table, want_table, f"update {optimizer} {numerics} table")
     if want_state is None:
         assert run.state is None
     else:
-        _assert_bits(run.state, want_state, f"update {optimizer} {numerics} state")
+        assert_bits(run.state, want_state, f"update {optimizer} {numerics} state")
     assert run.hbm_reads == golden.dedup(b.indices).hbm_reads
 
 
@@ -105,7 +97,7 @@ def test_compiled_backends_agree_cycle_for_cycle(backend, rng):
                               seed=9, backend=name) for name in ("amaranth", backend)]
     want = golden.lookup(b.table, b.indices, b.offsets, weights=b.weights)
     for run in runs:
-        _assert_bits(run.out, want, backend)
+        assert_bits(run.out, want, backend)
     assert runs[0].cycles == runs[1].cycles
     assert runs[0].stats == runs[1].stats
 

@@ -20,6 +20,8 @@ from hdl.tensorcore.core import TensorCore
 from hdl.tensorcore.sequencer import Sequencer, State
 from verif.suites.tensorcore.suite import differences
 
+from ..support import pack_lines, unpack_lines
+
 CLOCK = 1e-8
 STATUS = {State.HALTED: "halted", State.ERROR: "error"}
 
@@ -44,16 +46,6 @@ class RTLRun:
     vpu_error: int
     stop_cycle: int
     message: str
-
-
-def _lines(words, per_line):
-    words = np.asarray(words, np.uint32).reshape(-1, per_line)
-    return [sum(int(w) << (32 * j) for j, w in enumerate(line)) for line in words]
-
-
-def _words(lines, per_line):
-    return np.array([(line >> (32 * j)) & 0xFFFFFFFF for line in lines for j in range(per_line)],
-                    np.uint32)
 
 
 def _top_ports(n_flags):
@@ -156,12 +148,12 @@ class CoreRunner:
             raise ValueError(f"{len(imem)} bundles do not fit imem_depth "
                              f"{self.core.sequencer.imem_depth}")
         lanes = self.lanes or 1
-        self.case = {"imem": _lines(imem.ravel(), tc.BUNDLE_WORDS),
+        self.case = {"imem": pack_lines(imem.ravel(), tc.BUNDLE_WORDS),
                      "smem": [] if smem is None else [int(w) for w in smem],
                      "sregs": [] if sregs is None else [int(w) for w in sregs],
                      "vregs": [] if vregs is None else
-                     _lines(np.asarray(vregs).ravel(), golden_vpu.SUBLANES * lanes),
-                     "vmem": [] if vmem is None else _lines(vmem, lanes),
+                     pack_lines(np.asarray(vregs).ravel(), golden_vpu.SUBLANES * lanes),
+                     "vmem": [] if vmem is None else pack_lines(vmem, lanes),
                      "hbm": [] if hbm is None else [int(w) for w in hbm],
                      "max_cycles": max_cycles}
         if self.used:
@@ -174,10 +166,10 @@ class CoreRunner:
             error_pc=out["error_pc"] if out["status"] == "error" else None, pc=out["pc"],
             bundles=out["bundles"], sregs=np.array(out["sregs"], np.uint32),
             smem=np.array(out["smem"], np.uint32),
-            vregs=None if self.lanes is None else _words(
+            vregs=None if self.lanes is None else unpack_lines(
                 out["vregs"], golden_vpu.SUBLANES * lanes).reshape(
                 golden_vpu.VREGS, golden_vpu.SUBLANES, lanes),
-            vmem=None if self.lanes is None else _words(out["vmem"], lanes),
+            vmem=None if self.lanes is None else unpack_lines(out["vmem"], lanes),
             hbm=np.array(out["hbm"], np.uint32) if "hbm" in out else None,
             dma_rejected=out["dma_rejected"],
             flags=out["flags"], waiting=out.get("waiting"), message=out["message"],

@@ -3,6 +3,7 @@ announced while it is open."""
 
 import io
 import re
+import time
 
 from sim.toolchain.build_cache import BUILD_LISTENERS, cached_build
 from verif import progress
@@ -64,3 +65,31 @@ def test_a_build_while_the_line_is_open_is_announced(tmp_path, monkeypatch):
                                f"later runs reuse {tmp_path}/whole-verilator/network-")
     assert re.fullmatch(r"built whole-verilator/network in \d+ s", lines[1])
     assert line.log not in BUILD_LISTENERS
+
+
+def test_a_quiet_line_beats_and_names_the_build_it_waits_on(tmp_path, monkeypatch):
+    """A build of minutes updates nothing: the heartbeat draws the line again, naming it."""
+    monkeypatch.setenv("TPU_RTL_CACHE", str(tmp_path))
+    monkeypatch.setattr(progress, "HEARTBEAT", 0.05)
+    log = io.StringIO()
+    line = ProgressLine("chip", stream=log)
+    line.update(text="loading")
+
+    def build(folder):
+        deadline = time.monotonic() + 30
+        while "still building" not in log.getvalue():
+            assert time.monotonic() < deadline, log.getvalue()
+            time.sleep(0.01)
+    cached_build("whole-verilator", "tensorcore", ["beat"], build)
+    line.close()
+    beats = [text for text in log.getvalue().splitlines() if "still building" in text]
+    assert beats[0].startswith("chip loading (still building whole-verilator/tensorcore) (")
+
+
+def test_a_closed_line_stays_quiet(monkeypatch):
+    monkeypatch.setattr(progress, "HEARTBEAT", 0.01)
+    log = io.StringIO()
+    line = ProgressLine("chip", stream=log)
+    line.close()
+    time.sleep(0.1)
+    assert log.getvalue() == ""

@@ -1,0 +1,51 @@
+"""Helpers several test packages share: an Amaranth simulation of testbenches, a bit-exact
+array compare, and line packing. Expected values never come from here."""
+
+import numpy as np
+from amaranth.sim import Simulator
+
+__all__ = ["CLOCK", "simulate", "words", "assert_bits", "pack_lines", "unpack_lines"]
+
+#: The clock period of every Amaranth simulation here (its value is not observable).
+CLOCK = 1e-8
+
+
+def simulate(dut, *testbenches):
+    """Run ``dut`` with the given ``async def tb(ctx)`` testbenches until they return."""
+    sim = Simulator(dut)
+    sim.add_clock(CLOCK)
+    for tb in testbenches:
+        sim.add_testbench(tb)
+    sim.run()
+
+
+def words(values):
+    """``values`` as uint32 words: 4-byte arrays (fp32, int32) by their bits, others (lists
+    of Python integers) by value."""
+    values = np.asarray(values)
+    return values.view(np.uint32) if values.dtype.itemsize == 4 else values.astype(np.uint32)
+
+
+def assert_bits(got, expected, what, *, reshape=False):
+    """Fail naming ``what``, the count and the first differing word unless ``got`` and
+    ``expected`` hold the same bits (``reshape``: ``expected`` takes ``got``'s shape)."""
+    got, expected = words(got), words(expected)
+    if reshape:
+        expected = expected.reshape(got.shape)
+    assert got.shape == expected.shape, f"{what}: shape {got.shape}, expected {expected.shape}"
+    bad = np.argwhere(got != expected)
+    assert not bad.size, (f"{what}: {len(bad)} of {got.size} words differ; first at "
+                          f"{tuple(map(int, bad[0]))}: got 0x{got[tuple(bad[0])]:08x}, "
+                          f"expected 0x{expected[tuple(bad[0])]:08x}")
+
+
+def pack_lines(values, per_line):
+    """Flat uint32 words -> one int per line, word j in bits 32j.."""
+    values = np.asarray(values, np.uint32).reshape(-1, per_line)
+    return [sum(int(w) << (32 * j) for j, w in enumerate(line)) for line in values]
+
+
+def unpack_lines(lines, per_line):
+    """The inverse of :func:`pack_lines`."""
+    return np.array([(line >> (32 * j)) & 0xFFFFFFFF for line in lines for j in range(per_line)],
+                    np.uint32)
