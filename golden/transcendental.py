@@ -54,7 +54,7 @@ error is below 0.519 ULP: faithful, and at most 1 ULP from the correctly
 rounded result.
 
 Measured over all 2**32 inputs in both numerics (``python -m
-tests.vpu.audit_transcendental exp --numerics ieee``, and ``tpu``; against
+tools.audit_transcendental exp --numerics ieee``, and ``tpu``; against
 the correctly rounded exp, confirmed by MPFR wherever they differ, and
 numpy's float64 ``exp`` for the error; about 50 minutes each on a shared
 core): the worst error is 0.50987 ULP (at 0x40F3554F, x = 7.604);

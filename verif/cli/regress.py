@@ -67,7 +67,7 @@ def _regress_on(executor, args):
         print(f"regress {args.suite}: every {what}{scope}, on {where} (seeds do not apply)",
               flush=True)
         return run_exhaustive(args.suite, jobs=args.jobs, only=args.only, executor=executor,
-                              alo_hi_range=args.range), "modes"
+                              a_range=args.range), "modes"
     seeds = 1 if args.seed is not None else args.seeds
     print(f"regress {args.suite}: {seeds} seed{'s' * (seeds > 1)} on {args.sim}, "
           f"{executor.describe()}", flush=True)
