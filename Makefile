@@ -30,8 +30,8 @@ test-slow: $(STAMP)
 
 # Slow, exhaustive checks: never part of `make test`.
 regress: $(STAMP)
-	$(BIN)/tpu-rtl regress arith --seeds 16 -j 2 --sim verilator
-	$(BIN)/tpu-rtl regress mxu --seeds 16 -j 2 --sim verilator
+	$(BIN)/tpu-rtl regress arith --seeds 16 -j 2 --backend verilator
+	$(BIN)/tpu-rtl regress mxu --seeds 16 -j 2 --backend verilator
 
 bench: $(STAMP)
 	$(BIN)/tpu-rtl bench --update-docs

@@ -49,8 +49,8 @@ def parse(*argv):
 
 
 def test_sweep_side_by_side(tmp_path, capsys):
-    args = parse("--topology", "2x4", "--twist", "--rates", "0.2,0.6", "--cycles", "300",
-                 "--warmup", "100", "--packet-flits", "2", "--out", str(tmp_path))
+    args = parse("--topology", "2x4", "--compare-twist", "--rates", "0.2,0.6", "--cycles",
+                 "300", "--warmup", "100", "--packet-flits", "2", "--out", str(tmp_path))
     args.func(args)
     out = capsys.readouterr().out
     assert "regular offered" in out and "twisted offered" in out
@@ -71,13 +71,15 @@ def test_goal_commands_parse_to_the_measured_settings():
                                traffic="all_to_all", packet_flits=4, message_packets=16,
                                local_ports=2)
     args = parse(*line.split()[2:])
-    assert (args.topology, args.twist, args.traffic, args.packet_flits, args.message_packets,
-            args.local_ports, args.vcs) == ("4x4x8", True, "all_to_all", 4, 16, 2, 2)
+    assert (args.topology, args.compare_twist, args.traffic, args.packet_flits,
+            args.message_packets, args.local_ports, args.vcs) == ("4x4x8", True, "all_to_all", 4,
+                                                                  16, 2, 2)
     assert (args.rates, args.cycles, args.warmup, args.seed, args.backend, args.all_points) \
         == ("2", 6000, 2000, 1, "verilator", True)
     args = parse(*network_bench.command("4x4", [0.1, 0.85], cycles=4000, warmup=1000, seed=7,
                                       vcs=4).split()[2:])
-    assert (args.vcs, args.rates, args.twist, args.traffic) == (4, "0.1,0.85", False, "uniform")
+    assert (args.vcs, args.rates, args.compare_twist, args.twist, args.traffic) == \
+        (4, "0.1,0.85", False, False, "uniform")
 
 
 def test_goal_verdicts():

@@ -48,4 +48,4 @@ def test_a_golden_fault_fails_the_case_with_a_reproducer(tmp_path):
     assert case["mismatches"] == 1
     message = case["first_mismatch"]
     assert message.startswith("system seed 1 (2x2"), message
-    assert "tpu-rtl regress system --sim verilator --seed 1 --only case00." in message, message
+    assert "tpu-rtl regress system --backend verilator --seed 1 --only case00." in message, message

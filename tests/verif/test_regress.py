@@ -69,7 +69,7 @@ def test_broken_golden_is_caught_and_reproduced(tmp_path):
     assert "FAILED seed 2 (fail): fp32_add/tpu" in proc.stdout and "expected 0x" in proc.stdout
     repro = next(line.split("reproduce: ", 1)[1] for line in proc.stdout.splitlines()
                  if "reproduce:" in line)
-    assert repro == ("tpu-rtl regress arith --sim amaranth --seed 2 --only fp32_add-tpu "
+    assert repro == ("tpu-rtl regress arith --backend amaranth --seed 2 --only fp32_add-tpu "
                      "--inject golden-no-flush --inject-seed 2")
     again = _regress(*shlex.split(repro)[2:], cwd=tmp_path)
     assert again.returncode == 1 and "FAILED seed 2 (fail)" in again.stdout
@@ -149,7 +149,7 @@ def test_dma_regression_runs_whole_and_catches_a_broken_golden(tmp_path):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "passed 1 of 2 seeds" in proc.stdout
     assert "FAILED seed 2 (fail): dma seed 2 batch 0" in proc.stdout
-    assert "reproduce: tpu-rtl regress dma --sim amaranth --seed 2 --inject golden-fault " \
+    assert "reproduce: tpu-rtl regress dma --backend amaranth --seed 2 --inject golden-fault " \
            "--inject-seed 2" in proc.stdout
     out = tmp_path / "build" / "regress" / "dma"
     case = json.loads((out / "seeds" / "1" / "result.json").read_text())["cases"][0]

@@ -164,7 +164,7 @@ def command(shape, rates, *, cycles, warmup, seed, backend="verilator", twist=Fa
             **kwargs):
     """The ``tpu-rtl network`` command line that measures ``rates`` as ``measure_goals``
     does (the same ``sim.network.run_stats`` calls, so the same figures)."""
-    words = ["tpu-rtl network --topology", shape] + (["--twist"] if twist else [])
+    words = ["tpu-rtl network --topology", shape] + (["--compare-twist"] if twist else [])
     for name, value in kwargs.items():
         if (name, value) != ("vcs", 2):           # the CLI's default
             words += [f"--{name.replace('_', '-')}", str(value)]

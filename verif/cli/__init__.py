@@ -36,9 +36,35 @@ COMMANDS = {
 }
 
 
+class _DefaultsFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default, unless the help already says it."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if ("default" in text or action.default in (None, False, argparse.SUPPRESS)
+                or action.option_strings == [] or action.nargs == 0):
+            return text
+        return f"{text} (default {action.default})" if text else f"default {action.default}"
+
+
+class _Parser(argparse.ArgumentParser):
+    """The parser of ``tpu-rtl`` and of every command and sub-command under it (argparse
+    makes sub-parsers of the parent's class): defaults stated in every help text."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _DefaultsFormatter)
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args, **kwargs):
+        # An option without help still shows its default (and its choices, in the usage).
+        if kwargs.get("help") is None and kwargs.get("default") not in (None, False):
+            kwargs["help"] = f"default {kwargs['default']}"
+        return super().add_argument(*args, **kwargs)
+
+
 def _debug_option():
     """``--debug``, accepted before and after the command."""
-    parent = argparse.ArgumentParser(add_help=False)
+    parent = _Parser(add_help=False)
     parent.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="show a traceback instead of a one-line error")
     return parent
@@ -63,9 +89,14 @@ def _command_of(argv):
 def _parser(command=None):
     """The parser with every command's options, or only ``command``'s (the others listed
     by name and help, their modules not imported)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tpu-rtl",
-        description="Synthesizable RTL model of TPU building blocks: simulate, export, verify.")
+        description="Synthesizable RTL model of a TPU-like machine: simulate, export Verilog, "
+                    "verify. Options every command spells the same way: --backend (amaranth, "
+                    "verilator or icarus; each command defaults to its Python runner's "
+                    "default), --seed, --out, --waves FILE (.vcd or .fst), --fail CHIP, "
+                    "--json FILE. Exit status: 0 on success, 1 on a mismatch or a failed "
+                    "check, 2 on a usage error, with a one-line reason on stderr.")
     parser.add_argument("--debug", action="store_true",
                         help="show a traceback instead of a one-line error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

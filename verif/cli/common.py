@@ -6,7 +6,7 @@ import sys
 
 __all__ = ["CommandError", "BLOCK_NAMES", "progress_printer", "flushed", "flushed_stderr",
            "parse_size", "lo_hi_range", "positive", "natural", "number", "fraction",
-           "exponent", "add_gaps", "add_block", "add_backend"]
+           "exponent", "chip_ids", "add_gaps", "add_block", "add_backend", "add_fail"]
 
 #: The block catalogue's names (sim.blocks.BLOCKS, which a test holds this to), spelled
 #: out so that building the parser imports no HDL.
@@ -104,6 +104,24 @@ def exponent(text):
     if not (value >= 0.0 and value != float("inf")):
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, not {text}")
     return value
+
+
+def chip_ids(text):
+    """``5`` or ``1,2``: chip numbers, each >= 0."""
+    try:
+        ids = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        ids = None
+    if not ids or min(ids) < 0:
+        raise argparse.ArgumentTypeError(f"must be chip numbers >= 0 such as 5 or 1,2, not "
+                                         f"{text!r}")
+    return ids
+
+
+def add_fail(parser):
+    parser.add_argument("--fail", "--failed", dest="fail", type=chip_ids, action="extend",
+                        default=[], metavar="CHIP",
+                        help="a failed chip, routed around (repeatable, or comma-separated)")
 
 
 def add_gaps(parser, *, stalled):

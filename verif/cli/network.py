@@ -4,18 +4,19 @@ docs/network.md.
 ::
 
     tpu-rtl network --topology 4x4                    # uniform traffic, a load sweep
-    tpu-rtl network --topology 4x4x8 --twist --traffic all_to_all --local-ports 2
+    tpu-rtl network --topology 4x4x8 --compare-twist --traffic all_to_all --local-ports 2
     tpu-rtl network --goals docs/network.md           # every measurement of the doc
     tpu-rtl network --topology 4x4 --link-down 5:+y@2000   # a link taken down mid-run
 
-A sweep prints one table row per load point (side by side when ``--twist`` compares the
-regular and the twisted torus), then writes two PNG plots under ``--out`` (default
+A sweep prints one table row per load point (side by side when ``--compare-twist`` sets
+the regular and the twisted torus apart), then writes two PNG plots under ``--out`` (default
 ``build/network``): latency against offered load, and the per-link utilization of the
 highest load point as a heat map. Progress goes to stderr.
 """
 
 from pathlib import Path
 
+from verif.cli.common import add_fail
 from verif.report import latency_table, link_down_report, plot_curves
 
 __all__ = ["add_parser", "cmd_network", "parse_link_down"]
@@ -37,19 +38,22 @@ def parse_link_down(text):
 
 def add_parser(subparsers, help):
     """Add ``network`` to the ``tpu-rtl`` subcommands."""
-    p = subparsers.add_parser("network", help=help,
+    p = subparsers.add_parser(
+        "network", help=help,
         description="Run a network of routers, links, traffic generators and sinks "
-                    "(hdl.system) at increasing offered load and print the latency-load "
+                    "(hdl.testbench) at increasing offered load and print the latency-load "
                     "table; write latency and link-utilization plots (PNG) under --out. "
-                    "--twist compares the regular and twisted torus of the shape side by "
+                    "--compare-twist sets the regular and twisted torus of the shape side by "
                     "side. --goals measures every figure of docs/network.md instead.")
     p.add_argument("--topology", default="4x4", metavar="SHAPE",
                    help="torus shape, e.g. 4x4, 8x8, 4x4x8 (default 4x4)")
     p.add_argument("--twist", action="store_true",
-                   help="compare the regular and the twisted torus of SHAPE")
+                   help="the twisted torus of SHAPE (k x k x 2k or k x 2k x 2k), as in "
+                        "tpu-rtl system")
+    p.add_argument("--compare-twist", action="store_true",
+                   help="the regular and the twisted torus of SHAPE, side by side")
     p.add_argument("--mesh", action="store_true", help="no wraparound links")
-    p.add_argument("--failed", default="", metavar="IDS",
-                   help="comma-separated ids of failed chips")
+    add_fail(p)
     p.add_argument("--traffic", default="uniform",
                    help="uniform, transpose, bitcomp, tornado, neighbor or all_to_all")
     p.add_argument("--rates", metavar="R,R,...",
@@ -88,12 +92,12 @@ def add_parser(subparsers, help):
 
 def _topologies(args):
     from golden import topology as topo
-    failed = [int(x) for x in args.failed.split(",") if x.strip()] if args.failed else []
-    if args.twist:
+    failed = list(args.fail)
+    if args.compare_twist:
         return {"regular": topo.torus(args.topology, failed=failed),
                 "twisted": topo.torus(args.topology, twist=True, failed=failed)}
-    shape = topo.torus(args.topology, wrap=not args.mesh, failed=failed)
-    return {"mesh" if args.mesh else "torus": shape}
+    shape = topo.torus(args.topology, wrap=not args.mesh, twist=args.twist, failed=failed)
+    return {"mesh" if args.mesh else "twisted" if args.twist else "torus": shape}
 
 
 def _rates(args):

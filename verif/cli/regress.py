@@ -13,10 +13,10 @@ def run(args):
     from verif.regress import EXHAUSTIVE_SUITES, SUITE_NAMES
     if args.suite not in SUITE_NAMES:
         raise ValueError(f"unknown suite {args.suite!r}; suites: {', '.join(SUITE_NAMES)}")
-    check_backend(args.sim)
-    if args.suite in EXHAUSTIVE_SUITES and args.sim != "verilator":
+    check_backend(args.backend)
+    if args.suite in EXHAUSTIVE_SUITES and args.backend != "verilator":
         raise CommandError(f"{args.suite} runs on a compiled Verilator harness; "
-                           f"use --sim verilator", status=2)
+                           f"use --backend verilator", status=2)
     if args.range is not None and args.suite not in EXHAUSTIVE_SUITES:
         raise CommandError(f"--range narrows an exhaustive suite ({', '.join(EXHAUSTIVE_SUITES)}),"
                            f" not {args.suite}", status=2)
@@ -69,9 +69,9 @@ def _regress_on(executor, args):
         return run_exhaustive(args.suite, jobs=args.jobs, only=args.only, executor=executor,
                               a_range=args.range), "modes"
     seeds = 1 if args.seed is not None else args.seeds
-    print(f"regress {args.suite}: {seeds} seed{'s' * (seeds > 1)} on {args.sim}, "
+    print(f"regress {args.suite}: {seeds} seed{'s' * (seeds > 1)} on {args.backend}, "
           f"{executor.describe()}", flush=True)
-    return run_regression(args.suite, seeds=args.seeds, sim=args.sim, seed_base=args.seed_base,
+    return run_regression(args.suite, seeds=args.seeds, sim=args.backend, seed_base=args.seed_base,
                           only_seed=args.seed, waves=args.waves, timeout=args.timeout,
                           inject=args.inject, inject_seed=args.inject_seed, only=args.only,
                           executor=executor), "seeds"
@@ -101,8 +101,10 @@ def add_parser(subparsers, help):
                                  "of rcp, rsqrt and exp, likewise)")
     p.add_argument("--seeds", type=positive, default=4, help="number of seeds (default 4)")
     p.add_argument("-j", "--jobs", type=positive, default=1, help="parallel workers (default 1)")
-    p.add_argument("--sim", choices=("amaranth", "verilator", "icarus"), default="verilator",
-                   help="simulator (default verilator)")
+    p.add_argument("--backend", "--sim", dest="backend", default="verilator",
+                   choices=("amaranth", "verilator", "icarus"),
+                   help="simulator (default verilator: many seeds share one build; --sim is an "
+                        "alias)")
     p.add_argument("--seed-base", type=int, default=1, help="first seed (default 1)")
     p.add_argument("--seed", type=int, help="run exactly this one seed (to reproduce it)")
     p.add_argument("--cover-goal", type=float, metavar="PCT",

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from verif.cli.common import parse_size
+from verif.cli.common import add_fail, parse_size
 from verif.report import collective_table, plot_links
 from verif.suites.system.inputs import random_inputs
 
@@ -96,14 +96,16 @@ def add_parser(subparsers, help):
     s.add_argument("--out", type=Path, default=Path("build/system"),
                    help="folder of the heat map (default build/system)")
     s.set_defaults(func=cmd_step)
-    b = sub.add_parser("bench", help="measure the system goals into docs/system.md",
-                       description="Run the collective benchmarks (1x4 and 4x4; the cost "
-                                   "model's constants, measured by microbenchmarks; the RTL "
-                                   "against the model by chunks and by size; simulation "
-                                   "speed), each checked against golden, and write the tables "
-                                   "into docs/system.md.")
-    b.add_argument("--out", type=Path, default=Path("docs/system.md"))
-    b.add_argument("--seed", type=int, default=1)
+    b = sub.add_parser("bench", help="the same as tpu-rtl bench system",
+                       description="The same as `tpu-rtl bench system`: the collective "
+                                   "benchmarks (1x4 and 4x4; the cost model's constants; the "
+                                   "RTL against the model by chunks and by size; simulation "
+                                   "speed), each checked against golden, into build/bench/"
+                                   "system.md (or --out, or docs/system.md with --update-docs).")
+    b.add_argument("--out", metavar="FILE.md", help="where the document goes (default "
+                                                    "build/bench/system.md)")
+    b.add_argument("--update-docs", action="store_true", help="write docs/system.md")
+    b.add_argument("--seed", type=int, default=1, help="seed of the data (default 1)")
     b.add_argument("--quick", action="store_true", help="leave out the 4x4 torus (its build, "
                                                         "about 6 minutes)")
     b.set_defaults(func=cmd_bench)
@@ -114,13 +116,15 @@ def _add_topology(parser):
                                                           "2x2x2 (default 2x2)")
     parser.add_argument("--twist", action="store_true", help="twisted torus (k x k x 2k or "
                                                              "k x 2k x 2k shapes)")
-    parser.add_argument("--fail", type=int, action="append", default=[], metavar="CHIP",
-                        help="a failed chip (repeatable)")
+    add_fail(parser)
 
 
 def cmd_bench(args):
-    from verif.bench.system import measure
-    measure(args.out, seed=args.seed, quick=args.quick, out=lambda text: print(text, flush=True))
+    from verif.cli import bench
+    args.section = "system"
+    for option in ("large_array", "twisted", "suite", "workers", "seeds"):
+        setattr(args, option, None)
+    bench.run(args)
 
 
 def _topology(args):

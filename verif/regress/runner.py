@@ -66,7 +66,7 @@ class Regression:
 
 
 def _repro_command(suite, sim, seed, inject, only):
-    command = f"tpu-rtl regress {suite} --sim {sim} --seed {seed}"
+    command = f"tpu-rtl regress {suite} --backend {sim} --seed {seed}"
     command += f" --only {only}" if only else ""
     command += f" --inject {inject} --inject-seed {seed}" if inject else ""
     # A killed worker is the cluster's fault, reproduced on a cluster; anything else locally.
