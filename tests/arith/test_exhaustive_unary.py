@@ -199,7 +199,7 @@ def test_the_suite_runs_and_fails_on_a_mismatch(monkeypatch, tmp_path, capsys,
     assert "FAILED rsqrt-ieee (fail): x=0x40800000: got 0x40000000, expected 0x40000001" \
         in captured.out
     assert f"reproduce: tpu-rtl regress {SUITE} --only rsqrt-ieee" in captured.out
-    out = tmp_path / "build" / "regress" / SUITE
+    out = tmp_path / "build" / "regress" / SUITE / "latest"
     table = (out / "summary.txt").read_text().splitlines()
     assert [line.split()[:4] for line in table[1:]] == [
         ["rcp-ieee", "pass", "256", "0"], ["rsqrt-ieee", "fail", "256", "1"],

@@ -1,15 +1,19 @@
 """``tpu-rtl regress``: exit codes, merged coverage, failures caught and reproduced."""
 
+import contextlib
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
+from verif import cli
 from verif.regress import code_coverage
 from verif.regress import functional_summary
 
@@ -30,8 +34,11 @@ def test_arith_regression_passes_with_full_coverage(tmp_path):
     proc = _regress("arith", "--seeds", "2", "-j", "2", "--sim", "amaranth",
                     "--cover-goal", "100", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    out = tmp_path / "build" / "regress" / "arith"
-    assert [case.get("name") for case in _junit(out)] == ["seed 1", "seed 2"]
+    out = tmp_path / "build" / "regress" / "arith" / "latest"
+    assert [case.get("name") for case in _junit(out)] == [
+        f"seed {seed}: {unit}/{numerics}" for seed in (1, 2)
+        for unit in ("fp32_add", "bf16_mul", "fp32_to_bf16", "fp32_mul", "fp32_div", "fp32_sqrt")
+        for numerics in ("tpu", "ieee")]
     percent, text = functional_summary(out / "coverage.xml")
     assert percent == 100.0 and "uncovered bins: 0" in text
     assert (out / "coverage.txt").read_text() == text
@@ -73,7 +80,7 @@ def test_broken_golden_is_caught_and_reproduced(tmp_path):
                      "--inject golden-no-flush --inject-seed 2")
     again = _regress(*shlex.split(repro)[2:], cwd=tmp_path)
     assert again.returncode == 1 and "FAILED seed 2 (fail)" in again.stdout
-    failures = [case for case in _junit(tmp_path / "build" / "regress" / "arith")
+    failures = [case for case in _junit(tmp_path / "build" / "regress" / "arith" / "latest")
                 if case.find("failure") is not None]
     assert len(failures) == 1 and "reproduce: tpu-rtl regress" in failures[0].find("failure").text
 
@@ -97,7 +104,7 @@ def test_verilator_regression_merges_code_coverage(tmp_path):
     proc = _regress("arith", "--seeds", "2", "-j", "2", "--sim", "verilator", "--only",
                     "fp32_to_bf16-ieee", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    out = tmp_path / "build" / "regress" / "arith"
+    out = tmp_path / "build" / "regress" / "arith" / "latest"
     runs = sorted((out / "seeds").glob("*/*.dat"))
     assert len(runs) == 2
     merged = code_coverage.read(out / "code_coverage.dat")
@@ -151,7 +158,7 @@ def test_dma_regression_runs_whole_and_catches_a_broken_golden(tmp_path):
     assert "FAILED seed 2 (fail): dma seed 2 batch 0" in proc.stdout
     assert "reproduce: tpu-rtl regress dma --backend amaranth --seed 2 --inject golden-fault " \
            "--inject-seed 2" in proc.stdout
-    out = tmp_path / "build" / "regress" / "dma"
+    out = tmp_path / "build" / "regress" / "dma" / "latest"
     case = json.loads((out / "seeds" / "1" / "result.json").read_text())["cases"][0]
     assert case["mismatches"] == 0 and case["descriptors"] == 39
     assert case["pushes"] > 0 and case["bus_errors"] > 0     # looped back, faults injected
@@ -159,3 +166,63 @@ def test_dma_regression_runs_whole_and_catches_a_broken_golden(tmp_path):
     # Two seeds of 39 small descriptors cover most bins, but not the large size classes,
     # which only Verilator's batches of 800 carry.
     assert 50 < percent < 100 and "dma.size: large" in text
+
+
+@pytest.mark.parametrize("args, message", [
+    (("arith", "--inject", "golden-fault"),
+     "--inject golden-fault does nothing in suite arith; its broken golden model is "
+     "--inject golden-no-flush"),
+    (("dma", "--inject", "golden-no-flush"), "--inject golden-no-flush does nothing in suite dma"),
+    (("arith", "--inject-seed", "2"), "give --inject too"),
+    (("arith", "--seeds", "2", "--inject", "crash", "--inject-seed", "7"),
+     "--inject-seed 7 is not a seed of this run (seeds 1 to 2)"),
+    (("arith", "--seeds", "3", "--seed", "2"), "give --seeds N (a regression) or --seed S"),
+    (("arith", "--cover-goal", "150"), "must be a percentage above 0 and at most 100"),
+    (("arith", "--timeout", "0"), "must be a number of seconds above 0"),
+    (("arith", "--seed-base", "-5"), "must be a non-negative integer"),
+    (("arith", "--only", "nomatch"), "--only 'nomatch' matches no run of suite arith; its runs: "
+                                     "fp32_add-tpu, fp32_add-ieee"),
+    (("bf16_mul_exhaustive", "--seeds", "2"), "checks every operand, in modes, not seeds"),
+])
+def test_options_that_would_do_nothing_are_refused_before_any_work(
+        args, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) if message.startswith("must be") else \
+            contextlib.nullcontext():
+        assert cli.main(["regress", *args]) == 2
+    assert message in " ".join(capsys.readouterr().err.split())
+    assert not (tmp_path / "build").exists()
+
+
+def test_every_run_keeps_its_folder_and_latest_is_the_newest(tmp_path):
+    args = ("arith", "--seeds", "1", "--sim", "amaranth", "--only", "fp32_to_bf16-tpu")
+    first = _regress(*args, cwd=tmp_path)
+    second = _regress(*args, cwd=tmp_path)
+    assert first.returncode == second.returncode == 0, first.stderr + second.stderr
+    root = tmp_path / "build" / "regress" / "arith"
+    runs = sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())
+    assert len(runs) == 2 and all((run / "junit.xml").is_file() for run in runs)
+    assert (root / "latest").resolve() == runs[-1].resolve()
+    assert f"junit: build/regress/arith/{runs[-1].name}/junit.xml" in second.stdout
+
+
+def test_sigterm_writes_the_reports_of_the_seeds_that_finished(tmp_path):
+    """What a CI time limit sends: the finished seeds' reports, a skipped entry per seed that
+    never ran, exit status 130."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "verif.cli", "regress", "arith", "--seeds", "3", "-j", "1",
+         "--sim", "amaranth", "--only", "fp32_to_bf16-tpu", "--inject", "hang",
+         "--inject-seed", "2"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=dict(os.environ, TPU_RTL_CACHE=str(Path("build/sim").resolve())))
+    worker = tmp_path / "build" / "regress" / "arith" / "latest" / "seeds" / "2"
+    deadline = time.monotonic() + 120
+    while not worker.exists():      # seed 1 has passed and seed 2 (hung) has started
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert "interrupted: 1 of 3 seeds finished" in err
+    cases = ET.parse(tmp_path / "build" / "regress" / "arith" / "latest" / "junit.xml").getroot()
+    assert [(case.get("name"), case.find("skipped") is not None) for case in cases] == [
+        ("seed 1: fp32_to_bf16/tpu", False), ("seed 2", True), ("seed 3", True)]

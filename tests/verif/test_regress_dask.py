@@ -10,6 +10,7 @@ interrupted, so the file stays fast.
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -93,16 +94,22 @@ def test_a_local_cluster_gives_the_local_verdicts_and_coverage(tmp_path, regress
     on_dask = regress(*args, "--cluster", "local:2", cwd=tmp_path / "dask")
     assert local[0] == on_dask[0] == 1, local[2] + on_dask[2]
     assert on_dask[1].splitlines()[0].endswith("a local Dask cluster (2 workers)")
-    # Everything after the header: the verdicts, coverage percentages and repro commands.
-    assert local[1].splitlines()[1:] == on_dask[1].splitlines()[1:]
+    # Everything after the header: the verdicts, coverage percentages and repro commands
+    # (each run's folder is named by the time it started).
+    def body(out):
+        return re.sub(r"build/regress/arith/[0-9-]+/", "build/regress/arith/RUN/", out) \
+            .splitlines()[1:]
+    assert body(local[1]) == body(on_dask[1])
     assert "passed 1 of 2 seeds" in on_dask[1]
     assert f"FAILED seed {base + 1} (fail): fp32_to_bf16/tpu" in on_dask[1]
-    outs = [tmp_path / kind / "build" / "regress" / "arith" for kind in ("local", "dask")]
+    outs = [tmp_path / kind / "build" / "regress" / "arith" / "latest"
+            for kind in ("local", "dask")]
     verdicts = _verdicts(outs[1])
     assert _verdicts(outs[0]) == verdicts
-    assert [(name, kind) for name, kind, _ in verdicts] == [(f"seed {base}", None),
-                                                          (f"seed {base + 1}", "fail")]
-    assert verdicts[1][2].startswith("fp32_to_bf16/tpu")
+    assert [(name, kind) for name, kind, _ in verdicts] == [
+        (f"seed {base}: {ONLY}/tpu", None), (f"seed {base}: {ONLY}/ieee", None),
+        (f"seed {base + 1}: {ONLY}/tpu", "fail"), (f"seed {base + 1}: {ONLY}/ieee", None)]
+    assert verdicts[2][2].startswith("fp32_to_bf16/tpu")
     # The merged functional coverage is the same file, made from files that came back as data.
     assert (outs[0] / "coverage.xml").read_bytes() == (outs[1] / "coverage.xml").read_bytes()
     for s in (base, base + 1):
@@ -127,9 +134,10 @@ def test_a_killed_worker_is_retried_once_then_its_seed_is_a_crash(tmp_path, regr
     assert f"FAILED seed {base + 1} (crash): lost: its Dask worker died on each of 2 attempts" \
         in out
     assert f"--inject kill-worker --inject-seed {base + 1} --cluster local:2" in out
-    folder = tmp_path / "build" / "regress" / "arith"
+    folder = tmp_path / "build" / "regress" / "arith" / "latest"
     # Every seed exactly once, in the report and on the log.
-    assert [name for name, *_ in _verdicts(folder)] == [f"seed {base}", f"seed {base + 1}"]
+    assert [name for name, *_ in _verdicts(folder)] == [f"seed {base}: {ONLY}/tpu",
+                                                        f"seed {base + 1}"]
     for s in (base, base + 1):
         assert sum(line.startswith(f"seed {s}: ") for line in err.splitlines()) == 1, err
     assert not (folder / "seeds" / str(base + 1)).exists()
@@ -145,8 +153,9 @@ def test_a_worker_killed_once_costs_nothing_but_the_retry(tmp_path, regress, sch
         "--cluster", address, cwd=tmp_path)
     assert code == 0, out + err
     assert "passed 2 of 2 seeds" in out
-    folder = tmp_path / "build" / "regress" / "arith"
-    assert [name for name, *_ in _verdicts(folder)] == [f"seed {base}", f"seed {base + 1}"]
+    folder = tmp_path / "build" / "regress" / "arith" / "latest"
+    assert [name for name, *_ in _verdicts(folder)] == [f"seed {base}: {ONLY}/tpu",
+                                                        f"seed {base + 1}: {ONLY}/tpu"]
     log = (folder / "seeds" / str(base + 1) / "worker.log").read_text()
     assert "retry: the first Dask worker running this seed was killed" in log
     assert json.loads((folder / "seeds" / str(base + 1) / "result.json").read_text())[
@@ -206,8 +215,9 @@ def test_ctrl_c_cancels_the_rest_and_reports_what_finished(tmp_path, scheduler, 
     assert not left, "the interrupted seed's process outlived the run"
     assert "interrupted: 2 of 3 seeds finished" in "".join(lines)
     assert "passed 2 of 2 seeds" in out
-    folder = tmp_path / "build" / "regress" / "arith"
-    assert [name for name, *_ in _verdicts(folder)] == [f"seed {base}", f"seed {base + 2}"]
+    folder = tmp_path / "build" / "regress" / "arith" / "latest"
+    assert [name for name, *_ in _verdicts(folder)] == [
+        f"seed {base}: {ONLY}/tpu", f"seed {base + 1}", f"seed {base + 2}: {ONLY}/tpu"]
     assert sorted(p.name for p in (folder / "seeds").iterdir()) == sorted([str(base),
                                                                            str(base + 2)])
     assert (folder / "coverage.xml").exists()
@@ -323,4 +333,4 @@ def test_exhaustive_check_runs_in_slices_on_the_cluster(tmp_path, scheduler):
         # Three values of a, each against all of b, in two slices: none lost, none twice.
         assert outcome.record["summary"].startswith(
             f"bf16_mul exhaustive ({outcome.seed}): {3 * 65536} pairs, ok")
-    assert [name for name, *_ in _verdicts(tmp_path)] == ["ieee", "tpu"]
+    assert [name for name, *_ in _verdicts(tmp_path)] == ["tpu", "ieee"]   # the planned order

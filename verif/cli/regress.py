@@ -1,8 +1,10 @@
 """``tpu-rtl regress``: a seeded, coverage-driven regression, or an exhaustive check."""
 
+import argparse
+import signal
 import sys
 
-from verif.cli.common import CommandError, lo_hi_range, positive
+from verif.cli.common import CommandError, lo_hi_range, natural, number, positive
 
 __all__ = ["add_parser", "run"]
 
@@ -25,12 +27,21 @@ def run(args):
     if args.inject in ("kill-worker", "kill-worker-once") and args.cluster is None:
         raise CommandError(f"--inject {args.inject} kills a Dask worker; it needs --cluster",
                            status=2)
+    if args.suite not in EXHAUSTIVE_SUITES:
+        _check_seed_options(args)
+    elif args.seeds is not None or args.seed is not None or args.inject is not None:
+        raise CommandError(f"{args.suite} checks every operand, in modes, not seeds: drop "
+                           f"--seeds, --seed and --inject", status=2)
+    args.seeds = 4 if args.seeds is None else args.seeds
+    previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         with open_executor(args.cluster, jobs=args.jobs,
                            connect_timeout=args.connect_timeout) as executor:
             result, unit = _regress_on(executor, args)
     except ClusterError as error:       # raised on entering: nothing has run
         raise CommandError(str(error)) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     passed = len(result.outcomes) - len(result.failed)
     print(f"passed {passed} of {len(result.outcomes)} {unit}")
     if result.coverage is not None:
@@ -55,6 +66,53 @@ def run(args):
                            f"goal of {args.cover_goal:g}%")
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (what a CI time limit sends): stop as Ctrl-C does, writing the reports of the
+    seeds that finished."""
+
+
+def _terminated(signum, frame):
+    raise _Terminated()
+
+
+def _check_seed_options(args):
+    """Refuse, before anything runs, the options that would do nothing or fail every seed."""
+    from verif.regress.executor.seed import CLUSTER_INJECTIONS
+    from verif.suites import SUITES
+    from verif.suites.case import WholeCase
+    if args.seed is not None and args.seeds is not None:
+        raise CommandError("give --seeds N (a regression) or --seed S (one seed), not both",
+                           status=2)
+    first = args.seed if args.seed is not None else args.seed_base
+    seeds = [args.seed] if args.seed is not None else \
+        list(range(args.seed_base, args.seed_base + (args.seeds or 4)))
+    suite = SUITES[args.suite]
+    if args.inject in ("golden-no-flush", "golden-fault") and \
+            args.inject != suite.GOLDEN_INJECTION:
+        raise CommandError(f"--inject {args.inject} does nothing in suite {args.suite}; its "
+                           f"broken golden model is --inject {suite.GOLDEN_INJECTION}", status=2)
+    if args.inject_seed is not None:
+        if args.inject is None:
+            raise CommandError("--inject-seed says which seed gets the fault of --inject; give "
+                               "--inject too", status=2)
+        if args.inject_seed not in seeds:
+            raise CommandError(f"--inject-seed {args.inject_seed} is not a seed of this run "
+                               f"({_seed_span(seeds)})", status=2)
+    if args.inject in CLUSTER_INJECTIONS and args.cluster is None:
+        raise CommandError(f"--inject {args.inject} kills a Dask worker; it needs --cluster",
+                           status=2)
+    if args.only is not None:
+        names = [run.name if isinstance(run, WholeCase) else run[2]
+                 for run in suite.runs(first)]
+        if not any(args.only in name for name in names):
+            raise CommandError(f"--only {args.only!r} matches no run of suite {args.suite}; "
+                               f"its runs: {', '.join(names)}", status=2)
+
+
+def _seed_span(seeds):
+    return f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]} to {seeds[-1]}"
+
+
 def _regress_on(executor, args):
     from verif.regress import EXHAUSTIVE, EXHAUSTIVE_SUITES, run_exhaustive, run_regression
     if executor.note:
@@ -75,6 +133,21 @@ def _regress_on(executor, args):
                           only_seed=args.seed, waves=args.waves, timeout=args.timeout,
                           inject=args.inject, inject_seed=args.inject_seed, only=args.only,
                           executor=executor), "seeds"
+
+
+def _percent(text):
+    value = number(text)
+    if not 0.0 < value <= 100.0:
+        raise argparse.ArgumentTypeError(f"must be a percentage above 0 and at most 100, not "
+                                         f"{text}")
+    return value
+
+
+def _seconds(text):
+    value = number(text)
+    if not (value > 0.0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, not {text}")
+    return value
 
 
 def add_parser(subparsers, help):
@@ -99,15 +172,15 @@ def add_parser(subparsers, help):
                                  "2^32 multiplier operand pairs on a compiled Verilator "
                                  "harness) or vpu_transcendental_exhaustive (all 2^32 inputs "
                                  "of rcp, rsqrt and exp, likewise)")
-    p.add_argument("--seeds", type=positive, default=4, help="number of seeds (default 4)")
+    p.add_argument("--seeds", type=positive, help="number of seeds (default 4)")
     p.add_argument("-j", "--jobs", type=positive, default=1, help="parallel workers (default 1)")
     p.add_argument("--backend", "--sim", dest="backend", default="verilator",
                    choices=("amaranth", "verilator", "icarus"),
                    help="simulator (default verilator: many seeds share one build; --sim is an "
                         "alias)")
-    p.add_argument("--seed-base", type=int, default=1, help="first seed (default 1)")
-    p.add_argument("--seed", type=int, help="run exactly this one seed (to reproduce it)")
-    p.add_argument("--cover-goal", type=float, metavar="PCT",
+    p.add_argument("--seed-base", type=natural, default=1, help="first seed (default 1)")
+    p.add_argument("--seed", type=natural, help="run exactly this one seed (to reproduce it)")
+    p.add_argument("--cover-goal", type=_percent, metavar="PCT",
                    help="fail if merged functional coverage is below PCT percent")
     p.add_argument("--only", metavar="TEXT",
                    help="run only the suite's runs whose name contains TEXT "
@@ -117,7 +190,7 @@ def add_parser(subparsers, help):
                    help="exhaustive suites: check only LO <= operand < HI (bf16_mul's a, a "
                         "transcendental's input bit pattern), a quick run")
     p.add_argument("--waves", action="store_true", help="write a waveform of every run")
-    p.add_argument("--timeout", type=float, default=1800.0, metavar="SECONDS",
+    p.add_argument("--timeout", type=_seconds, default=1800.0, metavar="SECONDS",
                    help="time limit of one seed (default 1800)")
     p.add_argument("--cluster", metavar="WHERE",
                    help="run on Dask: local:N (a LocalCluster of N worker processes started "
@@ -128,6 +201,6 @@ def add_parser(subparsers, help):
     p.add_argument("--inject", choices=("golden-no-flush", "golden-fault", "crash", "hang",
                                         "kill-worker", "kill-worker-once"),
                    help="inject a fault, to test the regression itself")
-    p.add_argument("--inject-seed", type=int, metavar="SEED",
+    p.add_argument("--inject-seed", type=natural, metavar="SEED",
                    help="inject only into this seed (default: every seed)")
     p.set_defaults(func=run)

@@ -5,15 +5,19 @@ time limit, so a simulator crash or hang in one seed is recorded as that
 seed's failure and loses no other result. Where the processes run is the
 executor's business (:mod:`verif.regress.executor`): ``jobs`` at a time on this
 machine by default, or as Dask tasks on a cluster, whose results come back
-as data and land in the same folders. Everything lands in
-``build/regress/<suite>/``: ``junit.xml``; ``coverage.xml`` (merged
+as data and land in the same folders. Every run keeps a folder of its own,
+``build/regress/<suite>/<YYYYmmdd-HHMMSS>/``, and ``build/regress/<suite>/latest``
+links to the newest, so rerunning a seed's reproduce command never erases the
+regression it came from. In it: ``junit.xml`` (a test case per case and seed;
+a seed that never ran is a skipped entry); ``coverage.xml`` (merged
 functional coverage, cocotb-coverage's format) and ``coverage.txt`` (a
 summary listing every uncovered bin); with Verilator, ``code_coverage.dat``
 (merged) and ``code_coverage.txt``; and each seed's files under
-``seeds/<seed>/``. An interrupted run (Ctrl-C) writes the same reports over
-the seeds that finished.
+``seeds/<seed>/``. An interrupted run (Ctrl-C, or SIGTERM from a CI time
+limit) writes the same reports over the seeds that finished.
 """
 
+import os
 import shutil
 import sys
 import time
@@ -59,6 +63,7 @@ class Regression:
     planned: int = 0                      # seeds (or modes) the run set out to do
     interrupted: bool = False             # Ctrl-C: outcomes holds what finished
     merge_seconds: float = 0.0            # merging the seeds' coverage into the reports
+    seeds: list = field(default_factory=list)   # every seed (or mode) planned, in order
 
     @property
     def failed(self):
@@ -105,19 +110,72 @@ def _case_name(seed):
     return f"seed {seed}" if isinstance(seed, int) else str(seed)
 
 
+def run_folder(root):
+    """A new folder for one run under ``root`` (``YYYYmmdd-HHMMSS``, then ``-2``, ... if
+    taken), with ``root/latest`` linked to it."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for n in range(1, 1000):
+        folder = root / (stamp if n == 1 else f"{stamp}-{n}")
+        try:
+            folder.mkdir()
+            break
+        except FileExistsError:
+            continue
+    link = root / f".latest-{os.getpid()}"
+    link.unlink(missing_ok=True)
+    link.symlink_to(folder.name)
+    os.replace(link, root / "latest")      # atomic: a reader sees the old run or the new
+    return folder
+
+
+def _junit_cases(regression, outcome):
+    """(name, seconds, failure or None) per case of ``outcome``'s seed; a seed that
+    crashed or timed out before reporting its cases is one entry."""
+    cases = outcome.record.get("cases") or []
+    if not cases:
+        failure = None if outcome.status == "pass" else (outcome.status, outcome.message)
+        return [(_case_name(outcome.seed), outcome.seconds, failure)]
+    entries = []
+    for case in cases:
+        failure = None
+        if case.get("status") != "pass":
+            failure = (case.get("status", "fail"),
+                       case.get("error") or f"{case['case']}: {case.get('mismatches', '?')} "
+                                            f"mismatches")
+        entries.append((f"{_case_name(outcome.seed)}: {case['case']}",
+                        outcome.seconds / len(cases), failure))
+    return entries
+
+
 def _write_junit(regression, path):
-    suite = ET.Element("testsuite", name=f"regress.{regression.suite}",
-                       tests=str(len(regression.outcomes)),
-                       failures=str(len(regression.failed)))
-    for outcome in sorted(regression.outcomes, key=lambda o: str(o.seed)):
-        case = ET.SubElement(suite, "testcase", classname=f"regress.{regression.suite}."
-                             f"{regression.sim}", name=_case_name(outcome.seed),
-                             time=f"{outcome.seconds:.2f}")
-        if outcome.status != "pass":
-            failure = ET.SubElement(case, "failure", type=outcome.status,
-                                    message=outcome.message.splitlines()[0] if outcome.message
-                                    else outcome.status)
-            failure.text = f"{outcome.message}\nreproduce: {regression.repro[outcome.seed]}"
+    by_seed = {outcome.seed: outcome for outcome in regression.outcomes}
+    order = regression.seeds or sorted(by_seed, key=str)
+    classname = f"regress.{regression.suite}.{regression.sim}"
+    suite = ET.Element("testsuite", name=f"regress.{regression.suite}")
+    tests = failures = skipped = 0
+    for seed in order:
+        outcome = by_seed.get(seed)
+        if outcome is None:
+            case = ET.SubElement(suite, "testcase", classname=classname,
+                                 name=_case_name(seed), time="0.00")
+            ET.SubElement(case, "skipped", message="never ran: the regression was interrupted")
+            tests, skipped = tests + 1, skipped + 1
+            continue
+        for name, seconds, failure in _junit_cases(regression, outcome):
+            case = ET.SubElement(suite, "testcase", classname=classname, name=name,
+                                 time=f"{seconds:.2f}")
+            tests += 1
+            if failure is not None:
+                kind, message = failure
+                element = ET.SubElement(case, "failure", type=kind,
+                                        message=message.splitlines()[0] if message else kind)
+                element.text = f"{message}\nreproduce: {regression.repro[seed]}"
+                failures += 1
+    suite.set("tests", str(tests))
+    suite.set("failures", str(failures))
+    suite.set("skipped", str(skipped))
     ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
 
 
@@ -218,8 +276,7 @@ def run_exhaustive(suite=EXHAUSTIVE, *, jobs=2, only=None, out=None, executor=No
     if not 0 <= lo < hi <= spec.span:
         raise ValueError(f"the range of {spec.operand} must satisfy 0 <= lo < hi <= "
                          f"{spec.span}, not ({lo}, {hi})")
-    out = Path(out or Path("build") / "regress" / suite)
-    out.mkdir(parents=True, exist_ok=True)
+    out = _out_folder(out, suite)
     outcomes, interrupted = [], False
     try:
         if executor is not None and executor.remote:
@@ -229,7 +286,7 @@ def run_exhaustive(suite=EXHAUSTIVE, *, jobs=2, only=None, out=None, executor=No
                 outcomes.append(_exhaustive_mode(suite, mode, jobs, a_range))
     except KeyboardInterrupt:
         interrupted = True
-    regression = Regression(suite, "verilator", out, outcomes, planned=len(modes),
+    regression = Regression(suite, "verilator", out, outcomes, planned=len(modes), seeds=modes,
                             interrupted=interrupted)
     regression.repro = {o.seed: f"tpu-rtl regress {suite} --only {o.seed}" for o in outcomes}
     _write_junit(regression, out / "junit.xml")
@@ -333,6 +390,20 @@ def _sliced_outcome(check, mode, results, lost, seconds):
     return _result_outcome(mode, sliced.merge(check, mode, results, seconds))
 
 
+def _out_folder(out, suite):
+    """``out`` emptied of an earlier run's reports, or by default a new run folder under
+    ``build/regress/<suite>/``."""
+    if out is None:
+        return run_folder(Path("build") / "regress" / suite)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in ("junit.xml", "coverage.xml", "coverage.txt", "code_coverage.dat",
+                  "code_coverage.txt", "summary.txt"):
+        (out / stale).unlink(missing_ok=True)
+    shutil.rmtree(out / "seeds", ignore_errors=True)
+    return out
+
+
 def run_regression(suite, *, seeds, jobs=1, sim="amaranth", seed_base=1, only_seed=None,
                    waves=False, timeout=1800.0, inject=None, inject_seed=None, only=None,
                    out=None, progress=None, executor=None):
@@ -355,12 +426,7 @@ def run_regression(suite, *, seeds, jobs=1, sim="amaranth", seed_base=1, only_se
                                   progress=progress, executor=local)
     seed_list = [only_seed] if only_seed is not None else \
         list(range(seed_base, seed_base + seeds))
-    out = Path(out or Path("build") / "regress" / suite)
-    out.mkdir(parents=True, exist_ok=True)
-    for stale in ("junit.xml", "coverage.xml", "coverage.txt", "code_coverage.dat",
-                  "code_coverage.txt"):
-        (out / stale).unlink(missing_ok=True)
-    shutil.rmtree(out / "seeds", ignore_errors=True)
+    out = _out_folder(out, suite)
     bar = progress if progress is not None else _SeedProgress(len(seed_list))
     tasks = {}
     for seed in seed_list:
@@ -393,7 +459,7 @@ def run_regression(suite, *, seeds, jobs=1, sim="amaranth", seed_base=1, only_se
         shutil.rmtree(out / "seeds" / str(seed), ignore_errors=True)
     outcomes = [by_seed[seed] for seed in seed_list if seed in by_seed]
     regression = Regression(suite, sim, out, outcomes, planned=len(seed_list),
-                            interrupted=interrupted)
+                            interrupted=interrupted, seeds=seed_list)
     regression.repro = {o.seed: _repro_command(suite, sim, o.seed, o.record.get("inject"), only)
                         for o in outcomes}
     started = time.perf_counter()

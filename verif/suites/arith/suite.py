@@ -110,3 +110,6 @@ def runs(seed, *, inject=None):
         yield unit, {"numerics": numerics}, f"{unit}-{numerics}", functools.partial(
             check_unit, unit=unit, numerics=numerics, seed=seed, inject=inject,
             n_corpus=n_corpus, n_random=n_random)
+
+#: The broken golden model ``--inject`` can switch on in this suite.
+GOLDEN_INJECTION = "golden-no-flush"

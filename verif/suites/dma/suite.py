@@ -182,3 +182,6 @@ def runs(seed, *, inject=None):
     def check(*, backend, coverage=None, waves=None):
         return check_seed(seed, backend=backend, coverage=coverage, waves=waves, inject=inject)
     yield WholeCase("dma", check)
+
+#: The broken golden model ``--inject`` can switch on in this suite.
+GOLDEN_INJECTION = "golden-fault"

@@ -173,3 +173,6 @@ def runs(seed, *, inject=None):
     for numerics in NUMERICS:
         yield "mxu", {"rows": ROWS, "cols": COLS, "numerics": numerics}, f"mxu-{numerics}", \
             functools.partial(check_scenarios, numerics=numerics, seed=seed, inject=inject)
+
+#: The broken golden model ``--inject`` can switch on in this suite.
+GOLDEN_INJECTION = "golden-no-flush"

@@ -152,3 +152,6 @@ def runs(seed, *, inject=None):
         return check_ocs(seed, coverage=coverage)
     yield WholeCase("network", network)
     yield WholeCase("ocs", ocs)
+
+#: The broken golden model ``--inject`` can switch on in this suite.
+GOLDEN_INJECTION = "golden-fault"

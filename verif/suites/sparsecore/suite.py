@@ -282,3 +282,6 @@ def runs(seed, *, inject=None):
             return check_case(seed, numerics, backend=backend, coverage=coverage, waves=waves,
                               inject=inject)
         yield WholeCase(f"sparsecore-{numerics}", check)
+
+#: The broken golden model ``--inject`` can switch on in this suite.
+GOLDEN_INJECTION = "golden-fault"

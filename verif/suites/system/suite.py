@@ -107,3 +107,6 @@ def runs(seed, *, inject=None):
             return check_case(seed, case, backend=backend, coverage=coverage, waves=waves,
                               inject=inject)
         yield WholeCase(name, check)
+
+#: The broken golden model ``--inject`` can switch on in this suite.
+GOLDEN_INJECTION = "golden-fault"

@@ -247,3 +247,6 @@ def stimulus_coverage(seeds, *, backend="verilator"):
                                     trace=tracer)
                     _sample(samplers, tracer, want, kind, numerics, [])
     return uncovered()
+
+#: The broken golden model ``--inject`` can switch on in this suite.
+GOLDEN_INJECTION = "golden-fault"
