@@ -4,8 +4,8 @@ collective table."""
 
 import numpy as np
 
-__all__ = ["latency_table", "link_down_report", "plot_curves", "collective_table",
-           "plot_links"]
+__all__ = ["latency_table", "link_down_report", "plot_curves", "common_load_points",
+           "collective_table", "plot_links"]
 
 
 def link_down_report(curves):
@@ -35,7 +35,7 @@ def latency_table(curves):
                 row += [f"{r.offered:.3f}", f"{r.accepted:.3f}", f"{r.latency_mean:.1f}",
                         f"{r.latency_p99:.0f}", f"{r.hops_mean:.2f}"]
             else:
-                row += [""] * 5
+                row += ["-"] * 5
         rows.append(row)
     widths = [max(len(x) for x in col) for col in zip(head, *rows)]
     lines = ["  ".join(x.rjust(w) for x, w in zip(r, widths)) for r in [head] + rows]
@@ -67,21 +67,30 @@ def plot_curves(curves, out, shape, traffic):
     plt.close(fig)
 
     links = out / f"links_{shape}.png"
-    fig, axes = plt.subplots(len(curves), 1, figsize=(9, 1.2 + 1.6 * len(curves)),
+    dims = tuple(int(x) for x in str(shape).lower().split("x"))
+    panels = common_load_points(curves)
+    rows = [(axis, sign) for axis, size in enumerate(dims) if size > 1 for sign in "+-"]
+    n_chips = np.asarray(panels[0][1].run.link_utilization).shape[0]
+    fig, axes = plt.subplots(len(panels), 1, figsize=_heat_size(n_chips, len(rows) * len(panels)),
                              squeeze=False)
-    for ax, (name, curve) in zip(axes[:, 0], curves.items()):
-        rate, stats = curve[-1]
-        util = np.asarray(stats.run.link_utilization).T
-        image = ax.imshow(util, aspect="auto", vmin=0, vmax=1, cmap="viridis",
-                          interpolation="nearest")
-        ax.set_yticks(range(util.shape[0]), ["+x", "-x", "+y", "-y", "+z", "-z"][:len(util)])
-        ax.set_xlabel("chip")
-        ax.set_title(f"{name}: link utilization at offered {stats.run.offered:.2f}")
-        fig.colorbar(image, ax=ax, label="flits/cycle")
+    for ax, (name, stats) in zip(axes[:, 0], panels):
+        util = np.asarray(stats.run.link_utilization)
+        columns = [2 * axis + (sign == "-") for axis, sign in rows]
+        _heat_map(fig, ax, util[:, columns].T,
+                  [f"{sign}{'xyz'[axis]}" for axis, sign in rows],
+                  f"{name}: link utilization at offered {stats.run.offered:.2f}")
     fig.tight_layout()
     fig.savefig(links, dpi=120)
     plt.close(fig)
     return [latency, links]
+
+
+def common_load_points(curves):
+    """``[(name, point)]``: each curve's point at the highest rate every curve reached (a
+    sweep stops at its own saturation), so side-by-side panels compare like with like."""
+    common = set.intersection(*({rate for rate, _ in curve} for curve in curves.values()))
+    load = max(common) if common else None
+    return [(name, dict(curve).get(load, curve[-1][1])) for name, curve in curves.items()]
 
 
 def collective_table(rows):
@@ -100,25 +109,44 @@ def collective_table(rows):
     return lines
 
 
+def _heat_size(n_chips, rows):
+    return max(6.0, 0.45 * n_chips + 2.0), 1.0 + 0.55 * rows + 0.6
+
+
+def _heat_map(fig, ax, util, row_labels, title):
+    """One heat map: a row per link direction, a column per chip (whole-number ticks), the
+    value written on each cell where the cells are wide enough to hold it."""
+    image = ax.imshow(util, aspect="auto", vmin=0, vmax=1, cmap="viridis",
+                      interpolation="nearest")
+    n_chips = util.shape[1]
+    step = max(1, -(-n_chips // 32))
+    ax.set_xticks(range(0, n_chips, step))
+    ax.set_yticks(range(len(row_labels)), row_labels)
+    ax.set_xlabel("chip")
+    ax.set_title(title)
+    if n_chips <= 32:
+        for (row, chip), value in np.ndenumerate(util):
+            ax.text(chip, row, f"{value:.2f}", ha="center", va="center", fontsize=7,
+                    color="black" if value > 0.6 else "white")
+    fig.colorbar(image, ax=ax, label="flits/cycle")
+
+
 def plot_links(utilization, topology, path, title):
-    """A heat map per torus dimension of ``utilization`` [n_chips, 2*D] (flits per cycle
-    out of each port): rows +a and -a, columns chips. Returns ``path``."""
+    """A heat map per torus dimension of more than one chip, of ``utilization``
+    [n_chips, 2*D] (flits per cycle out of each port): rows +a and -a, columns chips.
+    Returns ``path``."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    dims = len(topology.dims)
+    axes_used = [a for a, size in enumerate(topology.dims) if size > 1]
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig, axes = plt.subplots(dims, 1, figsize=(max(6, 0.4 * topology.n_chips + 2),
-                                               1.2 + 1.5 * dims), squeeze=False)
-    for a, ax in enumerate(axes[:, 0]):
+    fig, axes = plt.subplots(len(axes_used), 1,
+                             figsize=_heat_size(topology.n_chips, 2 * len(axes_used)),
+                             squeeze=False)
+    for a, ax in zip(axes_used, axes[:, 0]):
         util = np.asarray(utilization)[:, 2 * a:2 * a + 2].T
-        image = ax.imshow(util, aspect="auto", vmin=0, vmax=1, cmap="viridis",
-                          interpolation="nearest")
-        ax.set_yticks([0, 1], [f"+{'xyz'[a]}", f"-{'xyz'[a]}"])
-        ax.set_xticks(range(topology.n_chips))
-        ax.set_xlabel("chip")
-        ax.set_title(f"{title}: dimension {'xyz'[a]}")
-        fig.colorbar(image, ax=ax, label="flits/cycle")
+        _heat_map(fig, ax, util, [f"+{'xyz'[a]}", f"-{'xyz'[a]}"],
+                  f"{title}: dimension {'xyz'[a]}")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

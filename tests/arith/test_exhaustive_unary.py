@@ -163,23 +163,21 @@ def test_suite_modes_are_each_function_in_each_numerics():
 
 
 def test_the_cli_lists_the_suite_and_checks_its_options(capsys):
-    assert cli.main(["regress", "alu"]) == 1
+    assert cli.main(["regress", "alu"]) == 2
     suites = capsys.readouterr().err.strip().partition("suites: ")[2].split(", ")
     assert suites[-2:] == ["bf16_mul_exhaustive", "vpu_transcendental_exhaustive"]
-    with pytest.raises(SystemExit):
-        cli.main(["regress", "--help"])
+    assert cli.main(["regress", "--help"]) == 0
     assert "vpu_transcendental_exhaustive (all 2^32 inputs" in " ".join(
         capsys.readouterr().out.split())
     assert cli.main(["regress", SUITE, "--sim", "amaranth"]) == 2
     assert "runs on a compiled Verilator harness" in capsys.readouterr().err
     assert cli.main(["regress", "arith", "--range", "0:1"]) == 2
     assert "--range narrows an exhaustive suite" in capsys.readouterr().err
-    assert cli.main(["regress", SUITE, "--range", "0:0x100000001"]) == 1
+    assert cli.main(["regress", SUITE, "--range", "0:0x100000001"]) == 2
     assert "0 <= lo < hi <= 4294967296" in capsys.readouterr().err
-    assert cli.main(["regress", SUITE, "--only", "sin"]) == 1
+    assert cli.main(["regress", SUITE, "--only", "sin"]) == 2
     assert "matches no mode of vpu_transcendental_exhaustive" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        cli.main(["regress", SUITE, "--range", "9:3"])
+    assert cli.main(["regress", SUITE, "--range", "9:3"]) == 2
     assert "must be LO:HI with 0 <= LO < HI" in capsys.readouterr().err
 
 

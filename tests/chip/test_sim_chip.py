@@ -56,7 +56,7 @@ def test_a_program_larger_than_imem_is_refused():
 
 def test_cli_rejects_an_empty_dimension(capsys):
     assert main(["chip", "matmul", "--m", "0", "--k", "2", "--n", "2"]) == 2
-    assert "--m must be at least 1, not 0" in capsys.readouterr().err
+    assert "argument --m: must be a positive integer, not 0" in capsys.readouterr().err
 
 
 def test_stall_counters_account_for_every_cycle():

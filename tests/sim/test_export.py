@@ -124,7 +124,7 @@ def test_presets_and_params():
 def test_bad_arguments_are_one_line_errors(args, message, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "verif.cli", "export", *args,
                            "-o", str(tmp_path / "x.v")], capture_output=True, text=True)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert message in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
 

@@ -116,18 +116,14 @@ def test_hbm_reads_other_than_the_unique_ids_fail(seed, monkeypatch, capsys):
     (["--backend", "spice"], "argument --backend: invalid choice: 'spice'"),
 ])
 def test_bad_arguments_are_one_line_errors(args, message, capsys):
-    with pytest.raises(SystemExit) as exit_:
-        cli.main(["sparsecore", *args])
-    assert exit_.value.code == 2
+    assert cli.main(["sparsecore", *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[0].startswith("usage: tpu-rtl sparsecore ")
-    assert err[-1].startswith(f"tpu-rtl sparsecore: error: {message}")
+    assert len(err) == 1 and err[0].startswith(f"tpu-rtl sparsecore: error: {message}")
+    assert err[0].endswith("(usage: tpu-rtl sparsecore --help)")
 
 
 def test_bench_accepts_only_a_known_section(capsys):
-    with pytest.raises(SystemExit) as exit_:
-        cli.main(["bench", "mxu"])
-    assert exit_.value.code == 2
+    assert cli.main(["bench", "mxu"]) == 2
     assert "argument SECTION: invalid choice: 'mxu'" in capsys.readouterr().err
 
 

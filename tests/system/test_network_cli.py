@@ -32,7 +32,7 @@ def test_table_puts_topologies_side_by_side():
                                            for col in columns for word in (name, col)]
     assert table[2].split() == ["0.1", "0.100", "0.100", "9.0", "14", "1.50",
                                 "0.100", "0.090", "9.0", "14", "1.50"]
-    assert table[3].split() == ["0.5", "0.500", "0.500", "13.0", "22", "1.50"]
+    assert table[3].split() == ["0.5", "0.500", "0.500", "13.0", "22", "1.50"] + ["-"] * 5
 
 
 def test_plots_are_written(tmp_path):
@@ -99,3 +99,22 @@ def test_wired_into_tpu_rtl():
     from verif.cli import _parser
     args = _parser().parse_args(["network", "--topology", "4x4x8", "--twist"])
     assert args.func is network_cli.cmd_network and args.twist and args.topology == "4x4x8"
+
+
+def test_side_by_side_panels_share_one_load():
+    curves = {"regular": fake_curve(1.0), "twisted": fake_curve(0.9)[:1]}
+    assert [(name, point.run.offered) for name, point in report.common_load_points(curves)] \
+        == [("regular", 0.1), ("twisted", 0.1)]
+
+
+def test_a_heat_map_leaves_out_dimensions_of_one_chip(tmp_path):
+    import matplotlib.image
+    from golden import topology
+    heights = {}
+    for shape in ((1, 4), (2, 2, 2)):
+        t = topology.torus(shape)
+        path = report.plot_links(np.full((t.n_chips, 2 * len(shape)), 0.5), t,
+                                 tmp_path / f"{len(shape)}.png", "all_reduce")
+        heights[shape] = matplotlib.image.imread(path).shape[0]
+    # One panel (dimension y) against three.
+    assert heights[(1, 4)] * 1.5 < heights[(2, 2, 2)]

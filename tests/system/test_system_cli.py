@@ -40,18 +40,18 @@ def test_a_wrong_word_fails_the_command_with_a_reproducer(monkeypatch, tmp_path,
 
 
 @pytest.mark.parametrize("args, status, message", [
-    (["--topology", "2by2"], 1, "--topology looks like 4x4"),
-    (["--size", "3"], 1, "at least one 4-byte word"),
-    (["--size", "12XB"], 1, "a size looks like"),
-    (["--sizes", "4KiB:1KiB"], 1, "from low to high"),
-    (["--chunks", "0"], 2, "--chunks must be at least 1"),
-    (["--fail", "9"], 1, "chip 9 is outside 0..3"),
-    (["--twist"], 1, "a twisted torus is"),
-    (["--network-ports", "5"], 1, "network_ports must be at most 4, not 5"),
-    (["--network-ports", "0"], 1, "network_ports must be at least 1, not 0"),
-    (["--vcs", "1"], 1, "vcs must be at least 2, not 1"),
-    (["--buffer-flits", "0"], 1, "buffer_flits must be at least 1, not 0"),
-    (["--outstanding", "0"], 1, "outstanding must be at least 1, not 0"),
+    (["--topology", "2by2"], 2, "--topology looks like 4x4"),
+    (["--size", "3"], 2, "at least one 4-byte word"),
+    (["--size", "12XB"], 2, "a size looks like"),
+    (["--sizes", "4KiB:1KiB"], 2, "from low to high"),
+    (["--chunks", "0"], 2, "argument --chunks: must be a positive integer, not 0"),
+    (["--fail", "9"], 2, "chip 9 is outside 0..3"),
+    (["--twist"], 2, "a twisted torus is"),
+    (["--network-ports", "5"], 2, "network_ports must be at most 4, not 5"),
+    (["--network-ports", "0"], 2, "argument --network-ports: must be a positive integer, not 0"),
+    (["--vcs", "1"], 2, "vcs must be at least 2, not 1"),
+    (["--buffer-flits", "0"], 2, "argument --buffer-flits: must be a positive integer, not 0"),
+    (["--outstanding", "0"], 2, "argument --outstanding: must be a positive integer, not 0"),
 ])
 def test_bad_arguments_are_one_line_errors(args, status, message, capsys):
     assert cli.main(["system", "collective", "all_reduce", *args]) == status
@@ -162,9 +162,9 @@ def test_a_wrong_step_word_fails_with_a_reproducer(monkeypatch, tmp_path, capsys
 
 
 @pytest.mark.parametrize("args, status, message", [
-    (["--batch", "0"], 2, "--batch must be at least 1, not 0"),
-    (["--batch", "3"], 1, "the all-reduce of 3x8 products"),
-    (["--topology", "2by2"], 1, "--topology looks like 4x4"),
+    (["--batch", "0"], 2, "argument --batch: must be a positive integer, not 0"),
+    (["--batch", "3"], 2, "the all-reduce of 3x8 products"),
+    (["--topology", "2by2"], 2, "--topology looks like 4x4"),
 ])
 def test_bad_step_arguments_are_one_line_errors(args, status, message, capsys):
     assert cli.main(["system", "step", *args]) == status

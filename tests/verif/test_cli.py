@@ -88,11 +88,11 @@ def test_demo_reports_and_fails_on_a_mismatch(monkeypatch, capsys):
 @pytest.mark.parametrize("args, status, message", [
     (["matmul", "--m", "5"], 2, "give --k, --n (or --x and --w files)"),
     (["matmul", "--x", "a.npy"], 2, "give both --x and --w, or neither"),
-    (["matmul", "--x", "missing.npy", "--w", "missing.npy"], 1, "No such file or directory"),
+    (["matmul", "--x", "missing.npy", "--w", "missing.npy"], 2, "--x missing.npy: no such file"),
     (["matmul", "--m", "2", "--k", "2", "--n", "2", "--rows", "0"], 2, "must be a positive"),
     (["regress", "mxu", "--sim", "vcs"], 2, "invalid choice: 'vcs'"),
     (["regress", "bf16_mul_exhaustive", "--sim", "amaranth"], 2, "runs on a compiled Verilator"),
-    (["fpga", "mxu", "--param", "rows=x"], 1, "parameter rows must be an integer"),
+    (["fpga", "mxu", "--param", "rows=x"], 2, "parameter rows must be an integer"),
 ])
 def test_bad_arguments_are_one_line_errors(args, status, message, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "verif.cli", *args], capture_output=True,

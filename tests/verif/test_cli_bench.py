@@ -13,8 +13,7 @@ def _fails(capsys, *argv):
 
 
 def test_every_section_is_listed_in_help(capsys):
-    with pytest.raises(SystemExit):
-        cli.main(["bench", "--help"])
+    assert cli.main(["bench", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     for section in ("blocks", "sparsecore", "system", "network", "regression", "dma", "vpu"):
         assert f"{section}:" in text

@@ -6,9 +6,11 @@ The parser is assembled from :data:`COMMANDS`, a registry of command modules
 being run is imported: ``tpu-rtl --help`` and a mistyped command answer at
 once, and one command's imports never slow another's start.
 
-Every subcommand exits 0 on success and non-zero on any mismatch or error,
-with a one-line reason on stderr; ``--debug`` (before or after the command)
-shows the traceback of an unexpected error instead.
+Every subcommand exits 0 on success, 1 on a mismatch or a failed run (a hang,
+a simulator or tool failure), and 2 on bad input (a usage error: a flag out of
+range, a missing or malformed file), with a one-line reason on stderr;
+``--debug`` (before or after the command) shows the traceback of an unexpected
+error instead.
 """
 
 import argparse
@@ -54,6 +56,10 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", _DefaultsFormatter)
         super().__init__(*args, **kwargs)
+
+    def error(self, message):
+        """A usage error as one line naming the flag, then exit status 2."""
+        self.exit(2, f"{self.prog}: error: {message} (usage: {self.prog} --help)\n")
 
     def add_argument(self, *args, **kwargs):
         # An option without help still shows its default (and its choices, in the usage).
@@ -115,14 +121,22 @@ def main(argv=None):
     from sim.transactors import SimulationHang
     from sim.verilog.fpga import FpgaError
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = _parser(_command_of(argv)).parse_args(argv)
+    try:
+        args = _parser(_command_of(argv)).parse_args(argv)
+    except SystemExit as done:          # --help (0) or a usage error (2), already printed
+        return done.code if isinstance(done.code, int) else 0
     try:
         args.func(args)
     except CommandError as error:
         print(f"tpu-rtl {args.command}: {error}", file=sys.stderr)
         return error.status
-    except (ValueError, TypeError, FileNotFoundError, ToolMissing, SimulationError,
-            SimulationHang, FpgaError) as error:
+    except (ValueError, TypeError, FileNotFoundError) as error:
+        # Bad input (a value out of range, a missing file): a usage error, as argparse's.
+        if args.debug:
+            raise
+        print(f"tpu-rtl {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except (ToolMissing, SimulationError, SimulationHang, FpgaError) as error:
         if args.debug:
             raise
         print(f"tpu-rtl {args.command}: error: {error}", file=sys.stderr)

@@ -19,7 +19,7 @@ run the same code.
 import sys
 from pathlib import Path
 
-from verif.cli.common import CommandError, positive
+from verif.cli.common import CommandError, natural, positive
 
 __all__ = ["SECTIONS", "add_parser", "run"]
 
@@ -126,7 +126,7 @@ def add_parser(subparsers, help):
     p.add_argument("--update-docs", action="store_true",
                    help="write the tracked document under docs/ (what the README's figures "
                         "come from)")
-    p.add_argument("--seed", type=int, default=1, help="seed of the data (default 1)")
+    p.add_argument("--seed", type=natural, default=1, help="seed of the data (default 1)")
     p.add_argument("--quick", action="store_true", default=None,
                    help="blocks, system: a short run (fewer sizes; system leaves out the 4x4)")
     p.add_argument("--large-array", type=int, metavar="N",

@@ -12,6 +12,8 @@ the MXU's utilization, the DMA/compute overlap and the sequencer's stall cycles 
 The exit status is 1 on any mismatch.
 """
 
+from verif.cli.common import check_outputs, fraction, natural, positive
+
 __all__ = ["add_parser", "cmd_chip_matmul"]
 
 
@@ -27,20 +29,21 @@ def add_parser(subparsers, help):
                                    "golden.mxu.matmul and report cycles, MXU utilization "
                                    "and DMA/compute overlap.")
     for dim in "mkn":
-        m.add_argument(f"--{dim}", type=int, required=True, help=f"{dim.upper()} (>= 1)")
+        m.add_argument(f"--{dim}", type=positive, required=True, help=f"{dim.upper()} (>= 1)")
     m.add_argument("--activation", choices=("relu",), help="apply ReLU on the VPU")
     m.add_argument("--numerics", choices=("tpu", "ieee"), default="tpu",
                    help="numerics mode (default tpu)")
     m.add_argument("--backend", choices=("verilator", "amaranth", "icarus"),
                    default="verilator", help="simulator (default verilator)")
-    m.add_argument("--special-density", type=float, default=0.0, metavar="P",
+    m.add_argument("--special-density", type=fraction, default=0.0, metavar="P",
                    help="fraction of operands replaced by special values (default 0)")
-    m.add_argument("--seed", type=int, default=1, help="seed of the operands (default 1)")
+    m.add_argument("--seed", type=natural, default=1, help="seed of the operands (default 1)")
     m.add_argument("--waves", metavar="FILE", help="write a waveform of the run")
     m.set_defaults(func=cmd_chip_matmul)
 
 
 def cmd_chip_matmul(args):
+    check_outputs(args, files=("waves",))
     import numpy as np
 
     from golden import mxu, vpu
@@ -49,12 +52,6 @@ def cmd_chip_matmul(args):
     from verif.cli.common import CommandError, progress_printer
     from verif.suites.mxu.scenarios import bf16_matrix
 
-    for dim in "mkn":
-        if getattr(args, dim) < 1:
-            raise CommandError(f"--{dim} must be at least 1, not {getattr(args, dim)}", status=2)
-    if not 0.0 <= args.special_density <= 1.0:
-        raise CommandError(f"--special-density must be in [0, 1], not {args.special_density}",
-                           status=2)
     rng = np.random.default_rng(args.seed)
     x = bf16_matrix(rng, (args.m, args.k), special_density=args.special_density)
     w = bf16_matrix(rng, (args.k, args.n), special_density=args.special_density)

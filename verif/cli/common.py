@@ -2,11 +2,12 @@
 the options every command spells the same way."""
 
 import argparse
+import os
 import sys
 
 __all__ = ["CommandError", "BLOCK_NAMES", "progress_printer", "flushed", "flushed_stderr",
            "parse_size", "lo_hi_range", "positive", "natural", "number", "fraction",
-           "exponent", "chip_ids", "add_gaps", "add_block", "add_backend", "add_fail"]
+           "exponent", "chip_ids", "output_file", "output_folder", "check_outputs", "add_gaps", "add_block", "add_backend", "add_fail"]
 
 #: The block catalogue's names (sim.blocks.BLOCKS, which a test holds this to), spelled
 #: out so that building the parser imports no HDL.
@@ -70,15 +71,22 @@ def lo_hi_range(text):
     return value
 
 
+def _integer(text, what):
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {what}, not {text!r}") from None
+
+
 def positive(text):
-    value = int(text)
+    value = _integer(text, "a positive integer")
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, not {value}")
     return value
 
 
 def natural(text):
-    value = int(text)
+    value = _integer(text, "a non-negative integer")
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be a non-negative integer, not {value}")
     return value
@@ -122,6 +130,75 @@ def add_fail(parser):
     parser.add_argument("--fail", "--failed", dest="fail", type=chip_ids, action="extend",
                         default=[], metavar="CHIP",
                         help="a failed chip, routed around (repeatable, or comma-separated)")
+
+
+def _make_folder(option, value, folder):
+    """Make ``folder`` for ``option`` ``value``: at any depth under ``build/`` (where
+    generated files go), elsewhere only when its parent exists, as ``mkdir`` would, so a
+    mistyped path creates nothing far away."""
+    if folder.is_dir():
+        return
+    ours = not folder.is_absolute() and folder.parts[:1] == ("build",)
+    if not ours and not folder.parent.is_dir():
+        raise CommandError(f"{option} {value}: no folder {folder.parent}", status=2)
+    try:
+        folder.mkdir(parents=ours, exist_ok=True)
+    except OSError as error:
+        raise CommandError(f"{option} {value}: cannot make {folder} ({error.strerror})",
+                           status=2) from None
+
+
+def output_file(option, path):
+    """``path`` as a file ``option`` can write, tried before any work: a folder, a missing
+    folder far from ``build/`` or a place that cannot be written is a usage error naming the
+    option. Nothing is left behind by the try."""
+    from pathlib import Path
+    path = Path(path)
+    if path.is_dir():
+        raise CommandError(f"{option} {path}: a folder; give a file name", status=2)
+    _make_folder(option, path, path.parent)
+    existed = path.exists()
+    try:
+        with open(path, "a"):
+            pass
+    except OSError as error:
+        raise CommandError(f"{option} {path}: cannot write it ({error.strerror})",
+                           status=2) from None
+    if not existed:
+        path.unlink()
+    return path
+
+
+def output_folder(option, path):
+    """``path`` as a folder for ``option``'s files, made if missing (see
+    :func:`output_file`); a file there, or a folder that cannot be written, is a usage
+    error naming the option."""
+    from pathlib import Path
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise CommandError(f"{option} {path}: a file; give a folder", status=2)
+    _make_folder(option, path, path)
+    if not os.access(path, os.W_OK):
+        raise CommandError(f"{option} {path}: not writable", status=2)
+    return path
+
+
+def check_outputs(args, *, files=(), folders=()):
+    """Check, before any work, every output path the command was given: ``files`` and
+    ``folders`` name ``args`` attributes (``--waves`` also needs a .vcd or .fst name)."""
+    for name in files:
+        value = getattr(args, name, None)
+        if value is None:
+            continue
+        option = "-o" if name == "output" else f"--{name.replace('_', '-')}"
+        path = output_file(option, value)
+        if name == "waves" and path.suffix not in (".vcd", ".fst"):
+            raise CommandError(f"--waves {path}: name a .vcd or .fst file (the format follows "
+                               f"the suffix)", status=2)
+    for name in folders:
+        value = getattr(args, name, None)
+        if value is not None:
+            output_folder(f"--{name}", value)
 
 
 def add_gaps(parser, *, stalled):

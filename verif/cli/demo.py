@@ -3,7 +3,7 @@
 
 import os
 
-from verif.cli.common import CommandError, add_backend, flushed
+from verif.cli.common import CommandError, add_backend, flushed, natural
 
 #: ``tpu-rtl demo``'s g++ optimization of its models, unless $TPU_RTL_OPT sets one: the
 #: demo runs 4,000 cycles, and its 2x2 system's C++ compiles several times faster at -Og
@@ -37,7 +37,7 @@ def add_parser(subparsers, help):
                     "the all-reduce of the products, one program a chip), an all-reduce and an "
                     "all-to-all; with --blocks, odd-shaped matmuls and arithmetic corner cases "
                     "too. Exits 1 if any result differs.")
-    p.add_argument("--seed", type=int, default=1, help="seed of every random choice (default 1)")
+    p.add_argument("--seed", type=natural, default=1, help="seed of every random choice (default 1)")
     p.add_argument("--blocks", action="store_true",
                    help="then odd-shaped matmuls with special values on an 8x8 MXU and "
                         "arithmetic corner cases, on --backend (about 80 s more on Amaranth)")

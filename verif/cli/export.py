@@ -2,19 +2,18 @@
 
 import sys
 
-from verif.cli.common import BLOCK_NAMES, CommandError, add_block
+from verif.cli.common import BLOCK_NAMES, CommandError, add_block, check_outputs
 
 __all__ = ["add_parser", "run"]
 
 
 def run(args):
-    import os
     from sim.verilog.export import export, parse_params
+    check_outputs(args, files=("output",))
     result = export(args.block, parse_params(args.block, args.param))
     if args.output is None:
         sys.stdout.write(result.verilog)
     else:
-        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
         with open(args.output, "w") as f:
             f.write(result.verilog)
         print(f"wrote {args.output}: block {args.block}, modules {', '.join(result.modules)}, "
@@ -36,7 +35,8 @@ def add_parser(subparsers, help):
                                    "constructor parameters; --param preset=tpu_v4 (or tpu_v6e) "
                                    "sets an MXU's rows and cols.")
     add_block(p)
-    p.add_argument("-o", "--output", metavar="FILE.v", help="output file (default: stdout)")
+    p.add_argument("-o", "--out", "--output", dest="output", metavar="FILE.v",
+                   help="output file (default: stdout)")
     p.add_argument("--lint", action="store_true",
                    help="also lint the result with Verilator -Wall (fails on any warning)")
     p.set_defaults(func=run)

@@ -1,6 +1,6 @@
 """``tpu-rtl fpga``: synthesis, place and route of a block for a Lattice ECP5."""
 
-from verif.cli.common import add_block, flushed_stderr
+from verif.cli.common import add_block, check_outputs, flushed_stderr
 
 __all__ = ["add_parser", "run"]
 
@@ -8,6 +8,7 @@ __all__ = ["add_parser", "run"]
 def run(args):
     from sim.verilog.export import parse_params
     from sim.verilog.fpga import format_report, run_fpga
+    check_outputs(args, files=("json",))
     report = run_fpga(args.block, parse_params(args.block, args.param), device=args.device,
                       json_path=args.json, progress=flushed_stderr)
     print(format_report(report))

@@ -1,25 +1,38 @@
 """``tpu-rtl matmul``: one matmul on the MXU RTL, checked against golden."""
 
-from verif.cli.common import CommandError, add_backend, add_gaps, positive, progress_printer
+from verif.cli.common import (CommandError, add_backend, add_gaps, check_outputs, fraction,
+                              natural, positive, progress_printer)
 
 __all__ = ["add_parser", "run"]
 
 
 def _load_matrix(path, name, dtype):
+    """``--x``/``--w``/``--acc``: a 2-D .npy array of floats or bit patterns."""
     import ml_dtypes
     import numpy as np
-    value = np.load(path, allow_pickle=False)
+    option = f"--{name}"
+    try:
+        value = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise CommandError(f"{option} {path}: no such file", status=2) from None
+    except (ValueError, OSError, EOFError):
+        raise CommandError(f"{option} {path}: not a .npy array file (numpy.save writes one)",
+                           status=2) from None
+    if not isinstance(value, np.ndarray) or value.ndim != 2:
+        raise CommandError(f"{option} {path}: {name} must be a 2-D matrix, not of shape "
+                           f"{getattr(value, 'shape', '?')}", status=2)
     bits = np.uint16 if dtype == "bf16" else np.uint32
     target = ml_dtypes.bfloat16 if dtype == "bf16" else np.float32
     if value.dtype == bits:
         return value.view(target)
     if value.dtype.kind == "f" or value.dtype == target:
         return value.astype(target)
-    raise CommandError(f"{path}: {name} must hold floats or {np.dtype(bits).name} bit "
-                       f"patterns, not {value.dtype}")
+    raise CommandError(f"{option} {path}: {name} must hold floats or {np.dtype(bits).name} "
+                       f"bit patterns, not {value.dtype}", status=2)
 
 
 def run(args):
+    check_outputs(args, files=("waves",))
     import numpy as np
     from verif.suites.mxu.matmul_check import check_matmul
     from verif.suites.mxu.scenarios import bf16_matrix, fp32_matrix
@@ -58,16 +71,16 @@ def run(args):
 def add_parser(subparsers, help):
     """Add ``matmul`` to the ``tpu-rtl`` subcommands."""
     p = subparsers.add_parser("matmul", help=help)
-    p.add_argument("--m", type=int, help="rows of x")
-    p.add_argument("--k", type=int, help="columns of x, rows of w")
-    p.add_argument("--n", type=int, help="columns of w")
+    p.add_argument("--m", type=positive, help="rows of x")
+    p.add_argument("--k", type=positive, help="columns of x, rows of w")
+    p.add_argument("--n", type=positive, help="columns of w")
     p.add_argument("--rows", type=positive, default=8, help="array rows (default 8)")
     p.add_argument("--cols", type=positive, default=8, help="array columns (default 8)")
     p.add_argument("--numerics", choices=("tpu", "ieee"), default="tpu")
-    p.add_argument("--seed", type=int, default=1,
+    p.add_argument("--seed", type=natural, default=1,
                    help="seed of the random operands and gaps (default 1)")
     add_gaps(p, stalled="the results")
-    p.add_argument("--special-density", type=float, default=0.0, metavar="P",
+    p.add_argument("--special-density", type=fraction, default=0.0, metavar="P",
                    help="fraction of operands replaced by special values (default 0)")
     p.add_argument("--with-acc", action="store_true", help="start from random partial sums")
     p.add_argument("--x", metavar="X.npy", help="x from a file (floats or uint16 bf16 patterns)")

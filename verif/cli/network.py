@@ -16,7 +16,7 @@ highest load point as a heat map. Progress goes to stderr.
 
 from pathlib import Path
 
-from verif.cli.common import add_fail
+from verif.cli.common import add_fail, check_outputs, natural, positive
 from verif.report import latency_table, link_down_report, plot_curves
 
 __all__ = ["add_parser", "cmd_network", "parse_link_down"]
@@ -59,18 +59,18 @@ def add_parser(subparsers, help):
     p.add_argument("--rates", metavar="R,R,...",
                    help="offered loads in flits/node/cycle (default 0.1, 0.2, ... up to "
                         "--local-ports)")
-    p.add_argument("--packet-flits", type=int, default=1, help="flits per packet (default 1)")
-    p.add_argument("--message-packets", type=int, default=8,
+    p.add_argument("--packet-flits", type=positive, default=1, help="flits per packet (default 1)")
+    p.add_argument("--message-packets", type=positive, default=8,
                    help="packets per all-to-all message (default 8)")
-    p.add_argument("--vcs", type=int, default=2, help="virtual channels (default 2)")
-    p.add_argument("--buffer-flits", type=int, default=8, help="flits per VC (default 8)")
-    p.add_argument("--link-latency", type=int, default=2, help="cycles (default 2)")
-    p.add_argument("--local-ports", type=int, default=1,
+    p.add_argument("--vcs", type=positive, default=2, help="virtual channels (default 2)")
+    p.add_argument("--buffer-flits", type=positive, default=8, help="flits per VC (default 8)")
+    p.add_argument("--link-latency", type=positive, default=2, help="cycles (default 2)")
+    p.add_argument("--local-ports", type=positive, default=1,
                    help="injection and ejection ports per node (default 1)")
-    p.add_argument("--cycles", type=int, default=4000, help="cycles per point (default 4000)")
-    p.add_argument("--warmup", type=int, default=1000,
+    p.add_argument("--cycles", type=positive, default=4000, help="cycles per point (default 4000)")
+    p.add_argument("--warmup", type=natural, default=1000,
                    help="unmeasured cycles at the start of each point (default 1000)")
-    p.add_argument("--seed", type=int, default=1, help="seed of the traffic (default 1)")
+    p.add_argument("--seed", type=natural, default=1, help="seed of the traffic (default 1)")
     p.add_argument("--backend", choices=("verilator", "amaranth", "icarus"),
                    default="verilator", help="simulator (default verilator)")
     p.add_argument("--out", default="build/network", metavar="DIR",
@@ -104,10 +104,27 @@ def _rates(args):
     if args.rates is None:
         return [round(0.1 * k, 10) for k in range(1, 10 * args.local_ports + 1)]
     try:
-        return [float(x) for x in args.rates.split(",")]
+        rates = [float(x) for x in args.rates.split(",")]
     except ValueError:
         raise ValueError(f"--rates must be numbers separated by commas, not "
                          f"{args.rates!r}") from None
+    bad = [x for x in rates if not 0 < x <= args.local_ports]
+    if bad:
+        raise ValueError(f"--rates {args.rates}: a rate is offered flits per node per cycle, "
+                         f"above 0 and at most --local-ports ({args.local_ports}), not "
+                         f"{bad[0]:g}")
+    return rates
+
+
+def _link_down(args):
+    """``--link-down`` as ``sim.network``'s ``link_down``, refused past the run's end."""
+    if not args.link_down:
+        return None
+    chip, port, cycle = parse_link_down(args.link_down)
+    if not 0 <= cycle < args.cycles:
+        raise ValueError(f"--link-down {args.link_down}: cycle {cycle} is outside the run "
+                         f"(cycles 0 to {args.cycles - 1}, --cycles {args.cycles})")
+    return chip, port, cycle
 
 
 def _progress(label, total):
@@ -131,6 +148,7 @@ def cmd_network(args):
 
 
 def _network(args):
+    check_outputs(args, folders=() if args.goals else ("out",), files=("goals",))
     if args.goals:
         from verif.bench.network import measure_goals
         twisted = [x for x in args.goals_twisted.split(",") if x.strip()]
@@ -139,19 +157,22 @@ def _network(args):
         print(f"wrote {args.goals}")
         return
     from sim import network
+    if args.warmup >= args.cycles:
+        raise ValueError(f"--warmup {args.warmup} leaves nothing to measure of --cycles "
+                         f"{args.cycles}")
     topologies, rates = _topologies(args), _rates(args)
     settings = dict(traffic=args.traffic, packet_flits=args.packet_flits, vcs=args.vcs,
                     buffer_flits=args.buffer_flits, link_latency=args.link_latency,
                     cycles=args.cycles, warmup=args.warmup, seed=args.seed,
                     backend=args.backend, local_ports=args.local_ports,
                     message_packets=args.message_packets,
-                    link_down=parse_link_down(args.link_down) if args.link_down else None)
+                    link_down=_link_down(args))
     print(f"network {args.topology}: {args.traffic} traffic, {args.packet_flits}-flit "
           f"packets, {args.vcs} VCs x {args.buffer_flits} flits, {args.link_latency}-cycle "
           f"links, {args.local_ports} local port(s), {args.cycles} cycles per point "
           f"({args.warmup} warm-up), seed {args.seed}, {args.backend}", flush=True)
     line, cycles = _progress("network", len(rates) * len(topologies))
-    curves, last = {}, {}
+    curves, last, notes = {}, {}, []
     try:
         for name, topology in topologies.items():
             curve = []
@@ -165,14 +186,22 @@ def _network(args):
                 curve.append((rate, stats))
                 line.update(advance=1)
                 r = stats.run
-                if not args.all_points and r.accepted < 0.9 * r.offered:
-                    if len(curve) < len(rates):       # the points skipped past saturation
-                        line.update(advance=len(rates) - len(curve))
+                # A link taken down loses packets by design: that is not saturation.
+                if not (args.all_points or args.link_down) and r.accepted < 0.9 * r.offered:
+                    skipped = rates[len(curve):]
+                    if skipped:                         # the points past saturation
+                        line.update(advance=len(skipped))
+                        notes.append(f"{name}: saturated at rate {rate:g} (accepted "
+                                     f"{r.accepted:.3f} of {r.offered:.3f}); rates "
+                                     f"{', '.join(f'{x:g}' for x in skipped)} not measured "
+                                     f"(--all-points measures them)")
                     break
             curves[name], last[name] = curve, curve[-1][1]
     finally:
         line.close()
     print(latency_table(curves))
+    for note in notes:
+        print(f"note: {note}")
     if args.link_down:
         print(link_down_report(curves))
     out = Path(args.out)

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from verif.cli.common import (CommandError, add_backend, add_gaps, exponent, flushed, fraction,
-                              natural, positive)
+from verif.cli.common import (CommandError, add_backend, add_gaps, check_outputs, exponent,
+                              flushed, fraction, natural, positive)
 from verif.suites.sparsecore.batch import Batch, OpCheck, check_lookup, check_update, make_batch
 
 
@@ -96,6 +96,7 @@ def run_command(args, *, out=print):
     """Run ``tpu-rtl sparsecore`` as ``args`` (its argparse namespace) asks; returns the
     :class:`SparseCheck`, whose ``passed`` decides the exit status. Prints the figures,
     and writes them to ``args.json`` when given, failed or not."""
+    check_outputs(args, files=("waves", "json"))
     rng = np.random.default_rng(args.seed)
     batch = make_batch(rng, rows=args.rows, width=args.width, batch=args.batch, bag=args.bag,
                        alpha=args.alpha, weighted=args.weighted,
@@ -176,7 +177,7 @@ def add_parser(subparsers, help):
     p.add_argument("--jitter", type=natural, default=0, metavar="CYCLES",
                    help="HBM model's seeded extra latency, up to this many cycles (default 0)")
     add_gaps(p, stalled="the lookup's rows")
-    p.add_argument("--seed", type=int, default=1,
+    p.add_argument("--seed", type=natural, default=1,
                    help="seed of the batch, the HBM jitter and the gaps (default 1)")
     p.add_argument("--json", metavar="FILE.json", help="also write the figures as JSON")
     p.add_argument("--waves", metavar="FILE.vcd",

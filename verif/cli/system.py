@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from verif.cli.common import add_fail, parse_size
+from verif.cli.common import add_fail, check_outputs, natural, parse_size, positive
 from verif.report import collective_table, plot_links
 from verif.suites.system.inputs import random_inputs
 
@@ -51,22 +51,22 @@ def add_parser(subparsers, help):
                                                     "four sizes up to --size)")
     c.add_argument("--dtype", choices=DTYPES, default="float32")
     c.add_argument("--numerics", choices=("tpu", "ieee"), default="tpu")
-    c.add_argument("--chunks", type=int, default=1, help="pieces per transfer (default 1)")
-    c.add_argument("--network-ports", type=int, metavar="P",
+    c.add_argument("--chunks", type=positive, default=1, help="pieces per transfer (default 1)")
+    c.add_argument("--network-ports", type=positive, metavar="P",
                    help="network ports a chip (default 2: sim.system.SYSTEM_CHIP); a port "
                         "per torus link (4 on a 2-D torus) lifts busbw past 2B")
-    c.add_argument("--lanes", type=int, help="VMEM lanes a chip (default 8); with 4 ports, "
+    c.add_argument("--lanes", type=positive, help="VMEM lanes a chip (default 8); with 4 ports, "
                                              "16, so that the reduce keeps up")
-    c.add_argument("--outstanding", type=int, metavar="N",
+    c.add_argument("--outstanding", type=positive, metavar="N",
                    help="DMA descriptors in flight a chip (default 4)")
-    c.add_argument("--vcs", type=int, default=2, metavar="N",
+    c.add_argument("--vcs", type=positive, default=2, metavar="N",
                    help="virtual channels a link (default 2; 4 splits the routes into two "
                         "classes by the source's parity)")
-    c.add_argument("--buffer-flits", type=int, default=8, metavar="N",
+    c.add_argument("--buffer-flits", type=positive, default=8, metavar="N",
                    help="flits of each VC buffer (default 8; 66 hold a whole packet)")
     c.add_argument("--backend", choices=("verilator", "amaranth", "icarus"),
                    default="verilator")
-    c.add_argument("--seed", type=int, default=1, help="seed of the data (default 1)")
+    c.add_argument("--seed", type=natural, default=1, help="seed of the data (default 1)")
     c.add_argument("--out", type=Path, default=Path("build/system"),
                    help="folder of the heat map (default build/system)")
     c.set_defaults(func=cmd_collective)
@@ -78,19 +78,19 @@ def add_parser(subparsers, help):
                                    "weights, then the chips all-reduce the fp32 products; "
                                    "check both against golden.")
     _add_topology(s)
-    s.add_argument("--batch", type=int, default=16, metavar="M",
+    s.add_argument("--batch", type=positive, default=16, metavar="M",
                    help="rows of each chip's shard (default 16)")
-    s.add_argument("--k", type=int, default=24, help="the shared dimension K (default 24)")
-    s.add_argument("--n", type=int, default=8, help="the weights' columns N (default 8); "
+    s.add_argument("--k", type=positive, default=24, help="the shared dimension K (default 24)")
+    s.add_argument("--n", type=positive, default=8, help="the weights' columns N (default 8); "
                                                      "M*N must cut into whole reduce blocks")
     s.add_argument("--relu", action="store_true", help="ReLU on each product before the "
                                                        "all-reduce")
     s.add_argument("--numerics", choices=("tpu", "ieee"), default="tpu")
-    s.add_argument("--chunks", type=int, default=1, help="the all-reduce's pieces per "
+    s.add_argument("--chunks", type=positive, default=1, help="the all-reduce's pieces per "
                                                          "transfer (default 1)")
     s.add_argument("--backend", choices=("verilator", "amaranth", "icarus"),
                    default="verilator")
-    s.add_argument("--seed", type=int, default=1, help="seed of the data (default 1)")
+    s.add_argument("--seed", type=natural, default=1, help="seed of the data (default 1)")
     s.add_argument("--waves", metavar="FILE", help="write a waveform of the run (a flat "
                                                    "build of its own: slower)")
     s.add_argument("--out", type=Path, default=Path("build/system"),
@@ -105,7 +105,7 @@ def add_parser(subparsers, help):
     b.add_argument("--out", metavar="FILE.md", help="where the document goes (default "
                                                     "build/bench/system.md)")
     b.add_argument("--update-docs", action="store_true", help="write docs/system.md")
-    b.add_argument("--seed", type=int, default=1, help="seed of the data (default 1)")
+    b.add_argument("--seed", type=natural, default=1, help="seed of the data (default 1)")
     b.add_argument("--quick", action="store_true", help="leave out the 4x4 torus (its build, "
                                                         "about 6 minutes)")
     b.set_defaults(func=cmd_bench)
@@ -152,6 +152,7 @@ def _sizes(args):
 
 
 def cmd_collective(args):
+    check_outputs(args, folders=("out",))
     from golden import collectives
     from sim import system
 
@@ -160,8 +161,6 @@ def cmd_collective(args):
 
     topology = _topology(args)
     sizes = _sizes(args)
-    if args.chunks < 1:
-        raise CommandError(f"--chunks must be at least 1, not {args.chunks}", status=2)
     chips = int(topology.alive.sum())
     chip = {name: value for name, value in (("network_ports", args.network_ports),
                                              ("lanes", args.lanes),
@@ -218,6 +217,7 @@ def cmd_collective(args):
 
 
 def cmd_step(args):
+    check_outputs(args, files=("waves",), folders=("out",))
     from golden import collectives, mxu, vpu
     from sim import system
 
@@ -225,10 +225,6 @@ def cmd_step(args):
     from verif.suites.mxu.scenarios import bf16_matrix
 
     topology = _topology(args)
-    for name in ("batch", "k", "n", "chunks"):
-        if getattr(args, name) < 1:
-            raise CommandError(f"--{name} must be at least 1, not {getattr(args, name)}",
-                               status=2)
     chips = int(topology.alive.sum())
     m, k, n = args.batch, args.k, args.n
     rng = np.random.default_rng(args.seed)
