@@ -1,11 +1,12 @@
 """bf16 x bf16 -> fp32 multiplier with the numerics of SPEC section 3."""
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .float_ops import BF16, FP32, check_numerics, exceeds_finite, leading_zeros, \
-    not_positive, round_nearest_even, shift_right_sticky, unpack
+    not_positive, unpack
+from .rounding import Rounded, finish, round_result
 from ..lib.stager import Stager, check_stages
 from ..lib.stream_pipeline import StreamPipeline
 
@@ -106,39 +107,18 @@ class BF16MulCore(wiring.Component):
             2, normalized=normalized, exponent=exponent, below=below, **flags)
         flags = dict(zip(flags, flag_values))
 
-        # 3: pack (exponent field + hidden bit trick, see round_nearest_even);
-        # in "ieee" numerics, shift a tiny product into the subnormal range first.
-        # The packed field is then the exponent (the hidden bit is at bit 25)
-        # or, for a subnormal, 0 (the hidden bit has moved down).
-        underflow = not_positive(exponent)
+        # 3: round; 4: special cases override. In "ieee" numerics a tiny product is
+        # shifted into the subnormal range and rounded there, by ``below`` places.
+        # In "tpu" numerics the product is exact: it is packed as it stands
+        # (exponent field + hidden bit, see round_nearest_even), or flushed.
         if ieee:
-            # below = 0 shifts by nothing, so only its sign needs testing here.
-            shifted, lost = shift_right_sticky(m, Cat(Const(0, 10), normalized),
-                                               Mux(below[-1], 0, below[:8]), name="subnormal")
-            packed = Mux(underflow, 0, exponent[:8])
-            rounded = round_nearest_even(m, Cat(shifted[2:25], packed), shifted[1],
-                                         shifted[0] | lost, name="rounded")
-            flush = Const(0)
+            rounding = round_result(m, Cat(Const(0, 8), normalized), Const(0), Const(0),
+                                    exponent, FP32, "ieee", below=below, name="rounded")
         else:
             rounded = Signal(31)
             m.d.comb += rounded.eq(Cat(Const(0, 8), normalized[:15], exponent[:8]))
-            flush = underflow
-        overflow = exceeds_finite(exponent, FP32)
-        (rounded, overflow, flush, *flag_values) = stage(
-            3, rounded=rounded, overflow=overflow, flush=flush, **flags)
-        flags = dict(zip(flags, flag_values))
-
-        # 4: special cases override.
-        result = Signal(32)
-        with m.If(flags["nan"]):
-            m.d.comb += result.eq(FP32.qnan)
-        with m.Elif(flags["inf"] | overflow):
-            m.d.comb += result.eq(FP32.inf(flags["sign"]))
-        with m.Elif(flags["zero"] | flush):
-            m.d.comb += result.eq(FP32.zero(flags["sign"]))
-        with m.Else():
-            m.d.comb += result.eq(Cat(rounded, flags["sign"]))
-        (result,) = stage(4, result=result)
+            rounding = Rounded(rounded, exceeds_finite(exponent, FP32), not_positive(exponent))
+        result = finish(m, stage, FP32, cuts=(3, 4), **rounding._asdict(), **flags)
         m.d.comb += self.result.eq(result)
         return m
 

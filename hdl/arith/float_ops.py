@@ -1,7 +1,8 @@
 """Floating-point building blocks shared by the arithmetic units and the PE.
 
 Each helper adds combinational logic to a module and returns named signals,
-so the generated Verilog and waveforms stay readable. The formats are the
+so the generated Verilog and waveforms stay readable (the rounding and the
+special cases every unit ends with are in :mod:`.rounding`). The formats are the
 two of SPEC section 3; ``hdl`` may not import ``golden``, so they are restated
 here in the few numbers the logic needs.
 """
@@ -14,8 +15,7 @@ from ..lib.stager import check_stages
 
 __all__ = ["FloatFormat", "FP32", "BF16", "NUMERICS", "check_numerics",
            "unpack", "leading_zeros", "shift_right_sticky", "shift_out_leading_zeros",
-           "round_nearest_even", "not_positive", "exceeds_finite",
-           "normalize_significand", "round_result", "balanced_cuts"]
+           "not_positive", "exceeds_finite", "normalize_significand", "balanced_cuts"]
 
 NUMERICS = ("tpu", "ieee")
 
@@ -174,20 +174,6 @@ def shift_out_leading_zeros(m, value, sizes, *, name):
     return shifted, shift
 
 
-def round_nearest_even(m, packed, guard, sticky, *, name):
-    """Round a packed exponent-and-fraction field to nearest, ties to even.
-
-    ``packed`` holds the biased exponent above the fraction with the hidden
-    bit already added into the exponent's LSB. Incrementing it therefore
-    carries a fraction overflow into the exponent, turns the largest
-    subnormal into the smallest normal, and the largest finite into inf.
-    """
-    rounded = Signal(len(packed), name=name)
-    m.d.comb += rounded.eq(packed + (guard & (sticky | packed[0])))
-    return rounded
-
-
-
 # Comparisons of a signed exponent with constants, as plain logic: written as
 # ``<`` or ``>=`` they would each cost a carry chain (and inverter LUTs) on an FPGA.
 
@@ -218,45 +204,6 @@ def normalize_significand(m, u, fmt, numerics, *, name):
         lz = leading_zeros(m, u.sig, name=f"{name}_lz")
         m.d.comb += [sig.eq(u.sig << lz), exp.eq(u.exp - lz)]
     return sig, exp
-
-
-def round_result(m, sig, guard, sticky, exponent, fmt, numerics, *, name):
-    """Round ``sig`` (leading one at its MSB) x 2^(``exponent`` - bias) to nearest even.
-
-    ``guard`` is the bit below ``sig`` and ``sticky`` the OR of everything
-    below that; ``exponent`` is signed and may lie outside the format's
-    range. Returns (rounded, flush): the packed exponent-and-fraction field
-    (see :func:`round_nearest_even`), meaningless when ``exponent`` exceeds
-    the finite range (callers test :func:`exceeds_finite`), and a flag that
-    the result must be a signed zero instead.
-
-    "ieee" numerics shift a value below 2^emin right into the subnormal range,
-    with the bits shifted out joining the sticky bit, and round there.
-    "tpu" numerics need no shifter: a result is subnormal after IEEE rounding
-    unless it is normal already or it rounds up to the smallest normal, and
-    the latter happens exactly when the exponent is 0 and ``sig`` is all ones
-    (the value is then at least 2^emin minus half a subnormal ulp, and the
-    tie goes to the even smallest normal). Forcing guard and sticky then
-    makes the increment carry into the exponent field.
-    """
-    if numerics == "ieee":
-        underflow = not_positive(exponent)
-        below = Signal(signed(len(exponent) + 1), name=f"{name}_below")
-        m.d.comb += below.eq(1 - exponent)
-        shifted, lost = shift_right_sticky(m, Cat(sticky, guard, sig),
-                                           Mux(underflow, below[:-1], 0), name=f"{name}_subnormal")
-        packed = Cat(shifted[2:2 + fmt.fbits], Mux(underflow, 0, exponent[:fmt.ebits]))
-        rounded = round_nearest_even(m, packed, shifted[1], shifted[0] | lost, name=name)
-        return rounded, Const(0)
-    up_to_normal = Signal(name=f"{name}_up_to_normal")
-    flush = Signal(name=f"{name}_flush")
-    m.d.comb += [
-        up_to_normal.eq(~exponent.any() & sig.all()),
-        flush.eq(not_positive(exponent) & ~up_to_normal),
-    ]
-    rounded = round_nearest_even(m, Cat(sig[:fmt.fbits], exponent[:fmt.ebits]),
-                                 guard | up_to_normal, sticky | up_to_normal, name=name)
-    return rounded, flush
 
 
 # Placing the pipeline registers of a long chain of identical steps (the

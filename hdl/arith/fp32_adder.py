@@ -5,7 +5,8 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .float_ops import FP32, check_numerics, exceeds_finite, leading_zeros, not_positive, \
-    round_nearest_even, shift_out_leading_zeros, shift_right_sticky, unpack
+    shift_out_leading_zeros, shift_right_sticky, unpack
+from .rounding import finish, round_nearest_even
 from ..lib.stager import Stager, check_stages
 from ..lib.stream_pipeline import StreamPipeline
 
@@ -155,23 +156,14 @@ class FP32AddCore(wiring.Component):
             sticky=normalized[:2].any() | low_sticky, zero_sum=zero_sum, **flags)
         flags = dict(zip(flags, flag_values))
 
-        # 5: round, then let the special cases override.
+        # 5: round, then let the special cases override, in one stage. The sum is
+        # normalized already (ieee: subnormal where it is), so rounding needs no
+        # shift and "tpu" flushes every sum below 2^-126 (see the class docstring).
         rounded = round_nearest_even(m, Cat(mantissa, packed[:8]), guard, sticky, name="rounded")
-        overflow = exceeds_finite(packed, FP32)
-        result = Signal(32)
-        with m.If(flags["nan"]):
-            m.d.comb += result.eq(FP32.qnan)
-        with m.Elif(flags["inf"]):
-            m.d.comb += result.eq(FP32.inf(flags["inf_sign"]))
-        with m.Elif(zero_sum | flags["zero"]):
-            m.d.comb += result.eq(FP32.zero(flags["zero_sign"]))
-        with m.Elif(overflow):
-            m.d.comb += result.eq(FP32.inf(flags["sign"]))
-        with m.Elif(not_positive(packed) if tpu else Const(0)):
-            m.d.comb += result.eq(FP32.zero(flags["sign"]))     # flush a subnormal sum
-        with m.Else():
-            m.d.comb += result.eq(Cat(rounded, flags["sign"]))
-        (result,) = stage(5, result=result)
+        result = finish(m, stage, FP32, cuts=(None, 5), rounded=rounded,
+                        overflow=exceeds_finite(packed, FP32),
+                        flush=not_positive(packed) if tpu else None,     # a subnormal sum
+                        **{**flags, "zero": zero_sum | flags["zero"]})
         m.d.comb += self.result.eq(result)
         return m
 

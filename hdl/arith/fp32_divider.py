@@ -4,8 +4,8 @@ from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .float_ops import FP32, balanced_cuts, check_numerics, exceeds_finite, \
-    normalize_significand, round_result, unpack
+from .float_ops import FP32, balanced_cuts, check_numerics, normalize_significand, unpack
+from .rounding import finish, keep_significand, round_result
 from ..lib.stager import Stager, check_stages
 from ..lib.stream_pipeline import StreamPipeline
 
@@ -38,7 +38,7 @@ class FP32DivCore(wiring.Component):
     chain. The remainder stays exact, so the sticky bit is "remainder not
     zero" and the result is correctly rounded to nearest even, into the
     subnormal range in "ieee" numerics (see
-    :func:`~.float_ops.round_result`).
+    :func:`~.rounding.round_result`).
 
     ``stages`` registers are spread over the steps so that the slowest stage
     is as short as possible (:func:`~.float_ops.balanced_cuts`). The default,
@@ -118,42 +118,16 @@ class FP32DivCore(wiring.Component):
 
         # 27: keep 24 bits from the leading one, then guard and sticky. The
         # quotient of [1, 2) by [1, 2) lies in (1/2, 2), so its leading one
-        # is bit 25 or bit 24.
-        top = quotient[-1]
-        frac = Signal(23)
-        guard, sticky = Signal(), Signal()
-        with m.If(top):
-            m.d.comb += [frac.eq(quotient[2:25]), guard.eq(quotient[1])]
-        with m.Else():
-            m.d.comb += [frac.eq(quotient[1:24]), guard.eq(quotient[0])]
-        normalized_exp = Signal(signed(10))
-        m.d.comb += [
-            sticky.eq(remainder.any() | (top & quotient[0])),
-            normalized_exp.eq(exponent + top),
-        ]
-        (frac, guard, sticky, exponent, *flag_values) = stage(
-            27, frac=frac, guard=guard, sticky=sticky, exponent=normalized_exp, **flags)
+        # is bit 25 or bit 24; the remainder joins the sticky bit.
+        kept = keep_significand(m, quotient, exponent, FP32, sticky=remainder.any(),
+                                name="quotient")
+        (frac, guard, sticky, exponent, *flag_values) = stage(27, **kept._asdict(), **flags)
         flags = dict(zip(flags, flag_values))
 
-        # 28: round (ieee: into the subnormal range where needed).
-        rounded, flush = round_result(m, Cat(frac, 1), guard, sticky, exponent, FP32,
-                                      self.numerics, name="rounded")
-        overflow = exceeds_finite(exponent, FP32)
-        (rounded, overflow, flush, *flag_values) = stage(
-            28, rounded=rounded, overflow=overflow, flush=flush, **flags)
-        flags = dict(zip(flags, flag_values))
-
-        # 29: special cases override.
-        result = Signal(32)
-        with m.If(flags["nan"]):
-            m.d.comb += result.eq(FP32.qnan)
-        with m.Elif(flags["inf"] | overflow):
-            m.d.comb += result.eq(FP32.inf(flags["sign"]))
-        with m.Elif(flags["zero"] | flush):
-            m.d.comb += result.eq(FP32.zero(flags["sign"]))
-        with m.Else():
-            m.d.comb += result.eq(Cat(rounded, flags["sign"]))
-        (result,) = stage(29, result=result)
+        # 28: round (ieee: into the subnormal range where needed); 29: special cases override.
+        rounding = round_result(m, Cat(frac, 1), guard, sticky, exponent, FP32, self.numerics,
+                                name="rounded")
+        result = finish(m, stage, FP32, cuts=(28, 29), **rounding._asdict(), **flags)
         m.d.comb += self.result.eq(result)
         return m
 

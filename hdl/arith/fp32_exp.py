@@ -10,12 +10,13 @@ one rounding of ``2**f * 2**n`` to binary32.
 import decimal
 import functools
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .float_ops import FP32, balanced_cuts, check_numerics, exceeds_finite, round_result, unpack
+from .float_ops import FP32, balanced_cuts, check_numerics, unpack
+from .rounding import finish, round_result
 from ..lib.stager import Stager, check_stages
 from ..lib.stream_pipeline import StreamPipeline
 
@@ -191,25 +192,13 @@ class FP32ExpCore(wiring.Component):
         flags = dict(zip(flags, values))
 
         # 6: round S * 2**(n - 31): the leading one is S's bit 31.
-        rounded, flush = round_result(m, power[8:], power[7], power[:7].any(), exponent, FP32,
-                                      self.numerics, name="rounded")
-        (rounded, flush, overflow, *values) = stage(
-            6, rounded=rounded, flush=flush, overflow=exceeds_finite(exponent, FP32), **flags)
-        flags = dict(zip(flags, values))
-
-        # 7: special cases override. exp is never negative.
-        result = Signal(32)
-        with m.If(flags["nan"]):
-            m.d.comb += result.eq(FP32.qnan)
-        with m.Elif(flags["outright"]):
-            m.d.comb += result.eq(Mux(flags["sign"], 0, FP32.inf(0)))
-        with m.Elif(overflow):
-            m.d.comb += result.eq(FP32.inf(0))
-        with m.Elif(flush):
-            m.d.comb += result.eq(0)
-        with m.Else():
-            m.d.comb += result.eq(Cat(rounded, 0))
-        (result,) = stage(7, result=result)
+        rounding = round_result(m, power[8:], power[7], power[:7].any(), exponent, FP32,
+                                self.numerics, name="rounded")
+        # 7: special cases override. exp is never negative: an outright input
+        # gives +inf (x > 0) or +0 (x < 0), and a flushed result is +0.
+        result = finish(m, stage, FP32, cuts=(6, 7), **rounding._asdict(), nan=flags["nan"],
+                        inf=flags["outright"] & ~flags["sign"],
+                        zero=flags["outright"] & flags["sign"])
         m.d.comb += self.result.eq(result)
         return m
 

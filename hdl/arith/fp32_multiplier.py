@@ -4,8 +4,8 @@ from amaranth.hdl import Cat, Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .float_ops import FP32, check_numerics, exceeds_finite, normalize_significand, \
-    round_result, unpack
+from .float_ops import FP32, check_numerics, normalize_significand, unpack
+from .rounding import finish, keep_significand, round_result
 from ..lib.stager import Stager, check_stages
 from ..lib.stream_pipeline import StreamPipeline
 
@@ -25,7 +25,7 @@ class FP32MulCore(wiring.Component):
     Both significands enter the multiplier normalized (leading one at bit
     23), so the 48-bit product has its leading one at bit 47 or 46 and a
     one-bit shift normalizes it in either numerics. The bits below the 24
-    kept are guard and sticky, and :func:`~.float_ops.round_result` rounds
+    kept are guard and sticky, and :func:`~.rounding.round_result` rounds
     to nearest even: in "ieee" numerics after shifting a product below
     2^-126 into the subnormal range; in "tpu" numerics by flushing it,
     unless it rounds up to 2^-126. "ieee" numerics normalize a subnormal
@@ -89,42 +89,15 @@ class FP32MulCore(wiring.Component):
                                                    **flags)
         flags = dict(zip(flags, flag_values))
 
-        # 2: keep 24 bits from the leading one, then guard and sticky.
-        top = product[47]
-        frac = Signal(23)
-        guard, sticky = Signal(), Signal()
-        exponent = Signal(signed(10))
-        with m.If(top):
-            m.d.comb += [frac.eq(product[24:47]), guard.eq(product[23])]
-        with m.Else():
-            m.d.comb += [frac.eq(product[23:46]), guard.eq(product[22])]
-        m.d.comb += [
-            sticky.eq(product[:22].any() | (top & product[22])),
-            exponent.eq(exp_base + top),
-        ]
-        (frac, guard, sticky, exponent, *flag_values) = stage(
-            2, frac=frac, guard=guard, sticky=sticky, exponent=exponent, **flags)
+        # 2: keep 24 bits from the leading one (bit 47 or 46), then guard and sticky.
+        kept = keep_significand(m, product, exp_base, FP32, name="product")
+        (frac, guard, sticky, exponent, *flag_values) = stage(2, **kept._asdict(), **flags)
         flags = dict(zip(flags, flag_values))
 
-        # 3: round (ieee: into the subnormal range where needed).
-        rounded, flush = round_result(m, Cat(frac, 1), guard, sticky, exponent, FP32,
-                                      self.numerics, name="rounded")
-        overflow = exceeds_finite(exponent, FP32)
-        (rounded, overflow, flush, *flag_values) = stage(
-            3, rounded=rounded, overflow=overflow, flush=flush, **flags)
-        flags = dict(zip(flags, flag_values))
-
-        # 4: special cases override.
-        result = Signal(32)
-        with m.If(flags["nan"]):
-            m.d.comb += result.eq(FP32.qnan)
-        with m.Elif(flags["inf"] | overflow):
-            m.d.comb += result.eq(FP32.inf(flags["sign"]))
-        with m.Elif(flags["zero"] | flush):
-            m.d.comb += result.eq(FP32.zero(flags["sign"]))
-        with m.Else():
-            m.d.comb += result.eq(Cat(rounded, flags["sign"]))
-        (result,) = stage(4, result=result)
+        # 3: round (ieee: into the subnormal range where needed); 4: special cases override.
+        rounding = round_result(m, Cat(frac, 1), guard, sticky, exponent, FP32, self.numerics,
+                                name="rounded")
+        result = finish(m, stage, FP32, cuts=(3, 4), **rounding._asdict(), **flags)
         m.d.comb += self.result.eq(result)
         return m
 

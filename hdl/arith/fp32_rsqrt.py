@@ -4,8 +4,8 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .float_ops import FP32, balanced_cuts, check_numerics, normalize_significand, \
-    round_nearest_even, unpack
+from .float_ops import FP32, balanced_cuts, check_numerics, normalize_significand, unpack
+from .rounding import finish, round_nearest_even
 from ..lib.stager import Stager, check_stages
 from ..lib.stream_pipeline import StreamPipeline
 
@@ -147,11 +147,12 @@ class FP32RsqrtCore(wiring.Component):
             half.eq((exp + 1) >> 1),
             exponent.eq(190 - half),
         ]
+        # Named by the result they force: a zero operand gives inf, inf gives zero.
         flags = dict(
             sign=a.sign,
             nan=a.is_nan | (a.sign & ~a.is_zero),
-            inf=a.is_inf,
-            zero=a.is_zero,
+            inf=a.is_zero,
+            zero=a.is_inf,
         )
         # The division's remainder after quotient bit 49: the top 24 bits of
         # the numerator, 2^24 - 1 (u even: it exceeds S once, leaving
@@ -200,22 +201,12 @@ class FP32RsqrtCore(wiring.Component):
         flags = dict(zip(flags, flag_values))
 
         # 51: round: add the guard bit (the sticky bit is 1 whenever it is, see above).
+        # Every result is normal: no overflow, no flush.
         rounded = round_nearest_even(m, Cat(root_low[1:], exponent), root_low[0], Const(1),
                                      name="rounded")
-        (rounded, *flag_values) = stage(51, rounded=rounded, **flags)
-        flags = dict(zip(flags, flag_values))
-
-        # 52: special cases override.
-        result = Signal(32)
-        with m.If(flags["nan"]):
-            m.d.comb += result.eq(FP32.qnan)
-        with m.Elif(flags["zero"]):
-            m.d.comb += result.eq(FP32.inf(flags["sign"]))
-        with m.Elif(flags["inf"]):
-            m.d.comb += result.eq(FP32.zero(0))
-        with m.Else():
-            m.d.comb += result.eq(Cat(rounded, 0))
-        (result,) = stage(52, result=result)
+        # 52: special cases override: rsqrt(+-0) = +-inf, rsqrt(+inf) = +0.
+        result = finish(m, stage, FP32, cuts=(51, 52), rounded=rounded, nan=flags["nan"],
+                        inf=flags["inf"], inf_sign=flags["sign"], zero=flags["zero"])
         m.d.comb += self.result.eq(result)
         return m
 

@@ -4,8 +4,8 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .float_ops import FP32, balanced_cuts, check_numerics, normalize_significand, \
-    round_nearest_even, unpack
+from .float_ops import FP32, balanced_cuts, check_numerics, normalize_significand, unpack
+from .rounding import finish, round_nearest_even
 from ..lib.stager import Stager, check_stages
 from ..lib.stream_pipeline import StreamPipeline
 
@@ -142,23 +142,12 @@ class FP32SqrtCore(wiring.Component):
 
         # 25: round. root_low holds the 23 fraction bits and the guard bit; the
         # sticky bit is 1 whenever the guard bit is (see above), so the last
-        # remainder is not needed.
+        # remainder is not needed. Every root is normal: no overflow, no flush.
         rounded = round_nearest_even(m, Cat(root_low[1:], exponent), root_low[0], Const(1),
                                      name="rounded")
-        (rounded, *flag_values) = stage(25, rounded=rounded, **flags)
-        flags = dict(zip(flags, flag_values))
-
-        # 26: special cases override.
-        result = Signal(32)
-        with m.If(flags["nan"]):
-            m.d.comb += result.eq(FP32.qnan)
-        with m.Elif(flags["inf"]):
-            m.d.comb += result.eq(FP32.inf(0))
-        with m.Elif(flags["zero"]):
-            m.d.comb += result.eq(FP32.zero(flags["sign"]))
-        with m.Else():
-            m.d.comb += result.eq(Cat(rounded, 0))
-        (result,) = stage(26, result=result)
+        # 26: special cases override. A root is never negative, but the root of -0 is -0.
+        result = finish(m, stage, FP32, cuts=(25, 26), rounded=rounded, nan=flags["nan"],
+                        inf=flags["inf"], zero=flags["zero"], zero_sign=flags["sign"])
         m.d.comb += self.result.eq(result)
         return m
 

@@ -1,10 +1,11 @@
 """fp32 -> bf16 converter with the numerics of SPEC section 3."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .float_ops import BF16, FP32, check_numerics, round_nearest_even, unpack
+from .float_ops import BF16, FP32, check_numerics, unpack
+from .rounding import finish, round_nearest_even
 from ..lib.stager import Stager, check_stages
 from ..lib.stream_pipeline import StreamPipeline
 
@@ -55,12 +56,10 @@ class FP32ToBF16Core(wiring.Component):
         kept = a.mag[16:]                  # bf16 exponent and fraction fields
         dropped = a.mag[:16]
         rounded = round_nearest_even(m, kept, dropped[15], dropped[:15].any(), name="rounded")
-        (rounded, sign, nan) = stage(0, rounded=rounded, sign=a.sign, nan=a.is_nan)
-
-        # inf drops only zeros, so rounding leaves it alone; a NaN could round to anything.
-        result = Signal(16)
-        m.d.comb += result.eq(Mux(nan, BF16.qnan, Cat(rounded, sign)))
-        (result,) = stage(1, result=result)
+        # inf drops only zeros, so rounding leaves it alone; a NaN could round to
+        # anything, and is the only case to override.
+        result = finish(m, stage, BF16, cuts=(0, 1), rounded=rounded, sign=a.sign,
+                        nan=a.is_nan)
         m.d.comb += self.result.eq(result)
         return m
 

@@ -9,7 +9,8 @@
 
 from amaranth.hdl import Cat, Const, Mux, Signal
 
-from .float_ops import FP32, leading_zeros, round_nearest_even, shift_right_sticky, unpack
+from .float_ops import FP32, leading_zeros, shift_right_sticky, unpack
+from .rounding import override_special_cases, round_nearest_even
 
 __all__ = ["fp32_to_int32", "int32_to_fp32"]
 
@@ -28,8 +29,8 @@ def fp32_to_int32(m, bits, numerics, *, name):
     right = Signal(8, name=f"{name}_right")
     m.d.comb += right.eq(150 - u.exp)
     shifted, sticky = shift_right_sticky(m, Cat(Const(0, 1), u.sig), right, name=f"{name}_shift")
-    rounded = Signal(25, name=f"{name}_rounded")
-    m.d.comb += rounded.eq(shifted[1:] + (shifted[0] & (sticky | shifted[1])))
+    # The integer part is below 2^23 here, so rounding cannot carry out of its 24 bits.
+    rounded = round_nearest_even(m, shifted[1:], shifted[0], sticky, name=f"{name}_rounded")
     left = Signal(32, name=f"{name}_left")
     m.d.comb += left.eq(u.sig << (u.exp - 150)[:3])  # exponents 150..157 here
     magnitude = Signal(32, name=f"{name}_magnitude")
@@ -58,6 +59,5 @@ def int32_to_fp32(m, bits, *, name):
     # fraction while rounding lands in it.
     rounded = round_nearest_even(m, Cat(norm[8:31], exponent), norm[7], norm[:7].any(),
                                  name=f"{name}_rounded")
-    result = Signal(32, name=name)
-    m.d.comb += result.eq(Mux(~magnitude.any(), 0, Cat(rounded, sign)))
-    return result
+    return override_special_cases(m, FP32, rounded=rounded, sign=sign, zero=~magnitude.any(),
+                                  zero_sign=0, name=name)

@@ -54,6 +54,8 @@ class LinkSignature(wiring.Signature):
             "credit": In(vcs),
         })
 
+    # Compared by parameters, as amaranth's own stream.Signature is: two links built
+    # alike connect, and a signature can key a dict.
     def __eq__(self, other):
         return (type(other) is type(self) and other.vcs == self.vcs
                 and other.flit_words == self.flit_words)

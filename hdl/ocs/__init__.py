@@ -1,8 +1,8 @@
 """OCS crossbar (SPEC section 4.5): the optical circuit switch that joins router links into
 any topology ``golden.topology`` builds.
 
-:class:`OpticalCircuitSwitch` switches generic links (:class:`LinkSignature`: a flit
-forward, credits back) by a map loaded at run time through its configuration stream
+:class:`OpticalCircuitSwitch` switches generic links (:class:`OcsPortSignature`: a
+flit forward, credits back) by a map loaded at run time through its configuration stream
 (``hdl.ocs.config``); it drains the links a new map affects before switching them, or
 refuses. :class:`MapCheck` is its partial-permutation check.
 """
@@ -10,11 +10,11 @@ refuses. :class:`MapCheck` is its partial-permutation check.
 from .config import (STATUSES, config_beats, config_layout, entry_layout, port_bits,
                      status_code, status_layout)
 from .crossbar import COUNTER_BITS, OpticalCircuitSwitch
-from .link import LinkSignature
+from .link import OcsPortSignature
 from .map_check import MapCheck
 
 __all__ = [
-    "OpticalCircuitSwitch", "MapCheck", "LinkSignature", "COUNTER_BITS", "STATUSES",
+    "OpticalCircuitSwitch", "MapCheck", "OcsPortSignature", "COUNTER_BITS", "STATUSES",
     "status_code", "port_bits", "entry_layout", "config_layout", "status_layout",
     "config_beats",
 ]

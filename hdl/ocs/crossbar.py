@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 from ..lib.memory_port import check_int
 from .config import STATUSES, config_layout, entry_layout, port_bits, status_code, \
     status_layout
-from .link import LinkSignature
+from .link import OcsPortSignature
 from .map_check import MapCheck
 
 __all__ = ["OpticalCircuitSwitch", "COUNTER_BITS"]
@@ -108,9 +108,9 @@ class OpticalCircuitSwitch(wiring.Component):
 
     Ports
     -----
-    ingress : In(LinkSignature(...)).array(ports)
+    ingress : In(OcsPortSignature(...)).array(ports)
         Port i's incoming direction: flits from the sender at port i, credits back to it.
-    egress : Out(LinkSignature(...)).array(ports)
+    egress : Out(OcsPortSignature(...)).array(ports)
         Port i's outgoing direction: flits to the receiver at port i, credits from it.
     config : In(stream.Signature(config_layout(ports)))
         Entry and commit beats; see above and ``hdl.ocs.config``.
@@ -139,7 +139,7 @@ class OpticalCircuitSwitch(wiring.Component):
     def __init__(self, *, ports, payload_width, credit_width, reconfig_cycles,
                  drain_timeout=1024):
         self.ports = check_int("ports", ports, least=2)
-        link = LinkSignature(payload_width=payload_width, credit_width=credit_width)
+        link = OcsPortSignature(payload_width=payload_width, credit_width=credit_width)
         self.payload_width, self.credit_width = payload_width, credit_width
         self.reconfig_cycles = check_int("reconfig_cycles", reconfig_cycles, least=0)
         self.drain_timeout = check_int("drain_timeout", drain_timeout, least=1)

@@ -13,11 +13,14 @@ from amaranth.lib.wiring import In, Out
 
 from ..lib.memory_port import check_int
 
-__all__ = ["LinkSignature"]
+__all__ = ["OcsPortSignature"]
 
 
-class LinkSignature(wiring.Signature):
-    """A link direction, seen from its sender.
+class OcsPortSignature(wiring.Signature):
+    """A link direction at an OCS port, seen from its sender.
+
+    Not :class:`hdl.ici.LinkSignature`, the router's link: the OCS passes any flit
+    through, so its ports know only the widths of the flit and of the credit return.
 
     Parameters
     ----------
@@ -45,13 +48,15 @@ class LinkSignature(wiring.Signature):
             "credit": In(unsigned(credit_width)),
         })
 
+    # Compared by parameters, as amaranth's own stream.Signature is: two links built
+    # alike connect, and a signature can key a dict.
     def __eq__(self, other):
-        return (type(other) is LinkSignature and other.payload_width == self.payload_width
+        return (type(other) is type(self) and other.payload_width == self.payload_width
                 and other.credit_width == self.credit_width)
 
     def __hash__(self):
-        return hash((LinkSignature, self.payload_width, self.credit_width))
+        return hash((type(self), self.payload_width, self.credit_width))
 
     def __repr__(self):
-        return f"LinkSignature(payload_width={self.payload_width}, " \
-               f"credit_width={self.credit_width})"
+        return (f"OcsPortSignature(payload_width={self.payload_width}, "
+                f"credit_width={self.credit_width})")

@@ -10,7 +10,8 @@ import pytest
 from amaranth.back import rtlil
 
 from golden.topology import check_ocs_map, ocs_map, torus
-from hdl.ocs import COUNTER_BITS, STATUSES, LinkSignature, OpticalCircuitSwitch, config_beats
+from hdl.ocs import (COUNTER_BITS, STATUSES, OcsPortSignature, OpticalCircuitSwitch,
+                     config_beats)
 
 from .harness import configure, random_map, send_beats, simulate
 
@@ -249,12 +250,12 @@ def test_bad_parameters(kw, error, match):
 
 
 def test_link_signature():
-    a = LinkSignature(payload_width=8, credit_width=2)
-    assert a == LinkSignature(payload_width=8, credit_width=2)
-    assert a != LinkSignature(payload_width=8, credit_width=3)
+    a = OcsPortSignature(payload_width=8, credit_width=2)
+    assert a == OcsPortSignature(payload_width=8, credit_width=2)
+    assert a != OcsPortSignature(payload_width=8, credit_width=3)
     assert [name for name, _ in a.members.items()] == ["valid", "payload", "credit"]
     with pytest.raises(ValueError, match="credit_width must be at least 1"):
-        LinkSignature(payload_width=8, credit_width=0)
+        OcsPortSignature(payload_width=8, credit_width=0)
 
 
 def test_config_beats():
