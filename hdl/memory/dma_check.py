@@ -10,7 +10,7 @@ from ..lib.stream_queue import StreamQueue
 from .layouts import (ADDRESS_BITS, CHIP_BITS, DIMS, ERROR_ADDRESS_BITS, FLAG_BITS, ID_BITS,
                       STRIDE_BITS, descriptor_layout, error_layout, reason_code)
 
-__all__ = ["DescriptorCheck", "job_layout"]
+__all__ = ["DescriptorCheck", "check_descriptor_check_params", "job_layout"]
 
 #: An accepted descriptor, as the address generator takes it: the descriptor with its
 #: ``id``, its word count, ``last`` (each count minus 1), the extents (lowest and highest
@@ -63,6 +63,16 @@ def _extremes(spans, k):
     lo = sum(Mux(s < 0, s, 0) for s in spans[:k])
     hi = sum(Mux(s > 0, s, 0) for s in spans[:k])
     return lo, hi
+
+
+def check_descriptor_check_params(*, hbm_size, vmem_size, n_flags, n_chips=1, queue_depth=4):
+    """Raise what :class:`DescriptorCheck` raises for these parameters, without building
+    one: a component that builds its check in ``elaborate`` refuses them at once."""
+    check_int("hbm_size", hbm_size, least=1, most=1 << ADDRESS_BITS)
+    check_int("vmem_size", vmem_size, least=1, most=1 << ADDRESS_BITS)
+    check_int("n_flags", n_flags, least=1, most=1 << FLAG_BITS)
+    check_int("n_chips", n_chips, least=1, most=1 << CHIP_BITS)
+    check_int("queue_depth", queue_depth, least=1, most=1 << 16)
 
 
 class DescriptorCheck(wiring.Component):
@@ -122,11 +132,9 @@ class DescriptorCheck(wiring.Component):
     """
 
     def __init__(self, *, hbm_size, vmem_size, n_flags, n_chips=1, queue_depth=4):
-        check_int("hbm_size", hbm_size, least=1, most=1 << ADDRESS_BITS)
-        check_int("vmem_size", vmem_size, least=1, most=1 << ADDRESS_BITS)
-        check_int("n_flags", n_flags, least=1, most=1 << FLAG_BITS)
-        check_int("n_chips", n_chips, least=1, most=1 << CHIP_BITS)
-        check_int("queue_depth", queue_depth, least=1, most=1 << 16)
+        check_descriptor_check_params(hbm_size=hbm_size, vmem_size=vmem_size,
+                                      n_flags=n_flags, n_chips=n_chips,
+                                      queue_depth=queue_depth)
         self.hbm_size, self.vmem_size, self.n_flags = hbm_size, vmem_size, n_flags
         self.n_chips = n_chips
         self.queue_depth = queue_depth
