@@ -10,6 +10,7 @@ import warnings
 from dataclasses import dataclass
 
 from amaranth.hdl import Shape, UnusedElaboratable
+from amaranth.lib.memory import Memory
 
 from hdl.arith import BF16Multiplier, FP32Adder, FP32Divider, FP32Exp, FP32Multiplier, \
     FP32Rcp, FP32Rsqrt, FP32Sqrt, FP32ToBF16
@@ -137,12 +138,14 @@ class MemoryImage:
 
 
 def memory_images(component):
-    """``{name: (Memory, path)}`` of the memories ``component`` offers to runs.
+    """``{name: (MemoryData, path)}`` of the memories ``component`` offers to runs.
 
     A component offers them through an attribute ``memory_images`` of that
-    form; most blocks have none.
+    form (a ``Memory`` in place of its ``MemoryData`` is taken too); most blocks
+    have none.
     """
-    return dict(getattr(component, "memory_images", {}))
+    return {name: (memory.data if isinstance(memory, Memory) else memory, path)
+            for name, (memory, path) in getattr(component, "memory_images", {}).items()}
 
 
 def block_interface(block, params=None):

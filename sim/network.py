@@ -41,16 +41,13 @@ sends ``message_packets`` packets to each other live node in turn, starting at a
 one).
 """
 
-import gc
 import inspect
 import math
-import warnings
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 from amaranth.back import verilog as amaranth_verilog
-from amaranth.hdl import UnusedElaboratable
 
 from golden import topology as topo
 from golden.routing import walk
@@ -64,7 +61,8 @@ from hdl.system.layouts import (BUCKETS, HOP_BITS, MAX_LOCAL_PORTS, MAX_PACKET_F
                                 N_STATS, STATS, bucket_range, latency_bucket, node_layout,
                                 row_layout)
 from hdl.system.fabric import ocs_layout
-from hdl.testbench import PHASES, NetworkSystem, node_signature, readout_beats
+from hdl.testbench import (PHASES, NetworkSystem, network_system_signature, node_signature,
+                           readout_beats)
 
 from .backends import check_backend
 from .backends.whole_run import WholeRun, check_run
@@ -613,14 +611,7 @@ def _signature_params(params):
 
 
 def _simulate(whole, *, backend, waves, progress):
-    with warnings.catch_warnings():
-        # Built only to read its ports: it is never elaborated.
-        warnings.simplefilter("ignore", UnusedElaboratable)
-        probe = NetworkSystem(**whole.params)
-        signature = probe.signature
-        del probe
-        gc.collect()
-    check_run(whole, signature, {})
+    check_run(whole, network_system_signature(**whole.params), {})
     if backend == "amaranth":
         from .backends.amaranth_sim import simulate_whole
         return simulate_whole(whole, NetworkSystem, waves=waves, progress=progress)

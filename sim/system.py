@@ -30,7 +30,7 @@ from hdl.lib.blackbox import BlackBox
 from hdl.lib.memory_port import check_int
 from hdl.memory.dma_push_ports import DEFAULT_PUSH_BEATS
 from hdl.ocs import STATUSES
-from hdl.system import ChipNode, ChipSystem, chip_node_signature
+from hdl.system import ChipNode, ChipSystem, chip_node_signature, chip_system_signature
 from hdl.system.chip_node import FLIT_WORDS
 from hdl.tensorcore.isa import ERROR_CODES
 from hdl.tensorcore.sequencer import State
@@ -455,11 +455,16 @@ def _hierarchical(waves):
     return () if waves else (CHIP_MODULE,)
 
 
+def _n_flags(params):
+    """Flags a chip of a system built with ``params`` has (TensorCoreSystem's default 16)."""
+    return dict(params.get("chip") or {}).get("n_flags", 16)
+
+
 class _SystemOfInstances(ChipSystem):
     def make_node(self, chip):
-        n_flags = self.node_params["chip"].get("n_flags", 16)
         return BlackBox(CHIP_MODULE, chip_node_signature(
-            dims=self.node_params["dims"], vcs=self.node_params["vcs"], n_flags=n_flags))
+            dims=self.node_params["dims"], vcs=self.node_params["vcs"],
+            n_flags=_n_flags(self.node_params)))
 
 
 def _export(params):
@@ -501,14 +506,11 @@ def _check_read_out(signature, dims):
 
 def _simulate(whole, *, backend, waves, progress):
     images = _images(whole.params)
-    with warnings.catch_warnings():
-        # Built only to read its ports: it is never elaborated.
-        warnings.simplefilter("ignore", UnusedElaboratable)
-        probe = _SystemOfInstances(**whole.params)
-        signature = probe.signature
-        del probe
-        gc.collect()
-    _check_read_out(signature, whole.params["dims"])
+    params = whole.params
+    signature = chip_system_signature(dims=params["dims"], vcs=params["vcs"],
+                                      reconfig_cycles=params["reconfig_cycles"],
+                                      n_flags=_n_flags(params))
+    _check_read_out(signature, params["dims"])
     if backend == "amaranth":
         from .backends.amaranth_sim import simulate_whole
         return simulate_whole(whole, ChipSystem, waves=waves, progress=progress)

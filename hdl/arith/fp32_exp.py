@@ -119,7 +119,10 @@ class FP32ExpCore(wiring.Component):
     Throughput one exp per enabled cycle.
     """
 
-    def __init__(self, *, numerics="tpu", stages=6):
+    #: ``stages`` when not given, so a unit reads the latency without building a core.
+    DEFAULT_STAGES = 6
+
+    def __init__(self, *, numerics="tpu", stages=DEFAULT_STAGES):
         self.numerics = check_numerics(numerics)
         self.latency = check_stages(stages, MAX_STAGES)
         super().__init__({"a": In(32), "en": In(1), "result": Out(32)})
@@ -229,7 +232,7 @@ class FP32Exp(StreamPipeline):
     stalls the whole pipeline and ``operands.ready`` with it; nothing is lost.
     """
 
-    def __init__(self, *, numerics="tpu", stages=6):
+    def __init__(self, *, numerics="tpu", stages=FP32ExpCore.DEFAULT_STAGES):
         # Check before building the core, so a rejected call leaves no orphan behind.
         check_numerics(numerics)
         check_stages(stages, MAX_STAGES)

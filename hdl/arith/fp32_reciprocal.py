@@ -44,7 +44,10 @@ class FP32RcpCore(wiring.Component):
     Throughput one reciprocal per enabled cycle.
     """
 
-    def __init__(self, *, numerics="tpu", stages=16):
+    #: ``stages`` when not given, so a unit reads the latency without building a core.
+    DEFAULT_STAGES = 16
+
+    def __init__(self, *, numerics="tpu", stages=DEFAULT_STAGES):
         self.numerics = check_numerics(numerics)
         self.latency = check_stages(stages, MAX_STAGES)
         super().__init__({"a": In(32), "en": In(1), "result": Out(32)})
@@ -84,7 +87,7 @@ class FP32Rcp(StreamPipeline):
     stalls the whole pipeline and ``operands.ready`` with it; nothing is lost.
     """
 
-    def __init__(self, *, numerics="tpu", stages=16):
+    def __init__(self, *, numerics="tpu", stages=FP32RcpCore.DEFAULT_STAGES):
         # Check before building the core, so a rejected call leaves no orphan behind.
         check_numerics(numerics)
         check_stages(stages, MAX_STAGES)

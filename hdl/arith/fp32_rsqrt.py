@@ -122,7 +122,10 @@ class FP32RsqrtCore(wiring.Component):
     Throughput one reciprocal square root per enabled cycle.
     """
 
-    def __init__(self, *, numerics="tpu", stages=27):
+    #: ``stages`` when not given, so a unit reads the latency without building a core.
+    DEFAULT_STAGES = 27
+
+    def __init__(self, *, numerics="tpu", stages=DEFAULT_STAGES):
         self.numerics = check_numerics(numerics)
         self.latency = check_stages(stages, MAX_STAGES)
         super().__init__({"a": In(32), "en": In(1), "result": Out(32)})
@@ -234,7 +237,7 @@ class FP32Rsqrt(StreamPipeline):
     stalls the whole pipeline and ``operands.ready`` with it; nothing is lost.
     """
 
-    def __init__(self, *, numerics="tpu", stages=27):
+    def __init__(self, *, numerics="tpu", stages=FP32RsqrtCore.DEFAULT_STAGES):
         # Check before building the core, so a rejected call leaves no orphan behind.
         check_numerics(numerics)
         check_stages(stages, MAX_STAGES)

@@ -3,10 +3,10 @@ the dropping of malformed packets."""
 
 from amaranth.hdl import C, Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
-from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from ..lib.memory_port import check_int
+from ..lib.stream_queue import StreamQueue
 from .layouts import (CHIP_BITS, LENGTH_BITS, OPCODES, PORT_BITS,
                       route_entry_layout, route_word_layout)
 from .link import LinkSignature
@@ -172,8 +172,7 @@ class InputPort(wiring.Component):
         # Indexed by an entry's port, which may name an ejection output (never down).
         down = Cat(self.down, C(0, (1 << PORT_BITS) - self.n_ports))
         for v in range(self.vcs):
-            m.submodules[f"vc{v}"] = fifo = SyncFIFO(width=layout.size,
-                                                     depth=self.buffer_flits)
+            m.submodules[f"vc{v}"] = fifo = StreamQueue(shape=layout, depth=self.buffer_flits)
             arrive = Signal(name=f"arrive{v}")
             m.d.comb += arrive.eq(self.link.valid & is_value(self.link.vc, v))
 
@@ -201,10 +200,10 @@ class InputPort(wiring.Component):
             headers.append(arrive & is_head)
 
             # The oldest flit: the buffer's, or with bypass the arriving one when it is empty.
-            head, head_valid = layout(fifo.r_data), fifo.r_rdy
+            head, head_valid = fifo.o.payload, fifo.o.valid
             if self.bypass:
-                head = layout(Mux(fifo.r_rdy, fifo.r_data, incoming.as_value()))
-                head_valid = fifo.r_rdy | arrive
+                head = layout(Mux(fifo.o.valid, fifo.o.payload.as_value(), incoming.as_value()))
+                head_valid = fifo.o.valid | arrive
             # A packet given up at its header because its output is down: the rest of its
             # flits follow the header out without the switch, whenever they arrive.
             giving_up = Signal(name=f"giving_up{v}")
@@ -216,18 +215,18 @@ class InputPort(wiring.Component):
             discard = head.drop | give_up
             consume = Signal(name=f"consume{v}")
             m.d.comb += consume.eq(head_valid & (discard | self.grant[v]))
-            bypassed = ~fifo.r_rdy & consume if self.bypass else 0
+            bypassed = ~fifo.o.valid & consume if self.bypass else 0
             m.d.comb += [
-                fifo.r_en.eq(consume),
-                fifo.w_en.eq(arrive & ~bypassed),
-                fifo.w_data.eq(incoming),
-                self.room[v].eq(fifo.w_rdy),
+                fifo.o.ready.eq(consume),
+                fifo.i.valid.eq(arrive & ~bypassed),
+                fifo.i.payload.eq(incoming),
+                self.room[v].eq(fifo.i.ready),
                 self.heads[v].valid.eq(head_valid & ~discard),
                 self.heads[v].port.eq(head.port), self.heads[v].vc.eq(head.vc),
                 self.heads[v].head.eq(head.head), self.heads[v].tail.eq(head.tail),
             ]
             m.d.sync += self.link.credit[v].eq(consume)
-            overflow.append(fifo.w_en & ~fifo.w_rdy)
+            overflow.append(fifo.i.valid & ~fifo.i.ready)
             given_up.append(head_valid & give_up & head.head)
             discarded.append(head_valid & discard)
             data_out = data_out | Mux(self.grant[v], head.data, 0)

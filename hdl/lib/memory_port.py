@@ -15,12 +15,12 @@ Line ``l``, word ``j`` of a memory is flat word ``l * words + j`` (VMEM line ``l
 ``32*j .. 32*j + 31``.
 """
 
-from amaranth.hdl import unsigned
+from amaranth.hdl import MemoryData, Shape, ShapeCastable, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["MemoryPortSignature", "request_layout", "response_layout", "check_int",
-           "line_addr_width", "WORD_BITS"]
+           "line_addr_width", "memory_data", "WORD_BITS"]
 
 #: Bits in a word (SPEC section 4).
 WORD_BITS = 32
@@ -36,6 +36,31 @@ def check_int(name, value, *, least=None, most=None):
     if most is not None and value > most:
         raise ValueError(f"{name} must be at most {most}, not {value}")
     return value
+
+
+def memory_data(name, data, *, shape, depth):
+    """The storage a component keeps as ``name``: ``data`` if given, else a new one, zeroed.
+
+    A component keeps a ``MemoryData`` from its ``__init__`` (what runs load and read
+    back) and builds the ``Memory`` on it in ``elaborate``. A system that builds the
+    component in its own ``elaborate`` makes the storage first and passes it in, so it can
+    offer the storage before anything is built. ``TypeError`` if ``data`` is not a
+    ``MemoryData``, ``ValueError`` if its shape or depth differ.
+    """
+    if data is None:
+        # src_loc_at=1: named after the caller's variable (`self.words = ...` is "words").
+        return MemoryData(shape=shape, depth=depth, init=[], src_loc_at=1)
+    if not isinstance(data, MemoryData):
+        raise TypeError(f"{name} must be a MemoryData, not {data!r}")
+    if isinstance(shape, ShapeCastable):
+        same_shape = data.shape == shape
+    else:
+        same_shape = (not isinstance(data.shape, ShapeCastable)
+                      and Shape.cast(data.shape) == Shape.cast(shape))
+    if not same_shape or data.depth != depth:
+        raise ValueError(f"{name} must be {depth} entries of {shape!r}, not "
+                         f"{data.depth} of {data.shape!r}")
+    return data
 
 
 def line_addr_width(lines):

@@ -2,10 +2,11 @@
 contiguous words) per cycle out."""
 
 from amaranth.hdl import Module, Mux, Signal, unsigned
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.memory_port import check_int
+from ..lib.stream_queue import StreamQueue
 from .dma_check import job_layout
 from .layouts import ADDRESS_BITS, CHIP_BITS, DIMS, FLAG_BITS, ID_BITS
 
@@ -123,11 +124,8 @@ class AddressGenerator(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.queue = queue = fifo.SyncFIFO(width=inflight_layout.size,
-                                                  depth=self.outstanding)
-        m.d.comb += [self.inflight.valid.eq(queue.r_rdy),
-                     self.inflight.payload.eq(queue.r_data),
-                     queue.r_en.eq(self.inflight.ready)]
+        m.submodules.queue = queue = StreamQueue(shape=inflight_layout, depth=self.outstanding)
+        wiring.connect(m, queue.o, wiring.flipped(self.inflight))
 
         job = self.jobs.payload
         busy = self.busy
@@ -147,17 +145,16 @@ class AddressGenerator(wiring.Component):
         advance = Signal()
         load = Signal()
         m.d.comb += [
-            self.beats.valid.eq(busy | (self.jobs.valid & queue.w_rdy)),
+            self.beats.valid.eq(busy | (self.jobs.valid & queue.i.ready)),
             advance.eq(self.beats.valid & self.beats.ready),
             load.eq(advance & ~busy),
             self.jobs.ready.eq(load),
-            queue.w_en.eq(load),
+            queue.i.valid.eq(load),
         ]
-        entry = Signal(inflight_layout)
+        entry = queue.i.payload
         m.d.comb += [entry.flag.eq(job.flag), entry.words.eq(job.words), entry.id.eq(job.id),
                      entry.remote.eq(job.remote), entry.chip.eq(job.chip),
-                     entry.sent.eq(job.sent), entry.sent_flag.eq(job.sent_flag),
-                     queue.w_data.eq(entry)]
+                     entry.sent.eq(job.sent), entry.sent_flag.eq(job.sent_flag)]
 
         hazard = self._hazards(m, job, load, drained=self.drained & ~busy)
         count, left, contiguous = self._beat_size(m, desc, src_at[0], dst_at[0], at[0])

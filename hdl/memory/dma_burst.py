@@ -4,10 +4,11 @@ ports."""
 import types
 
 from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.memory_port import WORD_BITS, check_int
+from ..lib.stream_queue import StreamQueue
 from .dma_addrgen import beat_layout, inflight_layout
 from .dma_lanes import check_space_ports, lane_mask, rotate_words_left
 from .dma_push import push_beat_layout
@@ -153,20 +154,17 @@ class BurstEngine(wiring.Component):
         m = Module()
         wmax = self.max_words
         pending_layout = _pending_layout(wmax)
-        m.submodules.pending = pending = fifo.SyncFIFO(width=pending_layout.size,
-                                                      depth=self.max_reads)
-        head = data.View(pending_layout, pending.r_data)
+        m.submodules.pending = pending = StreamQueue(shape=pending_layout, depth=self.max_reads)
+        head = pending.o.payload
         spaces = {}
         for s, port in ((0, self.hbm), (1, self.vmem)):
             sig = self.ports[s]
-            responses = fifo.SyncFIFO(width=sig.response_layout.size, depth=self.max_reads)
+            responses = StreamQueue(shape=sig.response_layout, depth=self.max_reads)
             m.submodules[f"responses{s}"] = responses
-            # Credits guarantee room for every response: w_rdy is always high in use.
-            m.d.comb += [responses.w_en.eq(port.resp.valid),
-                         responses.w_data.eq(port.resp.payload),
-                         port.resp.ready.eq(responses.w_rdy)]
+            # Credits guarantee room for every response: i.ready is always high in use.
+            wiring.connect(m, wiring.flipped(port.resp), responses.i)
             # Flag adds of descriptors whose last write this port has accepted.
-            landed = fifo.SyncFIFO(width=flag_add_layout.size, depth=COMPLETIONS)
+            landed = StreamQueue(shape=flag_add_layout, depth=COMPLETIONS)
             m.submodules[f"landed{s}"] = landed
             spaces[s] = types.SimpleNamespace(
                 sig=sig, port=port, responses=responses, words=sig.words,
@@ -174,7 +172,7 @@ class BurstEngine(wiring.Component):
                 last=Signal(name=f"slot{s}_last"),               # the request is a last write
                 info=Signal(flag_add_layout, name=f"slot{s}_info"),   # ... completing this
                 free=~port.req.valid | port.req.ready,
-                resp=data.View(sig.response_layout, responses.r_data))
+                resp=responses.o.payload)
 
         def by_space(space, values):
             return Mux(space, values[1], values[0])
@@ -242,8 +240,8 @@ class BurstEngine(wiring.Component):
         pushed = self.pushed
         consume, flush, write, finish = Signal(), Signal(), Signal(), Signal()
         m.d.comb += [
-            consume.eq(~merge.flush & pending.r_rdy
-                       & by_space(head.src_space, [sp.responses.r_rdy for sp in spaces.values()])
+            consume.eq(~merge.flush & pending.o.valid
+                       & by_space(head.src_space, [sp.responses.o.valid for sp in spaces.values()])
                        & Mux(head.remote, ~pushed.valid | pushed.ready,
                              by_space(head.dst_space, [sp.free for sp in spaces.values()])
                              & (~final_here | can_finish))
@@ -252,7 +250,7 @@ class BurstEngine(wiring.Component):
                      & (~merge.last | can_finish)),
             write.eq(consume & ~head.remote & (reaches | head.flush)),
             finish.eq((consume & final_here) | (flush & merge.last)),
-            pending.r_en.eq(consume),
+            pending.o.ready.eq(consume),
             self.inflight.ready.eq(finish),
         ]
         writes = {}
@@ -260,7 +258,7 @@ class BurstEngine(wiring.Component):
             writes[s] = Signal(name=f"write{s}")
             m.d.comb += [writes[s].eq((write & (head.dst_space == s))
                                       | (flush & (merge.space == s))),
-                         sp.responses.r_en.eq(consume & (head.src_space == s))]
+                         sp.responses.o.ready.eq(consume & (head.src_space == s))]
 
         with m.If(flush):
             m.d.sync += [merge.valid.eq(0), merge.mask.eq(0), merge.flush.eq(0)]
@@ -298,26 +296,25 @@ class BurstEngine(wiring.Component):
         read = Signal()
         drained = Signal()
         m.d.comb += [
-            drained.eq(~pending.r_rdy & ~merge.valid),
-            read.eq(self.beats.valid & pending.w_rdy & (~beat.fence | drained)
+            drained.eq(~pending.o.valid & ~merge.valid),
+            read.eq(self.beats.valid & pending.i.ready & (~beat.fence | drained)
                     & by_space(beat.src_space, [sp.free & ~writes[s]
                                                 for s, sp in spaces.items()])),
             self.beats.ready.eq(read),
-            pending.w_en.eq(read),
+            pending.i.valid.eq(read),
             self.drained.eq(drained),
         ]
-        entry = Signal(pending_layout)
+        entry = pending.i.payload
         m.d.comb += [entry.src_space.eq(beat.src_space), entry.src_addr.eq(beat.src_addr),
                      entry.dst_space.eq(beat.dst_space), entry.dst_addr.eq(beat.dst_addr),
                      entry.count.eq(beat.count), entry.last.eq(beat.last),
-                     entry.flush.eq(beat.flush), entry.remote.eq(beat.remote),
-                     pending.w_data.eq(entry)]
+                     entry.flush.eq(beat.flush), entry.remote.eq(beat.remote)]
 
         # ---- the request registers, and completion when a last write is accepted.
         for s, sp in spaces.items():
             req = sp.port.req
-            m.d.comb += [sp.landed.w_en.eq(req.valid & req.ready & sp.last),
-                         sp.landed.w_data.eq(sp.info)]
+            m.d.comb += [sp.landed.i.valid.eq(req.valid & req.ready & sp.last),
+                         sp.landed.i.payload.eq(sp.info)]
             with m.If(req.valid & req.ready):
                 m.d.sync += [req.valid.eq(0), sp.last.eq(0)]
             with m.If(writes[s]):
@@ -351,11 +348,11 @@ class BurstEngine(wiring.Component):
         pick = Signal()
         m.d.comb += [
             pick.eq(Mux(held, chosen,
-                        Mux(landed[0].r_rdy & landed[1].r_rdy, turn, landed[1].r_rdy))),
-            done.valid.eq(landed[0].r_rdy | landed[1].r_rdy),
-            done.payload.eq(Mux(pick, landed[1].r_data, landed[0].r_data)),
-            landed[0].r_en.eq(done.ready & ~pick),
-            landed[1].r_en.eq(done.ready & pick),
+                        Mux(landed[0].o.valid & landed[1].o.valid, turn, landed[1].o.valid))),
+            done.valid.eq(landed[0].o.valid | landed[1].o.valid),
+            done.payload.eq(Mux(pick, landed[1].o.payload, landed[0].o.payload)),
+            landed[0].o.ready.eq(done.ready & ~pick),
+            landed[1].o.ready.eq(done.ready & pick),
         ]
         m.d.sync += [held.eq(done.valid & ~done.ready), chosen.eq(pick)]
         with m.If(done.valid & done.ready):

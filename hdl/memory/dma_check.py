@@ -2,14 +2,15 @@
 adds no cycle between back-to-back descriptors."""
 
 from amaranth.hdl import Const, Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.memory_port import check_int
+from ..lib.stream_queue import StreamQueue
 from .layouts import (ADDRESS_BITS, CHIP_BITS, DIMS, ERROR_ADDRESS_BITS, FLAG_BITS, ID_BITS,
                       STRIDE_BITS, descriptor_layout, error_layout, reason_code)
 
-__all__ = ["DescriptorCheck", "job_layout"]
+__all__ = ["DescriptorCheck", "check_descriptor_check_params", "job_layout"]
 
 #: An accepted descriptor, as the address generator takes it: the descriptor with its
 #: ``id``, its word count, ``last`` (each count minus 1), the extents (lowest and highest
@@ -62,6 +63,16 @@ def _extremes(spans, k):
     lo = sum(Mux(s < 0, s, 0) for s in spans[:k])
     hi = sum(Mux(s > 0, s, 0) for s in spans[:k])
     return lo, hi
+
+
+def check_descriptor_check_params(*, hbm_size, vmem_size, n_flags, n_chips=1, queue_depth=4):
+    """Raise what :class:`DescriptorCheck` raises for these parameters, without building
+    one: a component that builds its check in ``elaborate`` refuses them at once."""
+    check_int("hbm_size", hbm_size, least=1, most=1 << ADDRESS_BITS)
+    check_int("vmem_size", vmem_size, least=1, most=1 << ADDRESS_BITS)
+    check_int("n_flags", n_flags, least=1, most=1 << FLAG_BITS)
+    check_int("n_chips", n_chips, least=1, most=1 << CHIP_BITS)
+    check_int("queue_depth", queue_depth, least=1, most=1 << 16)
 
 
 class DescriptorCheck(wiring.Component):
@@ -121,11 +132,9 @@ class DescriptorCheck(wiring.Component):
     """
 
     def __init__(self, *, hbm_size, vmem_size, n_flags, n_chips=1, queue_depth=4):
-        check_int("hbm_size", hbm_size, least=1, most=1 << ADDRESS_BITS)
-        check_int("vmem_size", vmem_size, least=1, most=1 << ADDRESS_BITS)
-        check_int("n_flags", n_flags, least=1, most=1 << FLAG_BITS)
-        check_int("n_chips", n_chips, least=1, most=1 << CHIP_BITS)
-        check_int("queue_depth", queue_depth, least=1, most=1 << 16)
+        check_descriptor_check_params(hbm_size=hbm_size, vmem_size=vmem_size,
+                                      n_flags=n_flags, n_chips=n_chips,
+                                      queue_depth=queue_depth)
         self.hbm_size, self.vmem_size, self.n_flags = hbm_size, vmem_size, n_flags
         self.n_chips = n_chips
         self.queue_depth = queue_depth
@@ -141,30 +150,28 @@ class DescriptorCheck(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.queue = queue = fifo.SyncFIFO(width=_queued_layout.size,
-                                                  depth=self.queue_depth)
+        m.submodules.queue = queue = StreamQueue(shape=_queued_layout, depth=self.queue_depth)
 
         # ---- stage 1, the accept cycle: spans and the first product, into the queue.
         incoming = self.descriptors.payload
-        queued = Signal(_queued_layout)
+        queued = queue.i.payload
         for side, strides in (("src", incoming.src_strides), ("dst", incoming.dst_strides)):
             # A zero count is rejected before its spans matter.
             m.d.comb += [queued[f"{side}_spans"][k].eq((incoming.counts[k] - 1) * strides[k])
                          for k in range(DIMS)]
         m.d.comb += [
             queued.d.eq(incoming), queued.pairs.eq(incoming.counts[0] * incoming.counts[1]),
-            queue.w_data.eq(queued), queue.w_en.eq(self.descriptors.valid),
-            self.descriptors.ready.eq(queue.w_rdy),
+            queue.i.valid.eq(self.descriptors.valid), self.descriptors.ready.eq(queue.i.ready),
         ]
 
         # ---- stage 2, leaving the queue: id, word count and corner extremes, registered.
-        head = data.View(_queued_layout, queue.r_data)
+        head = queue.o.payload
         judged = Signal(_judged_layout)
         held = Signal()                      # `judged` holds a descriptor
         leaves = Signal()
         next_id = Signal(ID_BITS)
         take = Signal()
-        m.d.comb += [take.eq(queue.r_rdy & (~held | leaves)), queue.r_en.eq(take)]
+        m.d.comb += [take.eq(queue.o.valid & (~held | leaves)), queue.o.ready.eq(take)]
         with m.If(leaves):
             m.d.sync += held.eq(0)
         with m.If(take):
@@ -226,7 +233,7 @@ class DescriptorCheck(wiring.Component):
             self.errors.payload.eq(Mux(found, scanned, quick)),
             leaves.eq((self.jobs.valid & self.jobs.ready)
                       | (self.errors.valid & self.errors.ready)),
-            self.idle.eq(~queue.r_rdy & ~held),
+            self.idle.eq(~queue.o.valid & ~held),
         ]
         with m.If(self.errors.valid & self.errors.ready):
             m.d.sync += found.eq(0)

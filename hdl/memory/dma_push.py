@@ -2,11 +2,12 @@
 (``golden.ici.push_packets``)."""
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..ici.layouts import LENGTH_BITS, MAX_FLIT_WORDS, OPCODES, flit_layout, route_word_layout
 from ..lib.memory_port import WORD_BITS, check_int
+from ..lib.stream_queue import StreamQueue
 from .dma_addrgen import inflight_layout
 from .dma_lanes import equals, pick
 from .layouts import ADDRESS_BITS, CHIP_BITS, FLAG_BITS, flag_add_layout, target_word_layout
@@ -134,17 +135,16 @@ class Packetizer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         record_layout = _record_layout(self.max_payload)
-        m.submodules.records = records = fifo.SyncFIFO(width=record_layout.size,
-                                                       depth=self.RECORDS)
-        m.submodules.words = words = fifo.SyncFIFOBuffered(width=WORD_BITS,
-                                                           depth=2 * self.max_payload)
-        self._pack(m, records, words, record_layout)
-        self._send(m, records, words, record_layout)
+        m.submodules.records = records = StreamQueue(shape=record_layout, depth=self.RECORDS)
+        m.submodules.words = words = StreamQueue(shape=WORD_BITS, depth=2 * self.max_payload,
+                                                 buffered=True)
+        self._pack(m, records, words)
+        self._send(m, records, words)
         m.d.comb += self.idle.eq(~self.beats.valid & ~records.level.any() & ~words.level.any()
                                  & ~self.flits.valid & ~self.done.valid)
         return m
 
-    def _pack(self, m, records, words, record_layout):
+    def _pack(self, m, records, words):
         """Beats in, one word a cycle, into the word buffer; packet records out."""
         fw = self.flit_words
         beat = self.beats.payload
@@ -181,18 +181,18 @@ class Packetizer(wiring.Component):
         take = Signal()
         close_new = Signal()
         m.d.comb += [
-            can.eq(self.beats.valid & records.w_rdy & words.w_rdy),
+            can.eq(self.beats.valid & records.i.ready & words.i.ready),
             breaks.eq(is_open & (addr != expect)),
             take.eq(can & ~breaks),
             close_new.eq(take & ((new_count == self.max_payload) | final)),
-            words.w_en.eq(take), words.w_data.eq(word),
-            records.w_en.eq((can & breaks) | close_new),
+            words.i.valid.eq(take), words.i.payload.eq(word),
+            records.i.valid.eq((can & breaks) | close_new),
             self.beats.ready.eq(take & beat_end),
         ]
 
         # The record: the open packet when a word breaks it (the word then waits a cycle
         # and opens the next), else the packet the word closes.
-        record = Signal(record_layout)
+        record = records.i.payload
         pad = Signal(3)
         if fw > 1:
             last_fill = Mux(breaks, fill, new_fill)
@@ -209,7 +209,6 @@ class Packetizer(wiring.Component):
             record.done.sent.eq(beat.info.sent),
             record.done.add.flag.eq(beat.info.sent_flag),
             record.done.add.amount.eq(beat.info.words),
-            records.w_data.eq(record),
         ]
 
         with m.If(can & breaks):
@@ -223,10 +222,10 @@ class Packetizer(wiring.Component):
                 m.d.sync += [start.eq(addr), space.eq(beat.dst_space),
                              flag.eq(beat.info.flag), chip.eq(beat.info.chip)]
 
-    def _send(self, m, records, words, record_layout):
+    def _send(self, m, records, words):
         """Closed packets out, one word a cycle, assembled into flits."""
         fw = self.flit_words
-        rec = data.View(record_layout, records.r_data)
+        rec = records.o.payload
         flits, done = self.flits, self.done
         k = Signal(range(self.max_payload + HEADER_WORDS), name="packet_word")
         lane = Signal(range(fw)) if fw > 1 else None
@@ -243,17 +242,18 @@ class Packetizer(wiring.Component):
             target.space.eq(rec.space),
         ]
         is_data = k >= HEADER_WORDS
-        word = Mux(equals(k, 0), route.as_value(), Mux(k == 1, target.as_value(), words.r_data))
+        word = Mux(equals(k, 0), route.as_value(),
+                   Mux(k == 1, target.as_value(), words.o.payload))
         last_word = k == rec.count + (HEADER_WORDS - 1)
         ends_flit = last_word | (lane == fw - 1) if fw > 1 else Const(1)
         ends_descriptor = last_word & rec.final
         step = Signal()
         m.d.comb += [
-            step.eq(records.r_rdy & (~is_data | words.r_rdy)
+            step.eq(records.o.valid & (~is_data | words.o.valid)
                     & (~ends_flit | ((~flits.valid | flits.ready)
                                      & (~ends_descriptor | ~done.valid | done.ready)))),
-            words.r_en.eq(step & is_data),
-            records.r_en.eq(step & last_word),
+            words.o.ready.eq(step & is_data),
+            records.o.ready.eq(step & last_word),
         ]
         # The flit: the words so far, this one, and zero pad words after it.
         # (No lane is above fw - 1, and none below 0: those comparisons are left out.)

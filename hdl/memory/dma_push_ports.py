@@ -2,13 +2,14 @@
 several flits a cycle into its router."""
 
 from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import fifo, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..ici.arbiter import RoundRobin
 from ..ici.layouts import flit_layout
 from ..lib.memory_port import check_int
 from ..lib.numbered_ports import port, port_name
+from ..lib.stream_queue import StreamQueue
 from .dma_lanes import equals, pick
 from .dma_push import DEFAULT_MAX_PAYLOAD, Packetizer, push_beat_layout, push_done_layout
 from .layouts import CHIP_BITS
@@ -96,17 +97,14 @@ class PushPorts(wiring.Component):
         turn = Signal(range(k))
         queues = []
         for j, packetizer in enumerate(self.packetizers):
-            queue = fifo.SyncFIFOBuffered(width=len(beats.payload.as_value()),
-                                          depth=self.queue_beats)
+            queue = StreamQueue(shape=beats.payload.shape(), depth=self.queue_beats,
+                                buffered=True)
             m.submodules[f"queue{j}"] = queue
             queues.append(queue)
-            m.d.comb += [
-                queue.w_data.eq(beats.payload), queue.w_en.eq(beats.valid & equals(turn, j)),
-                packetizer.beats.valid.eq(queue.r_rdy),
-                packetizer.beats.payload.eq(queue.r_data),
-                queue.r_en.eq(packetizer.beats.ready),
-            ]
-        m.d.comb += beats.ready.eq(pick([queue.w_rdy for queue in queues], turn))
+            m.d.comb += [queue.i.payload.eq(beats.payload),
+                         queue.i.valid.eq(beats.valid & equals(turn, j))]
+            wiring.connect(m, queue.o, packetizer.beats)
+        m.d.comb += beats.ready.eq(pick([queue.i.ready for queue in queues], turn))
         with m.If(beats.valid & beats.ready & beats.payload.last):
             m.d.sync += turn.eq(Mux(equals(turn, k - 1), 0, turn + 1))
 
@@ -119,7 +117,7 @@ class PushPorts(wiring.Component):
             self.done.payload.eq(_granted([done.payload for done in dones], arbiter.grant)),
             *(done.ready.eq(self.done.ready & arbiter.grant[j]) for j, done in enumerate(dones)),
             self.idle.eq(Cat(*(packetizer.idle for packetizer in self.packetizers),
-                             *(~queue.r_rdy for queue in queues)).all()),
+                             *(~queue.o.valid for queue in queues)).all()),
         ]
         return m
 

@@ -4,11 +4,12 @@ words added to sync flags (SPEC sections 4.3, 4.4)."""
 import types
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..ici.layouts import LENGTH_BITS, MAX_FLIT_WORDS, OPCODES, flit_layout, route_word_layout
 from ..lib.memory_port import WORD_BITS, check_int
+from ..lib.stream_queue import StreamQueue
 from .dma_lanes import check_space_ports, equals, pick
 from .layouts import ADDRESS_BITS, CHIP_BITS, FLAG_BITS, flag_add_layout, target_word_layout
 
@@ -108,10 +109,8 @@ class Receiver(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         fw, wmax = self.flit_words, self.max_words
-        m.submodules.landed = landed = fifo.SyncFIFO(width=flag_add_layout.size, depth=LANDED)
-        m.d.comb += [self.flag_add.valid.eq(landed.r_rdy),
-                     self.flag_add.payload.eq(landed.r_data),
-                     landed.r_en.eq(self.flag_add.ready)]
+        m.submodules.landed = landed = StreamQueue(shape=flag_add_layout, depth=LANDED)
+        wiring.connect(m, landed.o, wiring.flipped(self.flag_add))
 
         # Where in the packet we are: word k (0 route, 1 target, 2.. data) at `lane` of
         # the flit on `flits`; `drop` flits of a malformed packet are still to come.
@@ -202,7 +201,7 @@ class Receiver(wiring.Component):
         m.d.comb += [
             bad.eq((at_route & route_bad) | (at_target & target_bad)),
             use.eq(valid & (at_route | (at_target & (is_write | target_bad
-                                                     | (~req.valid & landed.w_rdy)))
+                                                     | (~req.valid & landed.i.ready)))
                             | (at_data & (~line_write | (req_free & (~last_word | room)))))),
         ]
         taken = Signal()                         # the flit is taken this cycle
@@ -247,14 +246,13 @@ class Receiver(wiring.Component):
                          req.data.eq(merged_data), req.mask.eq(merged_mask),
                          req.last.eq(last_word),
                          req.add.flag.eq(flag), req.add.amount.eq(data_words)]
-        landing = Signal(flag_add_layout)
+        landing = landed.i.payload
         m.d.comb += [
             landing.flag.eq(Mux(flag_add_packet, target.flag, req.add.flag)),
             landing.amount.eq(Mux(flag_add_packet, target.address, req.add.amount)),
-            landed.w_data.eq(landing),
-            landed.w_en.eq(flag_add_packet | (accepted & req.last)),
+            landed.i.valid.eq(flag_add_packet | (accepted & req.last)),
         ]
-        with m.If(landed.w_en):
+        with m.If(landed.i.valid):
             m.d.sync += self.packets.eq(self.packets + 1)
         m.d.comb += self.idle.eq(at_route & ~dropping & ~req.valid & ~landed.level.any())
         return m

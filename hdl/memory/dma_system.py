@@ -132,7 +132,7 @@ class DmaSystem(wiring.Component):
 
     Attributes
     ----------
-    hbm_words, vmem_words : Memory
+    hbm_words, vmem_words : MemoryData
         The HBM and VMEM storages (entry = line, word ``j`` in bits ``32*j ..``).
     """
 

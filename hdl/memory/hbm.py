@@ -1,6 +1,3 @@
-# amaranth: UnusedElaboratable=no
-# (The storage Memory is made in __init__, so a testbench can reach it, and used by
-# elaborate: if this component is never elaborated, its own warning is the one that counts.)
 """HBM model: a word store behind one memory port, with latency, bandwidth, jitter and faults."""
 
 from amaranth.hdl import Cat, Module, Mux, Signal
@@ -8,10 +5,11 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import WORD_BITS, MemoryPortSignature, check_int, line_addr_width
+from ..lib.memory_port import (WORD_BITS, MemoryPortSignature, check_int, line_addr_width,
+                               memory_data)
 from ..lib.xorshift import Xorshift32
 
-__all__ = ["HBM"]
+__all__ = ["HBM", "check_hbm_params"]
 
 #: Width of the cycle counter the due times are stamped from. A response must be taken
 #: within 2**31 cycles of falling due (the due test compares modulo 2**32).
@@ -22,6 +20,38 @@ JITTER_BITS = 16
 
 def _is_pow2(value):
     return value & (value - 1) == 0
+
+
+def check_hbm_params(*, size, words_per_cycle=1, read_latency=4, max_outstanding=None,
+                     jitter=0, error_ranges=()):
+    """Raise what :class:`HBM` raises for these parameters, without building one (a block
+    that builds its HBM in ``elaborate`` refuses them at once). Returns ``max_outstanding``
+    (its default filled in) and the error ranges as a tuple of pairs."""
+    check_int("words_per_cycle", words_per_cycle, least=1)
+    if not _is_pow2(words_per_cycle):
+        raise ValueError(f"words_per_cycle must be a power of two, not {words_per_cycle}")
+    check_int("size", size, least=1)
+    if size % words_per_cycle:
+        raise ValueError(f"size ({size}) must be a multiple of words_per_cycle "
+                         f"({words_per_cycle})")
+    check_int("read_latency", read_latency, least=1, most=1 << 20)
+    if max_outstanding is None:
+        max_outstanding = words_per_cycle * read_latency
+    check_int("max_outstanding", max_outstanding, least=words_per_cycle, most=1 << 20)
+    if max_outstanding % words_per_cycle:
+        raise ValueError(f"max_outstanding ({max_outstanding}) must be a multiple of "
+                         f"words_per_cycle ({words_per_cycle})")
+    check_int("jitter", jitter, least=0, most=1 << 20)
+    ranges = []
+    for item in error_ranges:
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise TypeError(f"an error range must be a pair (lo, hi), not {item!r}")
+        lo, hi = (check_int("error range bound", v, least=0, most=size) for v in item)
+        if lo >= hi or lo % words_per_cycle or hi % words_per_cycle:
+            raise ValueError(f"error range {item!r} must be lo < hi, both multiples of "
+                             f"words_per_cycle ({words_per_cycle})")
+        ranges.append((lo, hi))
+    return max_outstanding, tuple(ranges)
 
 
 class HBM(wiring.Component):
@@ -57,6 +87,9 @@ class HBM(wiring.Component):
         Word ranges ``lo <= address < hi``, at line boundaries, that fault: a read there
         answers ``error = 1`` with zero data, on time; a write there is dropped and raises
         ``write_fault``.
+    words : MemoryData or None
+        The storage to use (see :attr:`words`), for a system that keeps it from its own
+        ``__init__`` and builds this component in ``elaborate``; by default a new one.
 
     Ports
     -----
@@ -78,37 +111,17 @@ class HBM(wiring.Component):
 
     Attributes
     ----------
-    words : Memory
-        The storage, a submodule named ``words``: entry ``l`` is line ``l``, word ``j`` in
-        bits ``32*j .. 32*j + 31``, so a testbench loads and reads it directly.
+    words : MemoryData
+        The storage, built as the ``Memory`` submodule named ``words``: entry ``l`` is line
+        ``l``, word ``j`` in bits ``32*j .. 32*j + 31``, so a testbench loads and reads it
+        directly (``ctx.set(hbm.words[l], ...)``).
     """
 
     def __init__(self, *, size, words_per_cycle=1, read_latency=4, max_outstanding=None,
-                 jitter=0, error_ranges=()):
-        check_int("words_per_cycle", words_per_cycle, least=1)
-        if not _is_pow2(words_per_cycle):
-            raise ValueError(f"words_per_cycle must be a power of two, not {words_per_cycle}")
-        check_int("size", size, least=1)
-        if size % words_per_cycle:
-            raise ValueError(f"size ({size}) must be a multiple of words_per_cycle "
-                             f"({words_per_cycle})")
-        check_int("read_latency", read_latency, least=1, most=1 << 20)
-        if max_outstanding is None:
-            max_outstanding = words_per_cycle * read_latency
-        check_int("max_outstanding", max_outstanding, least=words_per_cycle, most=1 << 20)
-        if max_outstanding % words_per_cycle:
-            raise ValueError(f"max_outstanding ({max_outstanding}) must be a multiple of "
-                             f"words_per_cycle ({words_per_cycle})")
-        check_int("jitter", jitter, least=0, most=1 << 20)
-        ranges = []
-        for item in error_ranges:
-            if not isinstance(item, (tuple, list)) or len(item) != 2:
-                raise TypeError(f"an error range must be a pair (lo, hi), not {item!r}")
-            lo, hi = (check_int("error range bound", v, least=0, most=size) for v in item)
-            if lo >= hi or lo % words_per_cycle or hi % words_per_cycle:
-                raise ValueError(f"error range {item!r} must be lo < hi, both multiples of "
-                                 f"words_per_cycle ({words_per_cycle})")
-            ranges.append((lo, hi))
+                 jitter=0, error_ranges=(), words=None):
+        max_outstanding, ranges = check_hbm_params(
+            size=size, words_per_cycle=words_per_cycle, read_latency=read_latency,
+            max_outstanding=max_outstanding, jitter=jitter, error_ranges=error_ranges)
         self.size = size
         self.words_per_cycle = words_per_cycle
         self.read_latency = read_latency
@@ -118,7 +131,8 @@ class HBM(wiring.Component):
         self.lines = size // words_per_cycle
         self.slots = max_outstanding // words_per_cycle
         self.addr_width = line_addr_width(self.lines)
-        self.words = Memory(shape=WORD_BITS * words_per_cycle, depth=self.lines, init=[])
+        self.words = memory_data("words", words, shape=WORD_BITS * words_per_cycle,
+                                 depth=self.lines)
         super().__init__({
             "port": In(MemoryPortSignature(addr_width=self.addr_width, words=words_per_cycle)),
             "seed": In(32),
@@ -132,7 +146,7 @@ class HBM(wiring.Component):
         m = Module()
         w, slots = self.words_per_cycle, self.slots
         req, resp = self.port.req, self.port.resp
-        m.submodules.words = store = self.words
+        m.submodules.words = store = Memory(data=self.words)
         read = store.read_port()
         write = store.write_port(granularity=self.port.signature.mask_granularity)
 

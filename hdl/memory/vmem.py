@@ -1,9 +1,6 @@
-# amaranth: UnusedElaboratable=no
-# (The storage Memory is made in __init__, so a testbench can reach it, and used by
-# elaborate: if this component is never elaborated, its own warning is the one that counts.)
 """VMEM: the core's vector memory, lines of ``lanes`` words with a core port and a DMA port."""
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import MemoryData, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In
@@ -37,9 +34,10 @@ class VMEM(wiring.Component):
 
     Attributes
     ----------
-    words : Memory
-        The storage, a submodule named ``words``: entry ``l`` is line ``l``, lane ``j`` in
-        bits ``32*j .. 32*j + 31`` (flat word ``l * lanes + j``, as SPEC section 6).
+    words : MemoryData
+        The storage, built as the ``Memory`` submodule named ``words``: entry ``l`` is line
+        ``l``, lane ``j`` in bits ``32*j .. 32*j + 31`` (flat word ``l * lanes + j``, as
+        SPEC section 6).
     """
 
     def __init__(self, *, lines, lanes=8):
@@ -48,13 +46,14 @@ class VMEM(wiring.Component):
         self.lines, self.lanes = lines, lanes
         self.size = lines * lanes
         self.addr_width = line_addr_width(lines)
-        self.words = Memory(shape=WORD_BITS * lanes, depth=lines, init=[])
+        # The storage only: runs load and read it before anything is elaborated.
+        self.words = MemoryData(shape=WORD_BITS * lanes, depth=lines, init=[])
         port = MemoryPortSignature(addr_width=self.addr_width, words=lanes)
         super().__init__({"core": In(port), "dma": In(port)})
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.words = store = self.words
+        m.submodules.words = store = Memory(data=self.words)
         # Ports are built core first: of two same-cycle writes, the later port's wins.
         for port in (self.core, self.dma):
             _serve(m, store, port)

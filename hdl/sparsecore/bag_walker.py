@@ -1,9 +1,6 @@
-# amaranth: UnusedElaboratable=no
-# (The ends Memory is made in __init__, beside the port that reads it, and used by
-# elaborate: if this component is never elaborated, its own warning is the one that counts.)
 """CSR walker: tags each streamed id with its bag, from the bags' end offsets."""
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import MemoryData, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory, ReadPort
 from amaranth.lib.wiring import In, Out
@@ -43,7 +40,7 @@ class BagWalker(wiring.Component):
 
     def __init__(self, *, geometry):
         self.geometry = g = geometry
-        self.ends_mem = Memory(shape=range(g.max_ids + 1), depth=g.max_bags, init=[])
+        self.ends_mem = MemoryData(shape=range(g.max_ids + 1), depth=g.max_bags, init=[])
         super().__init__({
             "ends": In(stream.Signature(range(g.max_ids + 1))),
             "ids": In(stream.Signature(id_layout)),
@@ -56,7 +53,7 @@ class BagWalker(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.ends_mem = mem = self.ends_mem
+        m.submodules.ends_mem = mem = Memory(data=self.ends_mem)
         write, read = mem.write_port(), mem.read_port()
         m.d.comb += [read.addr.eq(self.ends_read.addr), read.en.eq(self.ends_read.en),
                      self.ends_read.data.eq(read.data)]

@@ -1,9 +1,6 @@
-# amaranth: UnusedElaboratable=no
-# (The Memory is made in __init__, beside the port that reads it, and used by elaborate:
-# if this component is never elaborated, its own warning is the one that counts.)
 """A Spmem buffer filled in order from a stream of row chunks (the bags' gradients)."""
 
-from amaranth.hdl import Module
+from amaranth.hdl import MemoryData, Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory, ReadPort
 from amaranth.lib.wiring import In, Out
@@ -37,7 +34,7 @@ class ChunkBuffer(wiring.Component):
     def __init__(self, *, depth):
         check_int("depth", depth, least=1)
         self.depth = depth
-        self.lines = Memory(shape=chunk_layout, depth=depth, init=[])
+        self.lines = MemoryData(shape=chunk_layout, depth=depth, init=[])
         super().__init__({
             "fill": In(stream.Signature(chunk_layout)),
             "read": Out(ReadPort.Signature(addr_width=index_bits(depth), shape=chunk_layout)),
@@ -46,8 +43,8 @@ class ChunkBuffer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.lines = self.lines
-        write, read = self.lines.write_port(), self.lines.read_port()
+        m.submodules.lines = lines = Memory(data=self.lines)
+        write, read = lines.write_port(), lines.read_port()
         m.d.comb += [
             self.fill.ready.eq(1),
             write.addr.eq(self.filled), write.data.eq(self.fill.payload),

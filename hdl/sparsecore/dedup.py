@@ -1,9 +1,6 @@
-# amaranth: UnusedElaboratable=no
-# (The memories are made in __init__, beside the ports that read them, and used by
-# elaborate: if this component is never elaborated, its own warning is the one that counts.)
 """Dedup unit: unique ids in first-occurrence order, occurrence chains, and id errors."""
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import MemoryData, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory, ReadPort
 from amaranth.lib.wiring import In, Out
@@ -64,11 +61,11 @@ class Dedup(wiring.Component):
         self.geometry = g = geometry
         self.map_layout = data.StructLayout({"seen": 1, "slot": g.slot_shape,
                                              "last": g.pos_shape})
-        self.map_mem = Memory(shape=self.map_layout, depth=g.rows, init=[])
-        self.uniq_mem = Memory(shape=g.uniq_layout, depth=g.max_unique, init=[])
-        self.tail_mem = Memory(shape=g.pos_shape, depth=g.max_unique, init=[])
-        self.occ_mem = Memory(shape=g.occ_layout, depth=g.max_ids, init=[])
-        self.next_mem = Memory(shape=g.pos_shape, depth=g.max_ids, init=[])
+        self.map_mem = MemoryData(shape=self.map_layout, depth=g.rows, init=[])
+        self.uniq_mem = MemoryData(shape=g.uniq_layout, depth=g.max_unique, init=[])
+        self.tail_mem = MemoryData(shape=g.pos_shape, depth=g.max_unique, init=[])
+        self.occ_mem = MemoryData(shape=g.occ_layout, depth=g.max_ids, init=[])
+        self.next_mem = MemoryData(shape=g.pos_shape, depth=g.max_ids, init=[])
         slot_bits, pos_bits = index_bits(g.max_unique), index_bits(g.max_ids)
         super().__init__({
             "tagged": In(stream.Signature(g.tagged_layout)),
@@ -88,17 +85,18 @@ class Dedup(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         g = self.geometry
-        memories = dict(map=self.map_mem, uniq=self.uniq_mem, tail=self.tail_mem,
-                        occ=self.occ_mem, next=self.next_mem)
+        stored = dict(map=self.map_mem, uniq=self.uniq_mem, tail=self.tail_mem,
+                      occ=self.occ_mem, next=self.next_mem)
+        memories = {name: Memory(data=memory_data) for name, memory_data in stored.items()}
         for name, memory in memories.items():
             m.submodules[f"{name}_mem"] = memory
         writes = {name: memory.write_port() for name, memory in memories.items()}
-        for port, memory in ((self.uniq_fetch, self.uniq_mem), (self.uniq_seq, self.uniq_mem),
-                             (self.tail_read, self.tail_mem), (self.occ_read, self.occ_mem),
-                             (self.next_read, self.next_mem)):
-            read = memory.read_port()
+        for port, name in ((self.uniq_fetch, "uniq"), (self.uniq_seq, "uniq"),
+                           (self.tail_read, "tail"), (self.occ_read, "occ"),
+                           (self.next_read, "next")):
+            read = memories[name].read_port()
             m.d.comb += [read.addr.eq(port.addr), read.en.eq(port.en), port.data.eq(read.data)]
-        map_read = self.map_mem.read_port(transparent_for=(writes["map"],))
+        map_read = memories["map"].read_port(transparent_for=(writes["map"],))
 
         # Stage 0: take the id, check its range, read its map entry.
         tag = self.tagged.payload

@@ -1,9 +1,6 @@
-# amaranth: UnusedElaboratable=no
-# (The Spmem memories are made in __init__, beside the ports that read them, and used by
-# elaborate: if this component is never elaborated, its own warning is the one that counts.)
 """Fetch unit: gathers each unique row (and its optimizer state) from HBM into Spmem."""
 
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Const, MemoryData, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory, ReadPort
 from amaranth.lib.wiring import In, Out
@@ -52,8 +49,8 @@ class FetchUnit(wiring.Component):
     def __init__(self, *, geometry):
         self.geometry = g = geometry
         lines = g.max_unique * g.chunks
-        self.rows_mem = Memory(shape=chunk_layout, depth=lines, init=[])
-        self.state_mem = Memory(shape=chunk_layout, depth=lines, init=[])
+        self.rows_mem = MemoryData(shape=chunk_layout, depth=lines, init=[])
+        self.state_mem = MemoryData(shape=chunk_layout, depth=lines, init=[])
         spmem_port = ReadPort.Signature(addr_width=index_bits(lines), shape=chunk_layout)
         super().__init__({
             "hbm": Out(MemoryPortSignature(addr_width=g.hbm_addr_width,
@@ -72,10 +69,10 @@ class FetchUnit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         g = self.geometry
-        m.submodules.rows_mem = self.rows_mem
-        m.submodules.state_mem = self.state_mem
-        for port, memory in ((self.rows_ring, self.rows_mem), (self.rows_post, self.rows_mem),
-                             (self.state_post, self.state_mem)):
+        m.submodules.rows_mem = rows_mem = Memory(data=self.rows_mem)
+        m.submodules.state_mem = state_mem = Memory(data=self.state_mem)
+        for port, memory in ((self.rows_ring, rows_mem), (self.rows_post, rows_mem),
+                             (self.state_post, state_mem)):
             read = memory.read_port()
             m.d.comb += [read.addr.eq(port.addr), read.en.eq(port.en), port.data.eq(read.data)]
         req, resp = self.hbm.req, self.hbm.resp
@@ -131,7 +128,7 @@ class FetchUnit(wiring.Component):
         place = Signal(LANES)                   # the words of the chunk this line fills
         m.d.comb += place.eq(Const((1 << w) - 1, LANES) << (r_line[:shift] * w) if shift
                              else (1 << LANES) - 1)
-        for memory, which in ((self.rows_mem, 0), (self.state_mem, 1)):
+        for memory, which in ((rows_mem, 0), (state_mem, 1)):
             write = memory.write_port(granularity=1)      # one enable per word
             m.d.comb += [
                 write.addr.eq(r_slot * g.chunks + chunk),

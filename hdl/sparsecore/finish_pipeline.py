@@ -10,7 +10,16 @@ from ..lib.stager import check_stages
 from .delay import delayed
 from .layouts import COMBINERS, LANES, OPTIMIZERS, SIGN, chunk_layout, index_bits
 
-__all__ = ["FinishPipeline"]
+__all__ = ["FinishPipeline", "check_finish_stages"]
+
+
+def check_finish_stages(*, mul_stages=3, add_stages=2, sqrt_stages=14, div_stages=16):
+    """``{"mul", "add", "sqrt", "div"}`` stages, raising what :class:`FinishPipeline`
+    raises for them (a tile that builds it in ``elaborate`` refuses them at once)."""
+    return dict(mul=check_stages(mul_stages, 5, name="mul_stages"),
+                add=check_stages(add_stages, 6, name="add_stages"),
+                sqrt=check_stages(sqrt_stages, 27, name="sqrt_stages"),
+                div=check_stages(div_stages, 30, name="div_stages"))
 
 
 class FinishPipeline(wiring.Component):
@@ -73,10 +82,8 @@ class FinishPipeline(wiring.Component):
         self.numerics = check_numerics(numerics)
         self.combiners = tuple(c for c in COMBINERS if c in combiners)
         self.optimizers = tuple(o for o in OPTIMIZERS if o in optimizers)
-        self.stages = dict(mul=check_stages(mul_stages, 5, name="mul_stages"),
-                           add=check_stages(add_stages, 6, name="add_stages"),
-                           sqrt=check_stages(sqrt_stages, 27, name="sqrt_stages"),
-                           div=check_stages(div_stages, 30, name="div_stages"))
+        self.stages = check_finish_stages(mul_stages=mul_stages, add_stages=add_stages,
+                                          sqrt_stages=sqrt_stages, div_stages=div_stages)
         spmem = ReadPort.Signature(addr_width=index_bits(g.max_unique * g.chunks),
                                    shape=chunk_layout)
         super().__init__({

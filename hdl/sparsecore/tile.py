@@ -1,22 +1,18 @@
-# amaranth: UnusedElaboratable=no
-# (The parts are made here and used by this component's elaborate: if the tile itself is
-# never elaborated, the warning about it, from its creator's file, is the one that counts;
-# and a part made before a later part's bad parameter raised need not warn too.)
 """The SparseCore tile: dedup, gather, combine or update, and flush, around an HBM model."""
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import MemoryData, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..arith import check_numerics
-from ..lib.memory_port import check_int
-from ..memory.hbm import HBM
+from ..lib.memory_port import WORD_BITS, check_int
+from ..memory.hbm import HBM, check_hbm_params
 from .bag_walker import BagWalker
 from .chunk_buffer import ChunkBuffer
 from .combine_ring import CombineRing
 from .dedup import Dedup
 from .fetch import FetchUnit
-from .finish_pipeline import FinishPipeline
+from .finish_pipeline import FinishPipeline, check_finish_stages
 from .flush import FlushUnit
 from .layouts import COMBINERS, OPTIMIZERS, Geometry, chunk_layout, feature_list, id_layout
 from .lookup_sequencer import LookupSequencer
@@ -113,9 +109,11 @@ combine_slots : Out(32)
 
     Attributes
     ----------
+    hbm_words : MemoryData
+        The HBM model's storage: the table (line ``id * lines_per_row + j`` is words
+        ``j * words_per_cycle ...`` of row ``id``) then the state region.
     memory_images : dict
-        ``{"hbm": (Memory, "hbm.words")}``: the table (line ``id * lines_per_row +
-        j`` is words ``j * words_per_cycle ...`` of row ``id``) then the state region.
+        ``{"hbm": (hbm_words, "hbm.words")}``.
     """
 
     def __init__(self, *, rows=64, row_words=8, words_per_cycle=8, max_ids=256, max_bags=64,
@@ -136,23 +134,21 @@ combine_slots : Out(32)
         check_int("jitter", jitter, least=0)
         if max_outstanding is None:
             max_outstanding = words_per_cycle * (read_latency + jitter)
-        self.hbm = HBM(size=g.hbm_size, words_per_cycle=words_per_cycle,
-                       read_latency=read_latency, max_outstanding=max_outstanding,
-                       jitter=jitter)
-        self.walker = BagWalker(geometry=g)
-        self.dedup = Dedup(geometry=g)
-        self.fetch = FetchUnit(geometry=g)
-        self.grads_buffer = ChunkBuffer(depth=max_bags * g.chunks)
-        self.lookup_seq = LookupSequencer(geometry=g)
-        self.update_seq = UpdateSequencer(geometry=g)
-        self.ring = CombineRing(geometry=g, numerics=numerics, add_stages=add_stages,
-                                den_lane=bool({"mean", "sqrtn"} & set(self.combiners)))
-        self.finish = FinishPipeline(geometry=g, numerics=numerics, combiners=self.combiners,
-                                     optimizers=self.optimizers, add_stages=add_stages,
-                                     sqrt_stages=sqrt_stages, div_stages=div_stages)
-        self.flush = FlushUnit(geometry=g)
+        # The parts are built in elaborate; what they would refuse is refused here, at once.
+        # (The ring's stages are checked with the finish pipeline's, the same or wider.)
+        self.hbm_params = dict(size=g.hbm_size, words_per_cycle=words_per_cycle,
+                               read_latency=read_latency, max_outstanding=max_outstanding,
+                               jitter=jitter)
+        check_hbm_params(**self.hbm_params)
+        self.numerics = numerics
+        self.stages = dict(add_stages=add_stages, sqrt_stages=sqrt_stages,
+                           div_stages=div_stages)
+        check_finish_stages(**self.stages)
+        # The table's storage, kept from here so runs load and read it before elaboration.
+        self.hbm_words = MemoryData(shape=WORD_BITS * words_per_cycle,
+                                    depth=g.hbm_size // words_per_cycle, init=[])
         # What a whole run may load and read back (sim.blocks.memory_images).
-        self.memory_images = {"hbm": (self.hbm.words, "hbm.words")}
+        self.memory_images = {"hbm": (self.hbm_words, "hbm.words")}
         super().__init__({
             "ids": In(stream.Signature(id_layout)),
             "ends": In(stream.Signature(range(max_ids + 1))),
@@ -173,12 +169,20 @@ combine_slots : Out(32)
     def elaborate(self, platform):
         m = Module()
         g = self.geometry
-        for name in ("hbm", "walker", "dedup", "fetch", "grads_buffer", "lookup_seq",
-                     "update_seq", "ring", "finish", "flush"):
-            m.submodules[name] = getattr(self, name)
-        hbm, walker, dedup, fetch = self.hbm, self.walker, self.dedup, self.fetch
-        lseq, useq, ring, finish, flush = (self.lookup_seq, self.update_seq, self.ring,
-                                           self.finish, self.flush)
+        m.submodules.hbm = hbm = HBM(**self.hbm_params, words=self.hbm_words)
+        m.submodules.walker = walker = BagWalker(geometry=g)
+        m.submodules.dedup = dedup = Dedup(geometry=g)
+        m.submodules.fetch = fetch = FetchUnit(geometry=g)
+        m.submodules.grads_buffer = grads_buffer = ChunkBuffer(depth=g.max_bags * g.chunks)
+        m.submodules.lookup_seq = lseq = LookupSequencer(geometry=g)
+        m.submodules.update_seq = useq = UpdateSequencer(geometry=g)
+        m.submodules.ring = ring = CombineRing(
+            geometry=g, numerics=self.numerics, add_stages=self.stages["add_stages"],
+            den_lane=bool({"mean", "sqrtn"} & set(self.combiners)))
+        m.submodules.finish = finish = FinishPipeline(
+            geometry=g, numerics=self.numerics, combiners=self.combiners,
+            optimizers=self.optimizers, **self.stages)
+        m.submodules.flush = flush = FlushUnit(geometry=g)
         update = self.op == 1
         adagrad = self.optimizer == 1
         built_combiner = _any([_equals(self.combiner, COMBINERS.index(c))
@@ -191,7 +195,7 @@ combine_slots : Out(32)
         wiring.connect(m, wiring.flipped(self.ids), walker.ids)
         wiring.connect(m, wiring.flipped(self.ends), walker.ends)
         wiring.connect(m, walker.tagged, dedup.tagged)
-        wiring.connect(m, wiring.flipped(self.grads), self.grads_buffer.fill)
+        wiring.connect(m, wiring.flipped(self.grads), grads_buffer.fill)
         ids_done = Signal()
         m.d.comb += [
             dedup.n_rows.eq(self.n_rows),
@@ -208,7 +212,7 @@ combine_slots : Out(32)
         wiring.connect(m, dedup.next_read, useq.next_read)
         wiring.connect(m, dedup.occ_read, ring.occ_read)
         wiring.connect(m, fetch.rows_ring, ring.rows_read)
-        wiring.connect(m, self.grads_buffer.read, ring.grads_read)
+        wiring.connect(m, grads_buffer.read, ring.grads_read)
         wiring.connect(m, fetch.rows_post, finish.rows_read)
         wiring.connect(m, fetch.state_post, finish.state_read)
         wiring.connect(m, ring.records, finish.records)
@@ -251,7 +255,7 @@ combine_slots : Out(32)
 
         loaded = Signal()
         m.d.comb += loaded.eq(ids_done & (walker.bags_taken == self.n_bags) & fetch.done
-                              & (~update | (self.grads_buffer.filled == self.n_bags * g.chunks)))
+                              & (~update | (grads_buffer.filled == self.n_bags * g.chunks)))
         # Control: loading, then combining (unless an error stopped the batch), then finished.
         with m.If(~combining & ~self.finished & loaded):
             with m.If(dedup.bad | dedup.overflow | self.unsupported):

@@ -10,8 +10,8 @@ format, configuration layouts, statistics and latency histogram they share, and
 """
 
 from .chip_node import ChipNode, chip_node_signature
-from .chip_system import SYSTEM_PHASES, ChipSystem
+from .chip_system import SYSTEM_PHASES, ChipSystem, chip_system_signature
 from .fabric import face_ports, parse_dims, wired_neighbor
 
 __all__ = ["ChipSystem", "ChipNode", "SYSTEM_PHASES", "face_ports", "wired_neighbor",
-           "parse_dims", "chip_node_signature"]
+           "parse_dims", "chip_node_signature", "chip_system_signature"]

@@ -20,10 +20,35 @@ from .fabric import (config_rows, face_ports, ocs_layout, ocs_switches, parse_di
                      record_refusal, wire_links)
 from .layouts import row_layout
 
-__all__ = ["ChipSystem", "SYSTEM_PHASES"]
+__all__ = ["ChipSystem", "chip_system_signature", "SYSTEM_PHASES"]
 
 #: The phases of a run, by their code on ``phase``.
 SYSTEM_PHASES = ("config", "run", "done")
+
+
+def chip_system_signature(*, dims="2x2", vcs=2, reconfig_cycles=2, n_flags):
+    """The ports of a :class:`ChipSystem` (its docstring) of chips with ``n_flags`` flags
+    each, its parameters checked as it checks them, without building one or its chips: a
+    runner reads them to check a run."""
+    dims = parse_dims(dims)
+    n = math.prod(dims)
+    check_int("vcs", vcs, least=2, most=MAX_VCS)
+    check_int("reconfig_cycles", reconfig_cycles, least=0)
+    ports = 2 * len(dims)
+    most = max(len(p) for p in face_ports(dims))
+    return wiring.Signature({
+        "tables": In(stream.Signature(row_layout(n, len(dims)))),
+        "ocs": In(stream.Signature(ocs_layout(dims))),
+        "alive": In(n), "finished": Out(1), "busy": Out(1), "config_error": Out(1),
+        "phase": Out(2), "cycles": Out(32),
+        "ocs_status": Out(data.StructLayout({"axis": 2, "status": status_layout(most)})),
+        "done": Out(n), "waiting": Out(n),
+        "state": Out(data.ArrayLayout(State, n)), "pc": Out(data.ArrayLayout(32, n)),
+        "error": Out(data.ArrayLayout(range(len(ERROR_CODES)), n)),
+        "flags": Out(data.ArrayLayout(32, n * n_flags)),
+        "link_flits": Out(data.ArrayLayout(32, n * ports)),
+        "dropped": Out(32), "malformed": Out(32),
+    })
 
 
 class ChipSystem(wiring.Component):
@@ -104,23 +129,10 @@ class ChipSystem(wiring.Component):
             f"chip{c}.{name}": (memory, f"chip{c}.{path}")
             for c, node in enumerate(self.nodes)
             for name, (memory, path) in getattr(node, "memory_images", {}).items()}
-        self.n_flags = n_flags = self.nodes[0].flags.shape().length
-        ports = 2 * len(self.dims)
-        most = max(len(p) for p in self.faces)
-        super().__init__({
-            "tables": In(stream.Signature(row_layout(n, len(self.dims)))),
-            "ocs": In(stream.Signature(ocs_layout(self.dims))),
-            "alive": In(n), "finished": Out(1), "busy": Out(1), "config_error": Out(1),
-            "phase": Out(2), "cycles": Out(32),
-            "ocs_status": Out(data.StructLayout({"axis": 2,
-                                                 "status": status_layout(most)})),
-            "done": Out(n), "waiting": Out(n),
-            "state": Out(data.ArrayLayout(State, n)), "pc": Out(data.ArrayLayout(32, n)),
-            "error": Out(data.ArrayLayout(range(len(ERROR_CODES)), n)),
-            "flags": Out(data.ArrayLayout(32, n * n_flags)),
-            "link_flits": Out(data.ArrayLayout(32, n * ports)),
-            "dropped": Out(32), "malformed": Out(32),
-        })
+        self.n_flags = self.nodes[0].flags.shape().length
+        super().__init__(chip_system_signature(dims=dims, vcs=vcs,
+                                               reconfig_cycles=reconfig_cycles,
+                                               n_flags=self.n_flags))
 
     def make_node(self, chip):
         """Chip ``chip``'s component (an export replaces it by an instance of one module)."""

@@ -1,6 +1,3 @@
-# amaranth: UnusedElaboratable=no
-# (The descriptor check is made in __init__ and used by elaborate: if this component is never
-# elaborated, its own warning is the one that counts.)
 """The misc slot's ``dma``: read a descriptor record from SMEM, judge it before the bundle
 commits, and hand it to the DMA engine once the VPU has drained."""
 
@@ -9,7 +6,7 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.memory_port import MemoryPortSignature, check_int, line_addr_width
-from ..memory.dma_check import DescriptorCheck
+from ..memory.dma_check import DescriptorCheck, check_descriptor_check_params
 from ..memory.layouts import ADDRESS_BITS, DIMS, REASONS, descriptor_layout
 from .isa import CONTROL_FIELDS, DESCRIPTOR_FIELDS, DESCRIPTOR_WORDS, ERROR_CODES
 
@@ -83,8 +80,10 @@ class DmaIssue(wiring.Component):
 
     def __init__(self, *, smem_words, hbm_words, vmem_words, n_flags, n_chips=1):
         self.smem_words = check_int("smem_words", smem_words, least=DESCRIPTOR_WORDS)
-        self.precheck = DescriptorCheck(hbm_size=hbm_words, vmem_size=vmem_words,
-                                        n_flags=n_flags, n_chips=n_chips, queue_depth=1)
+        # The check is built in elaborate; its parameters are refused here, at once.
+        self.check_params = dict(hbm_size=hbm_words, vmem_size=vmem_words, n_flags=n_flags,
+                                 n_chips=n_chips, queue_depth=1)
+        check_descriptor_check_params(**self.check_params)
         super().__init__({
             "check": In(stream.Signature(check_layout)),
             "verdict": Out(stream.Signature(verdict_layout)),
@@ -96,7 +95,7 @@ class DmaIssue(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.precheck = precheck = self.precheck
+        m.submodules.precheck = precheck = DescriptorCheck(**self.check_params)
         phase = Signal(_Phase)
         address = Signal(32)
         words = [Signal(32, name=f"record{k}") for k in range(DESCRIPTOR_WORDS)]

@@ -1,14 +1,12 @@
-# amaranth: UnusedElaboratable=no
-# (The register file Memory is made in __init__, so runs can load and read it, and used by
-# elaborate: if this component is never elaborated, its own warning is the one that counts.)
 """The TensorCore sequencer: fetch, decode, fault checks and issue of one bundle at a time."""
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, MemoryData, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..lib.memory_port import MemoryPortSignature, check_int, line_addr_width
+from ..memory.dma_check import check_descriptor_check_params
 from ..memory.layouts import CHIP_BITS, FLAG_BITS, descriptor_layout, flag_set_layout, \
     flag_wait_layout
 from ..vpu.isa import FIELD_BITS as VPU_FIELDS
@@ -142,10 +140,12 @@ class Sequencer(wiring.Component):
 
     Attributes
     ----------
-    sregs : Memory
-        The scalar registers (``s0`` is never written, so it reads 0 when loaded with 0).
-    issue : DmaIssue
-        The ``dma`` reader and judge, a submodule.
+    sregs : MemoryData
+        The scalar registers, built as the ``Memory`` submodule named ``sregs`` (``s0`` is
+        never written, so it reads 0 when loaded with 0).
+    issue_params : dict
+        The parameters of the ``dma`` reader and judge, the
+        :class:`~hdl.tensorcore.dma_issue.DmaIssue` submodule named ``issue``.
     """
 
     def __init__(self, *, imem_depth=256, smem_words=1024, n_flags=16, lanes=8,
@@ -156,11 +156,16 @@ class Sequencer(wiring.Component):
         self.n_flags = check_int("n_flags", n_flags, least=1, most=1 << FLAG_BITS)
         self.lanes, self.vmem_lines, self.mxu, self.mxu_results = check_vpu_shape(
             lanes=lanes, vmem_lines=vmem_lines, mxu=mxu, mxu_results=mxu_results)
-        self.sregs = Memory(shape=32, depth=SREGS, init=[])
+        # The storage only: runs load and read it before anything is elaborated.
+        self.sregs = MemoryData(shape=32, depth=SREGS, init=[])
         check_int("hbm_words", hbm_words, least=1, most=1 << 24)
         check_int("n_chips", n_chips, least=1, most=1 << CHIP_BITS)
-        self.issue = DmaIssue(smem_words=max(smem_words, DESCRIPTOR_WORDS), hbm_words=hbm_words,
-                              vmem_words=vmem_lines * lanes, n_flags=n_flags, n_chips=n_chips)
+        self.issue_params = dict(smem_words=max(smem_words, DESCRIPTOR_WORDS),
+                                 hbm_words=hbm_words, vmem_words=vmem_lines * lanes,
+                                 n_flags=n_flags, n_chips=n_chips)
+        # DmaIssue is built in elaborate; what it would refuse is refused here, at once.
+        check_descriptor_check_params(hbm_size=hbm_words, vmem_size=vmem_lines * lanes,
+                                      n_flags=n_flags, n_chips=n_chips, queue_depth=1)
         super().__init__({
             "start": In(1),
             "imem": Out(MemoryPortSignature(addr_width=line_addr_width(imem_depth),
@@ -181,8 +186,8 @@ class Sequencer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.sregs = sregs = self.sregs
-        m.submodules.issue = issue = self.issue
+        m.submodules.sregs = sregs = Memory(data=self.sregs)
+        m.submodules.issue = issue = DmaIssue(**self.issue_params)
         wiring.connect(m, issue.dma, wiring.flipped(self.dma))
         m.d.comb += [self.smem_record.req.valid.eq(issue.smem.req.valid),
                      self.smem_record.req.payload.addr.eq(issue.smem.req.payload.addr),

@@ -2,10 +2,10 @@
 
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from ..lib.memory_port import check_int
+from ..lib.stream_queue import StreamQueue
 from ..vpu.layouts import PROGRAM_LAYOUT
 from .isa import VECTOR_SLOTS
 
@@ -68,10 +68,10 @@ class VectorQueue(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.fifo = fifo = SyncFIFOBuffered(width=VECTOR_LAYOUT.size, depth=self.depth)
-        m.d.comb += [fifo.w_data.eq(self.bundles.payload), fifo.w_en.eq(self.bundles.valid),
-                     self.bundles.ready.eq(fifo.w_rdy)]
-        head = VECTOR_LAYOUT(fifo.r_data)
+        m.submodules.fifo = fifo = StreamQueue(shape=VECTOR_LAYOUT, depth=self.depth,
+                                               buffered=True)
+        wiring.connect(m, wiring.flipped(self.bundles), fifo.i)
+        head = fifo.o.payload
         sent = Signal(len(VECTOR_SLOTS))            # words of the head already sent
         left = Signal(len(VECTOR_SLOTS))
         m.d.comb += left.eq(head.used & ~sent)
@@ -82,11 +82,11 @@ class VectorQueue(wiring.Component):
         last = ~(rest & ~second).any()              # this beat empties the head
         words = list(head.words)
         m.d.comb += [
-            self.program.valid.eq(fifo.r_rdy),
+            self.program.valid.eq(fifo.o.valid),
             self.program.payload.words[0].eq(_select(first, words)),
             self.program.payload.words[1].eq(_select(second, words)),
             self.program.payload.count.eq(Mux(rest.any(), 2, 1)),
-            fifo.r_en.eq(self.program.valid & self.program.ready & last),
+            fifo.o.ready.eq(self.program.valid & self.program.ready & last),
             self.empty.eq(fifo.level == 0),
         ]
         with m.If(self.program.valid & self.program.ready):

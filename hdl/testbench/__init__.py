@@ -11,11 +11,12 @@ Everything here synthesizes, so the same tops can be built for an FPGA.
 """
 
 from .generator import TrafficGenerator
-from .network_system import PHASES, NetworkSystem, readout_beats
+from .network_system import PHASES, NetworkSystem, network_system_signature, readout_beats
 from .node import NetworkNode, node_signature
 from .run_harness import RunHarness
 from .sink import TrafficSink
 from .stream_endpoints import StreamPlayer, StreamRecorder
 
 __all__ = ["RunHarness", "StreamPlayer", "StreamRecorder", "NetworkSystem", "NetworkNode",
-           "TrafficGenerator", "TrafficSink", "PHASES", "readout_beats", "node_signature"]
+           "TrafficGenerator", "TrafficSink", "PHASES", "readout_beats", "node_signature",
+           "network_system_signature"]

@@ -3,12 +3,12 @@ and an injector that turns queued packets into probe packets (``hdl.system.layou
 
 from amaranth.hdl import C, Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
-from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..ici.layouts import CHIP_BITS, OPCODES, flit_layout, route_word_layout
 from ..lib.memory_port import check_int
+from ..lib.stream_queue import StreamQueue
 from ..lib.xorshift import GAP_BITS, Xorshift32, xorshift32
 from ..system.layouts import (FLIT_WORDS, MAX_LOCAL_PORTS, MAX_PACKET_FLITS, MODES,
                               TIME_BITS, payload_word, tag_fields)
@@ -134,16 +134,16 @@ class TrafficGenerator(wiring.Component):
 
         # Creation: a Bernoulli trial every cycle.
         m.submodules.trials = trials = Xorshift32()
-        m.submodules.queue = queue = SyncFIFO(width=TIME_BITS, depth=self.source_queue)
+        m.submodules.queue = queue = StreamQueue(shape=TIME_BITS, depth=self.source_queue)
         fire = Signal()
         m.d.comb += [trials.seed.eq(self.seed ^ create_salt), trials.run.eq(self.go),
                      fire.eq(self.go & self.create & self.sends
                              & (trials.value[:GAP_BITS] < self.threshold)),
-                     queue.w_data.eq(self.now[:TIME_BITS]),
-                     queue.w_en.eq(fire & queue.w_rdy)]
+                     queue.i.payload.eq(self.now[:TIME_BITS]),
+                     queue.i.valid.eq(fire & queue.i.ready)]
         m.d.sync += [self.created.eq(self.created + fire),
                      self.created_window.eq(self.created_window + (fire & self.window)),
-                     self.overflow.eq(self.overflow + (fire & ~queue.w_rdy))]
+                     self.overflow.eq(self.overflow + (fire & ~queue.i.ready))]
 
         # Destinations. The random word steps only when used, so the header holds.
         draws = Signal(32, init=1)
@@ -212,18 +212,18 @@ class TrafficGenerator(wiring.Component):
             route.src.eq(self.node), route.length.eq(self.packet_flits),
         ]
         # Target word: time stamp, tag, space (1 for a write; flipped when corrupted).
-        target = Cat(queue.r_data, tag, ~one_flit ^ (corrupt & one_flit))
+        target = Cat(queue.o.payload, tag, ~one_flit ^ (corrupt & one_flit))
 
         words = [payload_word(self.node, cur_dst, cur_tag, 2 * (flit - 1) + k)
                  for k in range(FLIT_WORDS)]
         words[-1] = words[-1] ^ (cur_corrupt & last)
         m.d.comb += [
-            self.inject.valid.eq(Mux(body, 1, self.go & queue.r_rdy & dst_ok)),
+            self.inject.valid.eq(Mux(body, 1, self.go & queue.o.valid & dst_ok)),
             self.inject.payload.eq(Mux(body, Cat(*words), Cat(route, target))),
         ]
 
         take = self.inject.valid & self.inject.ready
-        m.d.comb += [queue.r_en.eq(header_take),
+        m.d.comb += [queue.o.ready.eq(header_take),
                      seq_write.en.eq(header_take & ~malformed),
                      self.tail.eq(take & Mux(body, last, one_flit)),
                      self.queued.eq(queue.level + body)]
@@ -239,7 +239,7 @@ class TrafficGenerator(wiring.Component):
             m.d.sync += [flit.eq(flit + 1), body.eq(~last)]
 
         # Next destination: a new draw after every header, or while this one is not alive.
-        redraw = header_take | (~body & queue.r_rdy & ~dst_ok)
+        redraw = header_take | (~body & queue.o.valid & ~dst_ok)
         message_end = in_message == self.message_packets - 1
         with m.If(~self.go):
             m.d.sync += [draws.eq(Mux((self.seed ^ dst_salt) == 0, 1, self.seed ^ dst_salt)),
@@ -248,7 +248,7 @@ class TrafficGenerator(wiring.Component):
             with m.If(redraw & (self.mode == MODES["uniform"])):
                 m.d.sync += draws.eq(xorshift32(draws))
             with m.If(self.mode == MODES["all_to_all"]):
-                advance = (header_take & message_end) | (~body & queue.r_rdy & ~dst_ok)
+                advance = (header_take & message_end) | (~body & queue.o.valid & ~dst_ok)
                 with m.If(header_take):
                     m.d.sync += in_message.eq(Mux(message_end, 0, in_message + 1))
                 with m.If(advance):

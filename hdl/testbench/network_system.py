@@ -18,8 +18,8 @@ from ..system.layouts import (BUCKETS, HIST_BASE, MAX_LOCAL_PORTS, MAX_PACKET_FL
                               STATS, TIME_BITS, latency_bucket_hw, node_row_layout, row_layout)
 from .node import NetworkNode
 
-__all__ = ["NetworkSystem", "PHASES", "parse_dims", "face_ports", "wired_neighbor",
-           "readout_beats", "ocs_layout"]
+__all__ = ["NetworkSystem", "network_system_signature", "PHASES", "parse_dims", "face_ports",
+           "wired_neighbor", "readout_beats", "ocs_layout"]
 
 #: The phases of a run, by their code on ``phase``.
 PHASES = ("config", "run", "drain", "readout", "done")
@@ -29,6 +29,35 @@ def readout_beats(n_nodes):
     """The most words on ``stats``: each node's ``N_STATS`` statistics, then the
     histogram summed over the nodes, up to the bin of the largest ``latency_max``."""
     return n_nodes * N_STATS + BUCKETS
+
+
+def network_system_signature(*, dims="4x4", vcs=2, buffer_flits=8, link_latency=2,
+                             local_ports=1, source_queue=64, reconfig_cycles=2):
+    """The ports of a :class:`NetworkSystem` with these parameters (its docstring), checked
+    as it checks them, without building one: a runner reads them to check a run.
+    ``buffer_flits``, ``link_latency`` and ``source_queue`` are the nodes' (checked when
+    they are built) and do not change the ports."""
+    dims = parse_dims(dims)
+    n = math.prod(dims)
+    check_int("vcs", vcs, least=2, most=MAX_VCS)
+    check_int("local_ports", local_ports, least=1, most=MAX_LOCAL_PORTS)
+    check_int("reconfig_cycles", reconfig_cycles, least=0)
+    most = max(len(p) for p in face_ports(dims))
+    return wiring.Signature({
+        "tables": In(stream.Signature(row_layout(n, len(dims)))),
+        "ocs": In(stream.Signature(ocs_layout(dims))),
+        "stats": Out(stream.Signature(32)),
+        "alive": In(n), "mode": In(2), "threshold": In(GAP_BITS + 1),
+        "stall": In(GAP_BITS + 1),
+        "packet_flits": In(range(MAX_PACKET_FLITS + 1)), "message_packets": In(16),
+        "corrupt_every": In(16), "malformed_every": In(16),
+        "cycles": In(32), "warmup": In(32), "watchdog": In(32), "fault_at": In(32),
+        "finished": Out(1), "busy": Out(1), "hung": Out(1), "config_error": Out(1),
+        "phase": Out(3), "hang_phase": Out(3), "outstanding": Out(32),
+        "run_cycles": Out(32), "drain_cycles": Out(32),
+        "ocs_status": Out(data.StructLayout({"axis": 2,
+                                             "status": status_layout(most)})),
+    })
 
 
 class NetworkSystem(wiring.Component):
@@ -109,32 +138,16 @@ class NetworkSystem(wiring.Component):
 
     def __init__(self, *, dims="4x4", vcs=2, buffer_flits=8, link_latency=2, local_ports=1,
                  source_queue=64, reconfig_cycles=2):
+        signature = network_system_signature(dims=dims, vcs=vcs, local_ports=local_ports,
+                                             reconfig_cycles=reconfig_cycles)
         self.dims = parse_dims(dims)
         self.n_nodes = n = math.prod(self.dims)
-        check_int("vcs", vcs, least=2, most=MAX_VCS)
-        check_int("local_ports", local_ports, least=1, most=MAX_LOCAL_PORTS)
-        check_int("reconfig_cycles", reconfig_cycles, least=0)
         self.node_params = dict(dims=len(self.dims), vcs=vcs, buffer_flits=buffer_flits,
                                 link_latency=link_latency, n_nodes=n,
                                 local_ports=local_ports, source_queue=source_queue)
         self.vcs, self.reconfig_cycles = vcs, reconfig_cycles
         self.faces = face_ports(self.dims)
-        most = max(len(p) for p in self.faces)
-        super().__init__({
-            "tables": In(stream.Signature(row_layout(n, len(self.dims)))),
-            "ocs": In(stream.Signature(ocs_layout(self.dims))),
-            "stats": Out(stream.Signature(32)),
-            "alive": In(n), "mode": In(2), "threshold": In(GAP_BITS + 1),
-            "stall": In(GAP_BITS + 1),
-            "packet_flits": In(range(MAX_PACKET_FLITS + 1)), "message_packets": In(16),
-            "corrupt_every": In(16), "malformed_every": In(16),
-            "cycles": In(32), "warmup": In(32), "watchdog": In(32), "fault_at": In(32),
-            "finished": Out(1), "busy": Out(1), "hung": Out(1), "config_error": Out(1),
-            "phase": Out(3), "hang_phase": Out(3), "outstanding": Out(32),
-            "run_cycles": Out(32), "drain_cycles": Out(32),
-            "ocs_status": Out(data.StructLayout({"axis": 2,
-                                                 "status": status_layout(most)})),
-        })
+        super().__init__(signature)
 
     def make_node(self, chip):
         """Node ``chip``'s component (an export replaces it by an instance of one module)."""

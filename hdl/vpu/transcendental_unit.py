@@ -1,5 +1,3 @@
-# amaranth: UnusedElaboratable=no
-# (__init__ makes a core of each function only to read its latency.)
 """The VPU's transcendental unit: ``rcp``, ``rsqrt`` and ``exp``, one sublane a cycle."""
 
 from amaranth.hdl import Cat, Module, Signal
@@ -55,8 +53,7 @@ class TranscendentalUnit(wiring.Component):
         self.numerics = check_numerics(numerics)
         self.functions = check_ops(functions, tuple(FUNCTIONS), what="functions")
         #: Each function's core latency.
-        self.depths = {name: FUNCTIONS[name](numerics=numerics).latency
-                       for name in self.functions}
+        self.depths = {name: FUNCTIONS[name].DEFAULT_STAGES for name in self.functions}
         self.latency = SUBLANES + max(self.depths.values())
         layout = data.StructLayout({"fn": 2, "dest": REG_BITS, "src": vreg_bits(lanes)})
         super().__init__({"issue": In(stream.Signature(layout)),

@@ -1,9 +1,6 @@
-# amaranth: UnusedElaboratable=no
-# (The register file Memory is made in __init__, so runs can load and read it, and used by
-# elaborate: if this component is never elaborated, its own warning is the one that counts.)
 """The VPU: a dual-issue, in-order vector unit with a scoreboard (SPEC section 4.2)."""
 
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Const, MemoryData, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -134,9 +131,9 @@ class VPU(wiring.Component):
 
     Attributes
     ----------
-    regfile : Memory
-        The vregs, a submodule named ``regfile``: entry ``r`` is ``v<r>``, sublane
-        ``s``, lane ``j`` in bits ``32 * (s * lanes + j)`` up.
+    regfile : MemoryData
+        The vregs, built as the ``Memory`` submodule named ``regfile``: entry ``r`` is
+        ``v<r>``, sublane ``s``, lane ``j`` in bits ``32 * (s * lanes + j)`` up.
     """
 
     def __init__(self, *, lanes=8, numerics="tpu", vmem_lines=256, mxu=False, mxu_results=16,
@@ -149,7 +146,8 @@ class VPU(wiring.Component):
         self.alu_ops = [op for op in self.ops if op in ALU_OPS]
         self.functions = [op for op in self.ops if op in FUNCTIONS]
         self.reductions = [_REDUCTIONS[op] for op in self.ops if op in _REDUCTIONS]
-        self.regfile = Memory(shape=vreg_bits(lanes), depth=VREGS, init=[])
+        # The storage only: runs load and read it before anything is elaborated.
+        self.regfile = MemoryData(shape=vreg_bits(lanes), depth=VREGS, init=[])
         members = {
             "program": In(stream.Signature(PROGRAM_LAYOUT)),
             "vmem": Out(MemoryPortSignature(addr_width=line_addr_width(vmem_lines),
@@ -177,7 +175,7 @@ class VPU(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         lanes = self.lanes
-        m.submodules.regfile = regfile = self.regfile
+        m.submodules.regfile = regfile = Memory(data=self.regfile)
         alu_ops, functions, reductions = self.alu_ops, self.functions, self.reductions
         alus = [self.make_alu(alu_ops) for _ in range(2)] if alu_ops else []
         for k, alu in enumerate(alus):

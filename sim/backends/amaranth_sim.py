@@ -57,7 +57,7 @@ def simulate_whole(run, component_class, *, waves=None, progress=None):
     def make():
         component = component_class(**run.params)
         return KeptSimulation(make_harness(run, component), images={
-            name: memory.data for name, (memory, _path) in memory_images(component).items()})
+            name: memory for name, (memory, _path) in memory_images(component).items()})
     key = design_key(component_class, run.params)
     if key is not None:
         key += (run.until, run.busy, tuple(sorted(run.depths.items())),

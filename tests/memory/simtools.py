@@ -13,11 +13,11 @@ from ..support import pack_lines, simulate, unpack_lines
 
 def load(ctx, memory, words, per_line):
     for index, line in enumerate(pack_lines(words, per_line)):
-        ctx.set(memory.data[index], line)
+        ctx.set(memory[index], line)
 
 
 def read_back(ctx, memory, per_line):
-    return unpack_lines([ctx.get(memory.data[i]) for i in range(memory.depth)], per_line)
+    return unpack_lines([ctx.get(memory[i]) for i in range(memory.depth)], per_line)
 
 
 async def put(ctx, stream, payload):

@@ -36,10 +36,10 @@ def _run(ids, *, n_rows, max_unique=16, gaps=()):
         for name in ("unique", "bad", "bad_position", "bad_count", "overflow",
                      "overflow_position"):
             got[name] = ctx.get(getattr(dut, name))
-        got["uniq"] = [ctx.get(dut.uniq_mem.data[u]) for u in range(got["unique"])]
-        got["tail"] = [ctx.get(dut.tail_mem.data[u]) for u in range(got["unique"])]
-        got["occ"] = [ctx.get(dut.occ_mem.data[k]) for k in range(len(ids))]
-        got["next"] = [ctx.get(dut.next_mem.data[k]) for k in range(len(ids))]
+        got["uniq"] = [ctx.get(dut.uniq_mem[u]) for u in range(got["unique"])]
+        got["tail"] = [ctx.get(dut.tail_mem[u]) for u in range(got["unique"])]
+        got["occ"] = [ctx.get(dut.occ_mem[k]) for k in range(len(ids))]
+        got["next"] = [ctx.get(dut.next_mem[k]) for k in range(len(ids))]
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)

@@ -181,7 +181,7 @@ class CoreRunner:
         for name in images:
             memory = images[name][0]
             for index, value in enumerate(case[name]):
-                ctx.set(memory.data[index], value)
+                ctx.set(memory[index], value)
         ctx.set(core.start, 1)
         cycles, status, stop_cycle = 0, None, None
         while status is None:
@@ -214,7 +214,7 @@ class CoreRunner:
         out["dma_rejected"] = ctx.get(core.dma_rejected)
         for name in images:
             memory = images[name][0]
-            out[name] = [ctx.get(memory.data[i]) for i in range(memory.depth)]
+            out[name] = [ctx.get(memory[i]) for i in range(memory.depth)]
         self.out = out
 
 

@@ -160,7 +160,7 @@ def _run(program, *, lanes=1, vregs=None, vmem_lines=64, numerics="tpu", ops=Non
     async def bench(ctx):
         if vregs is not None:
             for r in range(golden.VREGS):
-                ctx.set(dut.vpu.regfile.data[r],
+                ctx.set(dut.vpu.regfile[r],
                         sum(int(w) << (32 * i) for i, w in enumerate(vregs[r].ravel())))
         counts = [ctx.get(dut.executed)]       # counts[c]: instructions issued before cycle c
         for beat in beats:
@@ -180,10 +180,10 @@ def _run(program, *, lanes=1, vregs=None, vmem_lines=64, numerics="tpu", ops=Non
         issued.extend(next(c for c in range(len(counts) - 1) if counts[c + 1] > i)
                       for i in range(counts[-1]))
         width = 8 * lanes
-        state["vregs"] = np.array([[(ctx.get(dut.vpu.regfile.data[r]) >> (32 * i)) & 0xFFFFFFFF
+        state["vregs"] = np.array([[(ctx.get(dut.vpu.regfile[r]) >> (32 * i)) & 0xFFFFFFFF
                                     for i in range(width)] for r in range(golden.VREGS)],
                                   np.uint64).astype(np.uint32).reshape(golden.VREGS, 8, lanes)
-        state["vmem"] = np.array([(ctx.get(dut.vmem.words.data[line]) >> (32 * i)) & 0xFFFFFFFF
+        state["vmem"] = np.array([(ctx.get(dut.vmem.words[line]) >> (32 * i)) & 0xFFFFFFFF
                                   for line in range(vmem_lines) for i in range(lanes)],
                                  np.uint64).astype(np.uint32)
         state.update({name: ctx.get(getattr(dut, name))
