@@ -30,9 +30,12 @@ BLOCK = "tensorcore"
 #: The chip ``matmul`` builds: 8 lanes and an 8x8 MXU, an 80-row MXU result queue (the
 #: kernel keeps 10 pushes in flight), a 16-bundle vector queue (the sequencer runs that far
 #: ahead of the VPU through flag waits and DMA issue), a VMEM line per cycle from HBM, and
-#: only the ALU operations the kernel uses (a smaller build).
+#: only the ALU operations the kernel uses (a smaller build). Its memories have fixed sizes,
+#: so one build serves every matmul that fits (1 MiB of HBM: 256x256x256 does, with room to
+#: spare); a larger one is refused before any work.
 MATMUL_CHIP = dict(lanes=8, mxu_results=80, vector_queue=16, vmem_lines=512, imem_depth=256,
-                   words_per_cycle=8, read_latency=4, ops=("xor", "max"))
+                   words_per_cycle=8, read_latency=4, ops=("xor", "max"), hbm_words=1 << 18,
+                   smem_words=1024)
 
 
 class ChipError(RuntimeError):
@@ -283,6 +286,13 @@ def matmul(x, w, *, activation=None, numerics="tpu", backend="verilator", waves=
                          vmem_lines=MATMUL_CHIP["vmem_lines"])
     chip = dict(MATMUL_CHIP, mxu_results=max(MATMUL_CHIP["mxu_results"],
                                              kernel.mxu_results))
+    for name, image in (("hbm_words", kernel.hbm), ("smem_words", kernel.smem)):
+        if image.size > chip[name]:
+            memory = name.removesuffix("_words").upper()
+            (m, k), n = np.shape(x), np.shape(w)[1]
+            raise ValueError(f"a {m}x{k} @ {k}x{n} matmul "
+                             f"needs {image.size:,} words of {memory}; the chip has "
+                             f"{chip[name]:,} (sim.chip.MATMUL_CHIP)")
     result = run(kernel.program, hbm=kernel.hbm, vmem=kernel.vmem, smem=kernel.smem,
                  numerics=numerics, backend=backend, chip=chip, waves=waves,
                  progress=progress)

@@ -45,6 +45,7 @@ from hdl.memory.dma_system import STAMPS
 from hdl.memory.layouts import REASONS, SPACES, descriptor_layout, error_layout
 
 from .backends import check_backend, run_whole
+from .checks import check_probability
 from .backends.whole_run import WholeRun, pack_words, unpack_words
 
 __all__ = ["run", "run_stamped", "DmaRun", "DmaStamps", "descriptor_beat", "push_flits",
@@ -222,6 +223,12 @@ def run_stamped(hbm, vmem, descriptors, *, outstanding=4, read_latency=4, words_
     if vmem.size == 0 or vmem.size % lanes:
         raise ValueError(f"vmem must hold a positive multiple of lanes ({lanes}) words, "
                          f"not {vmem.size}")
+    if isinstance(descriptors, Descriptor) or not hasattr(descriptors, "__iter__"):
+        raise TypeError(f"descriptors must be a list of golden.memory.Descriptor, not "
+                        f"{type(descriptors).__name__} (a single descriptor goes in a list: "
+                        f"[descriptor])")
+    check_probability("idle", idle)
+    check_probability("stall", stall)
     descriptors = list(descriptors)
     for index, descriptor in enumerate(descriptors):
         if not isinstance(descriptor, Descriptor):

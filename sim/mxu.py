@@ -23,6 +23,7 @@ from hdl.mxu import mxu_latency
 
 from .backends import check_backend, run_whole
 from .backends.whole_run import WholeRun
+from .checks import check_probability
 from .transactors import StreamSink, StreamSource, run_transactors
 
 __all__ = ["matmul", "MatmulRun", "MatmulPlan", "plan_matmul", "matmul_run", "run_plan",
@@ -205,10 +206,21 @@ def matmul_cycles(spans):
     return spans["result"][1] - first_in + 1
 
 
+#: The largest array edge a run accepts: the tpu_v6e preset's 256. (Larger arrays do not
+#: build on a 24 GB machine; docs/simulation.md.)
+MAX_EDGE = 256
+
+
 def _check_matrix(value, name, dtype, ndim=2):
+    """``value`` as an array of ``dtype``; its bit patterns (uint16 for bf16, uint32 for
+    fp32) are taken too, as :func:`sim.chip.matmul` and the command line take them."""
+    bits = np.uint16 if np.dtype(dtype).itemsize == 2 else np.uint32
+    if isinstance(value, np.ndarray) and value.dtype == bits:
+        value = value.view(dtype)
     if not isinstance(value, np.ndarray) or value.dtype != dtype:
         got = value.dtype if isinstance(value, np.ndarray) else type(value).__name__
-        raise ValueError(f"{name} must be a numpy array of {np.dtype(dtype).name}, not {got}")
+        raise ValueError(f"{name} must be a numpy array of {np.dtype(dtype).name} (or its "
+                         f"{np.dtype(bits).name} bit patterns), not {got}")
     if value.ndim != ndim or 0 in value.shape:
         raise ValueError(f"{name} must be a non-empty 2-D array, not shape {value.shape}")
     return value
@@ -217,6 +229,9 @@ def _check_matrix(value, name, dtype, ndim=2):
 def _check_size(value, name):
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{name} must be a positive integer, not {value!r}")
+    if value > MAX_EDGE:
+        raise ValueError(f"{name} must be at most {MAX_EDGE} (the tpu_v6e preset), not "
+                         f"{value:,}")
 
 
 def matmul(x, w, *, rows=8, cols=8, numerics="tpu", acc=None, backend="amaranth", waves=None,
@@ -226,23 +241,27 @@ def matmul(x, w, *, rows=8, cols=8, numerics="tpu", acc=None, backend="amaranth"
     ``x`` is ``ml_dtypes.bfloat16`` [M, K], ``w`` bfloat16 [K, N] and ``acc``,
     if given, ``np.float32`` [M, N]: each output starts from ``acc`` (else
     +0.0) and accumulates k = 0..K-1 in order, bit-identical to
-    :func:`golden.mxu.matmul`. ``waves`` names a VCD file to write;
+    :func:`golden.mxu.matmul` (uint16 and uint32 bit patterns are taken too).
+    ``rows`` and ``cols`` are at most :data:`MAX_EDGE`. ``waves`` names a .vcd or .fst
+    file to write;
     ``progress`` is called now and then with (cycle, status) during the run.
     ``idle`` and ``stall`` (probabilities, default 0) add seeded random gaps
     to the input streams and backpressure on the results, inside the
     simulation; the results do not change, the cycles do.
     """
-    _check_matrix(x, "x", ml_dtypes.bfloat16)
-    _check_matrix(w, "w", ml_dtypes.bfloat16)
+    x = _check_matrix(x, "x", ml_dtypes.bfloat16)
+    w = _check_matrix(w, "w", ml_dtypes.bfloat16)
     if x.shape[1] != w.shape[0]:
         raise ValueError(f"x is {x.shape[0]}x{x.shape[1]} but w is {w.shape[0]}x{w.shape[1]}: "
                          f"their K differ")
     if acc is not None:
-        _check_matrix(acc, "acc", np.float32)
+        acc = _check_matrix(acc, "acc", np.float32)
         if acc.shape != (x.shape[0], w.shape[1]):
             raise ValueError(f"acc must be {x.shape[0]}x{w.shape[1]}, not {acc.shape}")
     _check_size(rows, "rows")
     _check_size(cols, "cols")
+    check_probability("idle", idle)
+    check_probability("stall", stall)
     check_numerics(numerics)
     check_backend(backend)
     plan = plan_matmul(x.view(BF16.bits_dtype), w.view(BF16.bits_dtype),

@@ -65,6 +65,7 @@ from hdl.testbench import (PHASES, NetworkSystem, network_system_signature, node
                            readout_beats)
 
 from .backends import check_backend
+from .checks import check_waves
 from .backends.whole_run import WholeRun, check_run
 from .transactors import SimulationHang
 
@@ -611,6 +612,7 @@ def _signature_params(params):
 
 
 def _simulate(whole, *, backend, waves, progress):
+    check_waves(waves)
     check_run(whole, network_system_signature(**whole.params), {})
     if backend == "amaranth":
         from .backends.amaranth_sim import simulate_whole

@@ -263,7 +263,10 @@ def update(table, indices, offsets, grads, *, optimizer="sgd", lr, state=None,
     n_rows, width = table.shape
     indices, offsets, _ = check_csr(indices, offsets)   # ids are the tile's to check
     grads = fp32_array(grads, "grads", (len(offsets) - 1, width))
-    lr = fp32_scalar(lr, name="lr")
+    given, lr = lr, fp32_scalar(lr, name="lr")
+    if not np.isfinite(lr.view(np.float32)):
+        raise ValueError(f"lr must be a finite fp32 number, not {given!r} (it would write NaN "
+                         f"or inf into every row it updates)")
     if optimizer == "sgd":
         if state is not None:
             raise ValueError("sgd keeps no state: state must be None")

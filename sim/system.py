@@ -36,6 +36,7 @@ from hdl.tensorcore.isa import ERROR_CODES
 from hdl.tensorcore.sequencer import State
 
 from .backends import check_backend, self_loading
+from .checks import check_waves
 from .backends.self_loading import add_to_module, loader_verilog
 from .backends.whole_run import WholeRun, check_run, memory_depth, pack_words, unpack_words
 from .blocks import MemoryImage
@@ -434,6 +435,15 @@ def _bits(inputs, dtype):
     if array.dtype == np.uint32:
         return array, None
     want = np.float32 if dtype == "float32" else np.int32
+    if not isinstance(inputs, np.ndarray):
+        # Nested lists of Python numbers, as a user writes them: floats are values (rounded
+        # to fp32), integers int32 values; numpy arrays keep their own dtype's meaning.
+        if dtype == "float32" and array.dtype.kind in "fiu":
+            array = array.astype(np.float32)
+        elif dtype == "int32" and array.dtype.kind in "iu":
+            if array.size and (array.min() < -2**31 or array.max() >= 2**31):
+                raise ValueError("int32 inputs must lie in [-2**31, 2**31)")
+            array = array.astype(np.int32)
     if array.dtype != want:
         raise ValueError(f"{dtype} inputs must be {np.dtype(want).name} values or uint32 bit "
                          f"patterns, not {array.dtype}")
@@ -505,6 +515,7 @@ def _check_read_out(signature, dims):
 
 
 def _simulate(whole, *, backend, waves, progress):
+    check_waves(waves)
     images = _images(whole.params)
     params = whole.params
     signature = chip_system_signature(dims=params["dims"], vcs=params["vcs"],

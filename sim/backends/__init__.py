@@ -19,6 +19,7 @@ below it is a leaf that never imports the package back.
 """
 
 from ..blocks import block_interface, component_class
+from ..checks import check_waves
 from ..toolchain import BACKENDS, ToolMissing, check_backend
 from .whole_run import check_run
 
@@ -33,6 +34,7 @@ def run_whole(run, *, backend="amaranth", waves=None, progress=None):
     the watchdog expires, and ValueError for a run that does not fit the block.
     """
     check_backend(backend)
+    check_waves(waves)
     signature, images = block_interface(run.block, run.params)
     check_run(run, signature, images)
     if backend == "amaranth":
@@ -52,6 +54,7 @@ def run_program(block, params, program, *, backend="amaranth", waves=None, cover
     to the cocotb backends only.
     """
     check_backend(backend)
+    check_waves(waves)
     if backend == "amaranth":
         from .amaranth_sim import simulate_block
         return simulate_block(component_class(block), params or {}, program, waves=waves)

@@ -161,7 +161,7 @@ _bf16 = lambda *shape: np.zeros(shape, ml_dtypes.bfloat16)
 
 @pytest.mark.parametrize("call, message", [
     (lambda: mxu.matmul(np.zeros((2, 2), np.float32), _bf16(2, 2)),
-     "x must be a numpy array of bfloat16, not float32"),
+     r"x must be a numpy array of bfloat16 \(or its uint16 bit patterns\), not float32"),
     (lambda: mxu.matmul(_bf16(2, 3), _bf16(2, 2)), "x is 2x3 but w is 2x2: their K differ"),
     (lambda: mxu.matmul(_bf16(2, 2), _bf16(2, 2), acc=np.zeros((3, 2), np.float32)),
      r"acc must be 2x2, not \(3, 2\)"),
