@@ -7,6 +7,10 @@ gaps on both sides, a cycle counter, time stamps and a watchdog, so a run is
 the memories back". Nothing acts per cycle from outside, which is what lets a
 compiled simulator run at full speed, and the same top synthesizes for an
 FPGA.
+
+Built ``streamed``, the memories are rings of a fixed depth that a host keeps
+going between clock edges instead, so the build no longer depends on how much
+data a run carries (the compiled backends' testbench is that host).
 """
 
 import zlib

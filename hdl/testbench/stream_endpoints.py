@@ -44,8 +44,9 @@ def check_depth(depth):
 
 def _counts(depth, ring):
     """The shape of an endpoint's beat counts: up to its depth, or anything for a ring."""
-    if ring and depth & (depth - 1):
-        raise ValueError(f"a ring's depth must be a power of two, not {depth}")
+    if ring and (depth < 2 or depth & (depth - 1)):
+        # Two entries at least: the beat on offer, and the next one written behind it.
+        raise ValueError(f"a ring's depth must be a power of two from 2, not {depth}")
     # A power of two wraps the address for free: the memory takes the count's low bits.
     return COUNT_BITS if ring else range(depth + 1)
 

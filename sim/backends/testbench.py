@@ -63,7 +63,8 @@ def testbench_verilog(harness, *, module="harness", images=None):
               if m.flow == In and name != "start" and name not in hosted]
     outputs = [name for name, m in members.items() if m.flow != In]
     into = harness.loopbacks                      # {player: recorder}
-    loops = {recorder: player for player, recorder in into.items()}
+    loops = {recorder: [p for p, r in into.items() if r == recorder]
+             for recorder in dict.fromkeys(into.values())}      # {recorder: [player, ...]}
 
     def width(name):
         return Shape.cast(members[name].shape).width
@@ -168,8 +169,7 @@ def _ring_host(harness, players, recorders, into, loops):
         lines += [f"    while ({drained} != {name}_transfers) begin",
                   f"      tb_{name}_beat = dut.record_{name}.beats[{slot(name, drained)}];",
                   f'      if (tb_{name}_fd != 0) $fwrite(tb_{name}_fd, "%h\\n", tb_{name}_beat);']
-        if name in loops:
-            player = loops[name]
+        for player in loops.get(name, ()):
             # Past the player's count a beat is only recorded, as in the harness' loop.
             lines += [f"      if (tb_{player}_loaded + {drained} < {player}_count)",
                       f"        tb_{player}_loop.push_back(tb_{name}_beat);"]
