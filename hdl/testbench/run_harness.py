@@ -7,6 +7,10 @@ gaps on both sides, a cycle counter, time stamps and a watchdog, so a run is
 the memories back". Nothing acts per cycle from outside, which is what lets a
 compiled simulator run at full speed, and the same top synthesizes for an
 FPGA.
+
+Built ``streamed``, the memories are rings of a fixed depth that a host keeps
+going between clock edges instead, so the build no longer depends on how much
+data a run carries (the compiled backends' testbench is that host).
 """
 
 import zlib
@@ -48,7 +52,7 @@ class RunHarness(wiring.Component):
         the inputs of any other interface are held at their reset values.
     depths : dict of str to int
         Memory entries for each stream port: a player for an input stream, a
-        recorder for an output stream.
+        recorder for an output stream (powers of two if ``streamed``).
     until : str, optional
         A 1-bit plain output of the design that says it has finished; with it
         the run is done once every player has sent its count and this output
@@ -65,7 +69,18 @@ class RunHarness(wiring.Component):
         the player's memory after the ``<player>_loaded`` preloaded beats (at
         most up to the player's count), and the player may send them as soon
         as they are written. This chains results back in, as the MXU's
-        K-tiles chain through ``acc_in``.
+        K-tiles chain through ``acc_in``. Streamed, the loop runs through the
+        host instead (see ``streamed``).
+    streamed : bool
+        Every player and recorder is a ring of its depth (see
+        :mod:`.stream_endpoints`) that a host keeps going while the run goes
+        on, so the memories need not hold the run and one build serves any
+        amount of data. The host writes each player's beats ahead of it and
+        reads each recorder's behind it, and loops a recorder's beats back
+        into its player itself: the harness has ``<player>_available`` and
+        ``<recorder>_drained`` ports and no ``<player>_loaded``. A host that
+        does its work between clock edges (a simulator's testbench) leaves
+        every cycle as it is preloaded.
 
     Ports
     -----
@@ -84,8 +99,12 @@ class RunHarness(wiring.Component):
         Cycles since ``start``, frozen once the run is done or hung.
     <port>_count, <port>_gap : In
         Beats to transfer, and the gap probability in units of 2^-16.
-    <port>_loaded : In, looped-back players only
+    <port>_loaded : In, looped-back players only, not streamed
         Beats preloaded ahead of the looped-back ones.
+    <player>_available : In(COUNT_BITS), streamed only
+        Beats the host has written into the player's ring so far.
+    <recorder>_drained : In(COUNT_BITS), streamed only
+        Beats the host has read out of the recorder's ring so far.
     <port>_transfers, <port>_first, <port>_last : Out
         Beats transferred, and the ``cycles`` value at the first and the
         latest transfer.
@@ -93,10 +112,11 @@ class RunHarness(wiring.Component):
         Each plain port of the design, passed through.
     """
 
-    def __init__(self, *, dut, depths, loopbacks=None, until=None, busy=None):
+    def __init__(self, *, dut, depths, loopbacks=None, until=None, busy=None, streamed=False):
         self.dut = dut
         self.until = until
         self.busy = busy
+        self.streamed = bool(streamed)
         self.streams = stream_ports(dut.signature)
         self.loopbacks = dict(loopbacks or {})
         missing = sorted(set(self.streams) - set(depths))
@@ -114,16 +134,19 @@ class RunHarness(wiring.Component):
         self.endpoints = {}
         for name, (flow, shape) in self.streams.items():
             kind = StreamPlayer if flow == In else StreamRecorder
-            self.endpoints[name] = kind(shape=shape, depth=depths[name])
+            self.endpoints[name] = kind(shape=shape, depth=depths[name], ring=self.streamed)
 
         ports = {"start": In(1), "seed": In(32), "watchdog": In(32),
                  "done": Out(1), "hung": Out(1), "cycles": Out(TIME_BITS)}
         for name, endpoint in self.endpoints.items():
-            count = range(endpoint.depth + 1)
+            count = endpoint.count.shape()
             ports |= {f"{name}_count": In(count), f"{name}_gap": In(GAP_BITS + 1),
                       f"{name}_transfers": Out(count), f"{name}_first": Out(TIME_BITS),
                       f"{name}_last": Out(TIME_BITS)}
-            if name in self.loopbacks:
+            if self.streamed:
+                ports[f"{name}_available" if name in self._players else f"{name}_drained"] = \
+                    In(count)
+            elif name in self.loopbacks:
                 ports[f"{name}_loaded"] = In(count)
         self.plain = plain_ports(dut.signature)
         for role, name in (("until", until), ("busy", busy)):
@@ -175,7 +198,14 @@ class RunHarness(wiring.Component):
             if path[0] not in self.streams and path[0] not in self.plain and member.flow == In:
                 m.d.comb += Value.cast(value).eq(_reset_value(member))
 
-        for name in self._players:
+        if self.streamed:
+            # The host keeps the rings going, loopbacks included.
+            for name, endpoint in self.endpoints.items():
+                if name in self._players:
+                    m.d.comb += endpoint.available.eq(getattr(self, f"{name}_available"))
+                else:
+                    m.d.comb += endpoint.drained.eq(getattr(self, f"{name}_drained"))
+        for name in () if self.streamed else self._players:
             player = self.endpoints[name]
             if name not in self.loopbacks:
                 m.d.comb += player.available.eq(player.count)

@@ -4,13 +4,18 @@ The block's exported Verilog, the :class:`~hdl.testbench.run_harness.RunHarness`
 around it and the generated testbench (:mod:`sim.backends.testbench`) are
 built once (Verilator: a C++ model with ``harness/whole_run_main.cpp``;
 Icarus: a vvp image) and cached (:mod:`sim.toolchain.build_cache`). A run
-writes its stream data as ``$readmemh`` files, starts the simulator with
-plusargs, and reads back the status and recorded beats it writes.
+writes its stream data as hex files, starts the simulator with plusargs, and
+reads back the status and recorded beats it writes.
 
-The cache key is taken from the sources that determine the Verilog (every
-file of the ``hdl`` package, the export code and the testbench generator),
-the block's parameters, the harness' memory depths and the tool versions, so
-a cached build is found without exporting the design again.
+The harness is built ``streamed``: its players and recorders are rings of
+:data:`~sim.backends.whole_run.RING_DEPTH` entries that the testbench refills
+from the files and empties into them as the run goes, between clock edges.
+So nothing about the data is built in: the cache key is taken from the
+sources that determine the Verilog (every file of the ``hdl`` package, the
+export, harness and testbench code), the block's parameters, the shape of the
+run (loopbacks, ``until``, ``busy``, memories loaded) and the tool versions,
+and one build of a design serves any amount of data. A cached build is found
+without exporting the design again.
 """
 
 import hashlib
@@ -74,7 +79,8 @@ def _source_digest():
     roots = [Path(hdl.__file__).parent]
     files = sorted(p for root in roots for p in root.rglob("*.py"))
     files += [Path(inspect.getfile(export)), Path(__file__).with_name("testbench.py"),
-              Path(__file__), Path(__file__).with_name("icarus_source.py"), MAIN]
+              Path(__file__), Path(__file__).with_name("icarus_source.py"),
+              Path(__file__).with_name("whole_run.py"), MAIN]     # whole_run: make_harness
     for path in files:
         digest.update(path.read_bytes())
     return digest.hexdigest()
@@ -136,21 +142,22 @@ def build_top(run, *, simulator, design, key, images=None, waves=False, what, hi
     ``hierarchical`` (repeated ones) as a block of its own (see :func:`_verilator_config`);
     ``images`` cannot name memories inside them, and Icarus ignores it.
     """
-    from .whole_run import make_harness
+    from .whole_run import RING_DEPTH, make_harness
     images = images or {}
     verilating = simulator == "verilator"
     hierarchical = tuple(hierarchical) if verilating else ()
     flags = (VERILATOR_FLAGS + (("--trace",) if waves else ())
              + (("--hierarchical",) if hierarchical else ())) if verilating else ICARUS_FLAGS
     key = [_source_digest(), *key, run.block, sorted(run.params.items()), sorted(images),
-           run.until, run.busy, sorted(run.depths.items()),
+           # No depth, no count: the harness is streamed, the same for any data.
+           run.until, run.busy, sorted((*run.play, *run.record)), RING_DEPTH,
            sorted((player, recorder) for player, (recorder, _) in run.loopbacks.items()),
            flags, model_opt() if verilating else None, _tool_version(simulator),
            amaranth_version()]
 
     def make(folder):
         text, signature, repeated = design()
-        harness = make_harness(run, BlackBox(run.block, signature))
+        harness = make_harness(run, BlackBox(run.block, signature), streamed=True)
         text += "\n" + amaranth_verilog.convert(harness, name=HARNESS_MODULE, emit_src=False,
                                                 strip_internal_attrs=True)
         if not verilating:

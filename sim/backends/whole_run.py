@@ -6,6 +6,12 @@ A :class:`WholeRun` says what each stream port of a block plays or records;
 Every backend simulates the same harness RTL, gap generators included, so
 results and cycle counts are identical on all of them for the same data and
 seed.
+
+The Amaranth backend sizes the harness memories to the data (:attr:`WholeRun.depths`);
+the compiled backends build the harness ``streamed``, with rings of
+:data:`RING_DEPTH` entries that their testbench refills and empties between
+clock edges, so one build of a design serves every amount of data, and the
+cycles stay the same.
 """
 
 from dataclasses import dataclass, field
@@ -21,11 +27,15 @@ from hdl.lib.xorshift import gap_threshold
 from ..transactors import SimulationHang
 
 __all__ = ["WholeRun", "StreamStats", "WholeRunResult", "check_run", "make_harness", "finish",
-           "memory_depth", "MIN_DEPTH", "pack_words", "unpack_words"]
+           "memory_depth", "MIN_DEPTH", "RING_DEPTH", "pack_words", "unpack_words"]
 
 #: Smallest memory of a player or recorder; depths are powers of two from here,
 #: so runs of similar size share one build.
 MIN_DEPTH = 16
+#: Entries of each player's and recorder's ring in a streamed harness (the compiled
+#: backends), whatever the data. The testbench tops the rings up every cycle, so two
+#: entries would do; more lets a slower host work in bursts and costs nothing.
+RING_DEPTH = 1024
 
 
 def memory_depth(beats):
@@ -69,9 +79,12 @@ class WholeRun:
         Cycles with no transfer on any stream (and ``busy`` low) after which the run
         is hung.
     depth : int, optional
-        Memory entries of every player and recorder. By default each gets the
-        smallest power of two that holds its beats; a fixed depth lets runs of
-        any size up to it share one build.
+        Memory entries of every player and recorder, and the most beats any
+        stream may carry. By default each gets the smallest power of two that
+        holds its beats; a fixed depth lets runs of any size up to it share one
+        kept simulation on the Amaranth backend. The compiled backends stream
+        through rings of :data:`RING_DEPTH` entries whatever the depth, so one
+        build serves runs of every size there.
     inputs : dict of str to int
         Values of the block's plain (non-stream) input ports for the run; the
         others stay at their reset values.
@@ -240,9 +253,16 @@ def _check_images(run, images):
                                  f"which does not fit its {image.width} bits")
 
 
-def make_harness(run, dut):
-    """The :class:`RunHarness` for ``run`` around ``dut`` (a component or a black box)."""
-    return RunHarness(dut=dut, depths=run.depths, until=run.until, busy=run.busy,
+def make_harness(run, dut, *, streamed=False):
+    """The :class:`RunHarness` for ``run`` around ``dut`` (a component or a black box).
+
+    ``streamed``: rings of :data:`RING_DEPTH` entries that a testbench keeps
+    going, rather than memories of :attr:`WholeRun.depths` (see
+    :class:`RunHarness`); the harness then depends on no data of ``run``.
+    """
+    depths = ({port: RING_DEPTH for port in (*run.play, *run.record)} if streamed
+              else run.depths)
+    return RunHarness(dut=dut, depths=depths, until=run.until, busy=run.busy, streamed=streamed,
                       loopbacks={player: recorder for player, (recorder, _total)
                                  in run.loopbacks.items()})
 

@@ -20,7 +20,7 @@ from sim.backends import compiled
 from sim.backends.amaranth_sim import simulate
 from sim.toolchain.build_cache import build_root
 from sim.backends import run_whole
-from sim.backends.whole_run import WholeRun
+from sim.backends.whole_run import RING_DEPTH, WholeRun
 from sim.transactors import SimulationHang
 from verif.suites.arith import corpus
 from verif.suites.mxu.scenarios import bf16_matrix, fp32_matrix
@@ -83,6 +83,43 @@ def test_one_build_serves_every_data_set(rng):
     got = run_whole(other, backend="verilator")
     assert set((build_root() / "whole-verilator").iterdir()) == before
     np.testing.assert_array_equal(np.array(got.recorded["result"], np.uint32), expected)
+
+
+def _builds():
+    return set((build_root() / "whole-verilator").iterdir())
+
+
+def test_one_build_serves_every_size(rng):
+    """The compiled harness streams through rings, so a run several rings long shares the
+    build of a short one, and both match the Amaranth backend's memories that hold all."""
+    gaps = {"operands": 0.2, "result": 0.4}
+    small, small_expected = _add_run(rng, 40, depth=None, gaps=gaps, seed=11)
+    got = run_whole(small, backend="verilator")
+    before = _builds()
+    reference = run_whole(small, backend="amaranth")
+    assert got.recorded == reference.recorded
+    assert got.streams == reference.streams and got.cycles == reference.cycles
+    np.testing.assert_array_equal(np.array(got.recorded["result"], np.uint32), small_expected)
+
+    large, large_expected = _add_run(rng, 3 * RING_DEPTH + 17, depth=None, gaps=gaps, seed=12)
+    got = run_whole(large, backend="verilator")
+    assert _builds() == before
+    np.testing.assert_array_equal(np.array(got.recorded["result"], np.uint32), large_expected)
+    reference = run_whole(large, backend="amaranth")
+    assert got.streams == reference.streams and got.cycles == reference.cycles
+
+
+def test_a_loop_back_longer_than_the_ring(rng):
+    """The MXU's partial sums wait a whole K-tile to loop back into ``acc_in``: with 2 N-tiles
+    of 700 rows that is 1,400 beats, more than a ring holds; the testbench queues them."""
+    x = bf16_matrix(rng, (700, 7), special_density=0.1)
+    w = bf16_matrix(rng, (7, 5), special_density=0.1)
+    kwargs = dict(rows=3, cols=3, numerics="ieee", idle=0.1, stall=0.2, seed=6)
+    assert 2 * x.shape[0] > RING_DEPTH
+    got = mxu.matmul(x, w, backend="verilator", **kwargs)
+    np.testing.assert_array_equal(got.out.view(np.uint32),
+                                  golden_mxu.matmul(x, w, numerics="ieee").view(np.uint32))
+    assert got.cycles == mxu.matmul(x, w, **kwargs).cycles
 
 
 @pytest.mark.parametrize("backend", ["amaranth", "verilator"])
