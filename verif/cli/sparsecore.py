@@ -22,6 +22,7 @@ import numpy as np
 
 from verif.cli.common import (CommandError, add_backend, add_gaps, check_outputs, exponent,
                               flushed, fraction, natural, positive)
+from verif.progress import ProgressLine
 from verif.suites.sparsecore.batch import Batch, OpCheck, check_lookup, check_update, make_batch
 
 
@@ -107,12 +108,20 @@ def run_command(args, *, out=print):
         f"{args.numerics}, seed {args.seed}, backend {args.backend})")
     hbm = dict(seed=args.seed, jitter=args.jitter, read_latency=args.read_latency,
                words_per_cycle=args.words_per_cycle, idle=args.idle)
-    lookup = check_lookup(batch, combiner=args.combiner, numerics=args.numerics,
-                          backend=args.backend, stall=args.stall,
-                          waves=_waves(args.waves, "lookup"), **hbm)
+    # A Verilator build takes minutes: the line names it and beats while it runs.
+    line = ProgressLine("sparsecore")
+    try:
+        line.update(text="lookup")
+        lookup = check_lookup(batch, combiner=args.combiner, numerics=args.numerics,
+                              backend=args.backend, stall=args.stall,
+                              waves=_waves(args.waves, "lookup"), **hbm)
+        line.update(text="update")
+        update = check_update(batch, optimizer=args.optimizer, lr=args.lr,
+                              numerics=args.numerics, backend=args.backend,
+                              waves=_waves(args.waves, "update"), **hbm)
+    finally:
+        line.close()
     _row(lookup, out, wpc=args.words_per_cycle)
-    update = check_update(batch, optimizer=args.optimizer, lr=args.lr, numerics=args.numerics,
-                          backend=args.backend, waves=_waves(args.waves, "update"), **hbm)
     _row(update, out, wpc=args.words_per_cycle)
     saved = 1 - unique / ids
     out(f"  HBM row reads: {ids:,} before dedup (one per id), {unique:,} after (the unique "
