@@ -37,7 +37,7 @@ def add_parser(subparsers, help):
                    default="verilator", help="simulator (default verilator)")
     m.add_argument("--special-density", type=fraction, default=0.0, metavar="P",
                    help="fraction of operands replaced by special values (default 0)")
-    m.add_argument("--seed", type=natural, default=1, help="seed of the operands (default 1)")
+    m.add_argument("--seed", type=natural, default=0, help="seed of the operands (default 0)")
     m.add_argument("--waves", metavar="FILE", help="write a waveform of the run")
     m.set_defaults(func=cmd_chip_matmul)
 

@@ -77,8 +77,8 @@ def add_parser(subparsers, help):
     p.add_argument("--rows", type=positive, default=8, help="array rows (default 8)")
     p.add_argument("--cols", type=positive, default=8, help="array columns (default 8)")
     p.add_argument("--numerics", choices=("tpu", "ieee"), default="tpu")
-    p.add_argument("--seed", type=natural, default=1,
-                   help="seed of the random operands and gaps (default 1)")
+    p.add_argument("--seed", type=natural, default=0,
+                   help="seed of the random operands and gaps (default 0)")
     add_gaps(p, stalled="the results")
     p.add_argument("--special-density", type=fraction, default=0.0, metavar="P",
                    help="fraction of operands replaced by special values (default 0)")

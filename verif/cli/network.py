@@ -70,7 +70,7 @@ def add_parser(subparsers, help):
     p.add_argument("--cycles", type=positive, default=4000, help="cycles per point (default 4000)")
     p.add_argument("--warmup", type=natural, default=1000,
                    help="unmeasured cycles at the start of each point (default 1000)")
-    p.add_argument("--seed", type=natural, default=1, help="seed of the traffic (default 1)")
+    p.add_argument("--seed", type=natural, default=0, help="seed of the traffic (default 0)")
     p.add_argument("--backend", choices=("verilator", "amaranth", "icarus"),
                    default="verilator", help="simulator (default verilator)")
     p.add_argument("--out", default="build/network", metavar="DIR",

@@ -186,8 +186,8 @@ def add_parser(subparsers, help):
     p.add_argument("--jitter", type=natural, default=0, metavar="CYCLES",
                    help="HBM model's seeded extra latency, up to this many cycles (default 0)")
     add_gaps(p, stalled="the lookup's rows")
-    p.add_argument("--seed", type=natural, default=1,
-                   help="seed of the batch, the HBM jitter and the gaps (default 1)")
+    p.add_argument("--seed", type=natural, default=0,
+                   help="seed of the batch, the HBM jitter and the gaps (default 0)")
     p.add_argument("--json", metavar="FILE.json", help="also write the figures as JSON")
     p.add_argument("--waves", metavar="FILE.vcd",
                    help="write waveforms of both runs (FILE.lookup.vcd, FILE.update.vcd)")
