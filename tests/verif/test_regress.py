@@ -223,3 +223,24 @@ def test_sigterm_writes_the_reports_of_the_seeds_that_finished(tmp_path):
     cases = ET.parse(tmp_path / "build" / "regress" / "arith" / "latest" / "junit.xml").getroot()
     assert [(case.get("name"), case.find("skipped") is not None) for case in cases] == [
         ("seed 1: fp32_to_bf16/tpu", False), ("seed 2", True), ("seed 3", True)]
+
+
+def test_the_progress_line_names_the_builds_the_seeds_wait_on(tmp_path, capsys):
+    """A seed builds its simulator in its own process: the runner finds the build in the
+    seed's log, announces it once and names it on the line until it is built."""
+    from verif.regress.runner import _SeedProgress
+    log = tmp_path / "seeds" / "3" / "worker.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("building whole-verilator/fp32_add (once for this design; later runs "
+                   "reuse build/sim/x)\n")
+    bar = _SeedProgress(4, tmp_path / "seeds")
+    bar.status(1, 2)
+    bar.status(1, 2)
+    assert bar.building == ["whole-verilator/fp32_add"]
+    assert "building whole-verilator/fp32_add" in bar._text()
+    log.write_text(log.read_text() + "built whole-verilator/fp32_add in 41 s\n")
+    bar.status(1, 2)
+    bar.close()
+    assert bar.building == [] and "building" not in bar._text()
+    err = capsys.readouterr().err
+    assert err.count("seed 3 is building whole-verilator/fp32_add (once for this design") == 1

@@ -79,15 +79,38 @@ def _repro_command(suite, sim, seed, inject, only):
 
 
 class _SeedProgress:
-    """One progress line (seeds done, failed, running, workers), and a line of its own per seed."""
+    """One progress line (seeds done, failed, running, workers, and the simulator builds
+    the seeds wait on), and a line of its own per seed and per build started."""
 
-    def __init__(self, total):
+    def __init__(self, total, seeds=None):
         self.line = ProgressLine("regress", total=total, unit="seeds")
         self.failed = self.running = self.workers = 0
+        self.seeds, self.announced, self.building = seeds, set(), []
         self.line.update(text=self._text())
 
     def _text(self):
-        return f"{self.failed} failed, {self.running} running, {self.workers} workers"
+        text = f"{self.failed} failed, {self.running} running, {self.workers} workers"
+        return text + (f", building {', '.join(self.building)}" if self.building else "")
+
+    def _builds(self):
+        """Builds under way in the seeds' worker logs (``building X`` without ``built X``),
+        each announced once: a seed's build happens in its own process."""
+        under_way = []
+        for log in sorted(self.seeds.glob("*/worker.log")) if self.seeds else ():
+            try:
+                lines = log.read_text(errors="replace").splitlines()
+            except OSError:
+                continue
+            started = [line.split()[1] for line in lines if line.startswith("building ")]
+            done = {line.split()[1] for line in lines if line.startswith("built ")}
+            for build in started:
+                if build not in done:
+                    under_way.append(build)
+                    if (log.parent.name, build) not in self.announced:
+                        self.announced.add((log.parent.name, build))
+                        self.line.log(f"seed {log.parent.name} is building {build} (once for "
+                                      f"this design; later seeds reuse it)")
+        return sorted(set(under_way))
 
     def update(self, outcome):
         self.failed += outcome.status != "pass"
@@ -100,6 +123,7 @@ class _SeedProgress:
 
     def status(self, running, workers):
         self.running, self.workers = running, workers
+        self.building = self._builds()
         self.line.update(text=self._text())
 
     def close(self):
@@ -427,7 +451,7 @@ def run_regression(suite, *, seeds, jobs=1, sim="amaranth", seed_base=1, only_se
     seed_list = [only_seed] if only_seed is not None else \
         list(range(seed_base, seed_base + seeds))
     out = _out_folder(out, suite)
-    bar = progress if progress is not None else _SeedProgress(len(seed_list))
+    bar = progress if progress is not None else _SeedProgress(len(seed_list), out / "seeds")
     tasks = {}
     for seed in seed_list:
         seed_inject = inject if inject and (inject_seed is None or seed == inject_seed) \

@@ -20,6 +20,7 @@ import traceback
 from pathlib import Path
 
 from sim.backends import run_program
+from sim.toolchain.build_cache import BUILD_LISTENERS
 
 from verif.suites import SUITES
 from verif.suites.case import WholeCase
@@ -87,6 +88,9 @@ def main(argv=None):
     parser.add_argument("--inject", choices=INJECTIONS)
     parser.add_argument("--only")
     args = parser.parse_args(argv)
+    # Builds take minutes: say so in the seed's log, where the runner's progress line
+    # looks for them (stderr goes to worker.log).
+    BUILD_LISTENERS.append(lambda message: print(message, file=sys.stderr, flush=True))
     record = run_seed(args.suite, args.seed, args.sim, args.out, waves=args.waves,
                       code_coverage=args.code_coverage, inject=args.inject, only=args.only)
     return 0 if record["status"] == "pass" else 1
