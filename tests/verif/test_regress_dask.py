@@ -257,7 +257,7 @@ def test_a_seed_process_ends_soon_after_its_parent_dies(tmp_path):
                                              "not both"),
     (["--inject", "kill-worker"], 2, "--inject kill-worker kills a Dask worker; it needs "
                                      "--cluster"),
-    (["--cluster", "host:8786"], 1, "error: --cluster 'host:8786': give local:N or a scheduler "
+    (["--cluster", "host:8786"], 2, "error: --cluster 'host:8786': give local:N or a scheduler "
                                     "address tcp://HOST:PORT (or tls://HOST:PORT)"),
 ])
 def test_cluster_usage_errors_are_one_line(tmp_path, regress, args, status, message):
