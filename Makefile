@@ -18,11 +18,12 @@ PYTHON ?= $(shell for p in python3 python3.14 python3.13 python3.12 python3.11; 
 demo: $(STAMP)
 	$(BIN)/tpu-rtl demo
 
-# The layers first (SPEC section 2: import-linter's contracts in pyproject.toml), then the
-# suite. A test file runs in one worker, so its tests reuse the Amaranth simulations it compiles.
+# The layers first (import-linter's contracts in pyproject.toml; docs/architecture.md), then
+# the suite. A test file runs in one worker, so its tests reuse the Amaranth simulations it
+# compiles; the 40 longest tests are listed at the end (docs/regress.md keeps a run's).
 test: $(STAMP)
 	$(BIN)/lint-imports
-	$(PYTEST) -n $(JOBS) --dist loadfile tests
+	$(PYTEST) -n $(JOBS) --dist loadfile --durations=40 tests
 
 # The tests marked slow: larger, longer and repeated checks kept out of `make test`.
 test-slow: $(STAMP)
