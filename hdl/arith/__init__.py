@@ -4,7 +4,8 @@ reciprocal square root, exp, and fp32 -> bf16 converter, as clock-enabled cores
 and as streamed units."""
 
 from .bf16_multiplier import BF16MulCore, BF16Multiplier
-from .float_ops import BF16, FP32, NUMERICS, check_numerics
+from .float_ops import BF16, FP32
+from ..lib.params import NUMERICS, check_numerics
 from .fp32_adder import FP32AddCore, FP32Adder
 from .fp32_divider import FP32DivCore, FP32Divider
 from .fp32_exp import FP32Exp, FP32ExpCore

@@ -7,12 +7,13 @@ from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import WORD_BITS, check_int
+from ..lib.memory_port import WORD_BITS
 from ..lib.stream_queue import StreamQueue
 from .dma_addrgen import beat_layout, inflight_layout
 from .dma_lanes import check_space_ports, lane_mask, rotate_words_left
 from .dma_push import push_beat_layout
 from .layouts import ADDRESS_BITS, error_layout, flag_add_layout, reason_code
+from ..lib.params import check_int
 
 __all__ = ["BurstEngine", "ROUND_TRIP"]
 

@@ -16,7 +16,7 @@ map again, so every request is a set of edits relative to the map in force.
 from amaranth.hdl import unsigned
 from amaranth.lib import data
 
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 
 __all__ = ["STATUSES", "status_code", "port_bits", "entry_layout", "config_layout",
            "status_layout", "config_beats"]

@@ -5,7 +5,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 from .config import STATUSES, config_layout, entry_layout, port_bits, status_code, \
     status_layout
 from .link import OcsPortSignature

@@ -5,10 +5,11 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.memory import ReadPort
 from amaranth.lib.wiring import In, Out
 
-from ..arith import FP32AddCore, FP32DivCore, FP32MulCore, FP32SqrtCore, check_numerics
+from ..arith import FP32AddCore, FP32DivCore, FP32MulCore, FP32SqrtCore
 from ..lib.stager import check_stages
 from .delay import delayed
 from .layouts import COMBINERS, LANES, OPTIMIZERS, SIGN, chunk_layout, index_bits
+from ..lib.params import check_numerics
 
 __all__ = ["FinishPipeline", "check_finish_stages"]
 

@@ -9,7 +9,8 @@ import dataclasses
 from amaranth.hdl import signed, unsigned
 from amaranth.lib import data
 
-from ..lib.memory_port import WORD_BITS, check_int
+from ..lib.memory_port import WORD_BITS
+from ..lib.params import check_int
 
 __all__ = ["LANES", "ONE", "SIGN", "OPS", "COMBINERS", "OPTIMIZERS", "index_bits",
            "feature_list", "chunk_layout", "id_layout", "Geometry"]

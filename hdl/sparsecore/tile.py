@@ -4,8 +4,8 @@ from amaranth.hdl import MemoryData, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..arith import check_numerics
-from ..lib.memory_port import WORD_BITS, check_int
+from ..lib.params import check_int, check_numerics
+from ..lib.memory_port import WORD_BITS
 from ..memory.hbm import HBM, check_hbm_params
 from .bag_walker import BagWalker
 from .chunk_buffer import ChunkBuffer

@@ -9,7 +9,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..ici import LinkSignature, Router
 from ..ici.layouts import CHIP_BITS, MAX_VCS, max_local_ports
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 from ..lib.numbered_ports import port
 from ..tensorcore import TensorCoreSystem
 from ..tensorcore.isa import ERROR_CODES

@@ -11,7 +11,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..ici.layouts import MAX_VCS
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 from ..ocs import status_layout
 from ..tensorcore.isa import ERROR_CODES
 from ..tensorcore.sequencer import State

@@ -7,8 +7,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..arith.float_ops import check_numerics
-from ..lib.memory_port import check_int
+from ..lib.params import check_int, check_numerics
 from ..memory.dma_system import core_signature
 from ..memory.layouts import descriptor_layout
 from ..memory.vmem import VMEM

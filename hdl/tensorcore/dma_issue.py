@@ -5,10 +5,11 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import MemoryPortSignature, check_int, line_addr_width
+from ..lib.memory_port import MemoryPortSignature, line_addr_width
 from ..memory.dma_check import DescriptorCheck, check_descriptor_check_params
 from ..memory.layouts import ADDRESS_BITS, DIMS, REASONS, descriptor_layout
 from .isa import CONTROL_FIELDS, DESCRIPTOR_FIELDS, DESCRIPTOR_WORDS, ERROR_CODES
+from ..lib.params import check_int
 
 __all__ = ["DmaIssue", "check_layout", "verdict_layout"]
 

@@ -5,7 +5,7 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import MemoryPortSignature, check_int, line_addr_width
+from ..lib.memory_port import MemoryPortSignature, line_addr_width
 from ..memory.dma_check import check_descriptor_check_params
 from ..memory.layouts import CHIP_BITS, FLAG_BITS, descriptor_layout, flag_set_layout, \
     flag_wait_layout
@@ -18,6 +18,7 @@ from .isa import (BUNDLE_WORDS, DEFAULT_HBM_WORDS, DESCRIPTOR_WORDS, ERROR_CODES
                   VECTOR_SLOTS, decode_bundle)
 from .scalar_alu import branch_taken, scalar_result
 from .vector_queue import VECTOR_LAYOUT
+from ..lib.params import check_int
 
 __all__ = ["Sequencer", "State", "STALL_CAUSES", "STALL_LAYOUT"]
 

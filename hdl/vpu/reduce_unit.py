@@ -4,10 +4,9 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..arith.float_ops import check_numerics
+from ..lib.params import check_int, check_numerics
 from ..arith.fp32_adder import FP32AddCore
 from ..arith.fp32_compare import extremum
-from ..lib.memory_port import check_int
 from .isa import check_ops
 from .layouts import REG_BITS, SUBLANES, row, select_row, vreg_bits, writeback_signature
 

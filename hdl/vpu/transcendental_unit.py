@@ -4,11 +4,10 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..arith.float_ops import check_numerics
+from ..lib.params import check_int, check_numerics
 from ..arith.fp32_exp import FP32ExpCore
 from ..arith.fp32_reciprocal import FP32RcpCore
 from ..arith.fp32_rsqrt import FP32RsqrtCore
-from ..lib.memory_port import check_int
 from .isa import check_ops
 from .layouts import REG_BITS, SUBLANES, gather_rows, select_row, vreg_bits, writeback_signature
 

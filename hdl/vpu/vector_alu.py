@@ -4,13 +4,13 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..arith.float_ops import BF16, FP32, check_numerics, unpack
+from ..arith.float_ops import BF16, FP32, unpack
 from ..arith.fp32_adder import FP32AddCore
 from ..arith.fp32_compare import compare, extremum
 from ..arith.fp32_multiplier import FP32MulCore
 from ..arith.fp32_to_bf16 import FP32ToBF16Core
 from ..arith.int_convert import fp32_to_int32, int32_to_fp32
-from ..lib.memory_port import check_int
+from ..lib.params import check_int, check_numerics
 from .isa import OPCODE_BITS, OPS, check_ops
 
 __all__ = ["WordALU", "VectorALU", "ALU_OPS"]

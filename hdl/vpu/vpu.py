@@ -5,8 +5,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..arith.float_ops import check_numerics
-from ..lib.memory_port import MemoryPortSignature, check_int, line_addr_width
+from ..lib.params import check_bool, check_int, check_numerics
+from ..lib.memory_port import MemoryPortSignature, line_addr_width
 from ..mxu.matrix_unit import lhs_layout, weights_layout
 from .isa import check_ops, decode, pushes_lhs
 from .layouts import PROGRAM_LAYOUT, SUBLANES, VREGS, vreg_bits
@@ -37,8 +37,7 @@ def check_vpu_shape(*, lanes, vmem_lines, mxu, mxu_results):
     the VPU's own, and those of a sequencer that keeps the VPU's counts."""
     lanes = check_int("lanes", lanes, least=1)
     vmem_lines = check_int("vmem_lines", vmem_lines, least=SUBLANES, most=1 << 16)
-    if not isinstance(mxu, bool):
-        raise TypeError(f"mxu must be a bool, not {mxu!r}")
+    check_bool("mxu", mxu)
     if mxu and lanes % SUBLANES:
         raise ValueError(f"an MXU needs lanes to be a multiple of {SUBLANES}, not {lanes}")
     return lanes, vmem_lines, mxu, check_int("mxu_results", mxu_results, least=SUBLANES)

@@ -7,8 +7,7 @@ from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..arith.float_ops import check_numerics
-from ..lib.memory_port import check_int
+from ..lib.params import check_int, check_numerics
 from ..memory.vmem import VMEM
 from ..mxu.matrix_unit import MXU
 from .layouts import PROGRAM_LAYOUT, SUBLANES
