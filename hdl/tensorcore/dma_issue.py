@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..lib.memory_port import MemoryPortSignature, line_addr_width
 from ..memory.dma_check import DescriptorCheck, check_descriptor_check_params
-from ..memory.layouts import ADDRESS_BITS, DIMS, REASONS, descriptor_layout
+from ..memory.layouts import ADDRESS_BITS, DIMS, Reason, descriptor_layout
 from .isa import CONTROL_FIELDS, DESCRIPTOR_FIELDS, DESCRIPTOR_WORDS, ERROR_CODES
 from ..lib.params import check_int
 
@@ -138,10 +138,10 @@ class DmaIssue(wiring.Component):
                          desc.dst_strides[i].eq(w[f"dst_stride{i}"].as_signed())]
 
         reason_code = Const(0, code.shape())
-        for k, reason in enumerate(REASONS):
-            if f"dma_{reason}" in ERROR_CODES:
-                reason_code = Mux(precheck.errors.payload.reason == k,
-                                  ERROR_CODES[f"dma_{reason}"], reason_code)
+        for reason in Reason:
+            if f"dma_{reason.name.lower()}" in ERROR_CODES:
+                reason_code = Mux(precheck.errors.payload.reason == reason,
+                                  ERROR_CODES[f"dma_{reason.name.lower()}"], reason_code)
 
         m.d.comb += [
             self.busy.eq(phase != _Phase.IDLE),
