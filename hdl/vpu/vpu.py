@@ -12,8 +12,8 @@ from .isa import check_ops, decode, pushes_lhs
 from .layouts import PROGRAM_LAYOUT, SUBLANES, VREGS, vreg_bits
 from .load_store_unit import LoadStoreUnit
 from .mxu_link import LHSPusher, MXUPopper, WeightPusher
-from .reduce_unit import ReduceUnit
-from .transcendental_unit import FUNCTIONS, TranscendentalUnit
+from .reduce_unit import ReduceOp, ReduceUnit
+from .transcendental_unit import FUNCTIONS, Function, TranscendentalUnit
 from .vector_alu import ALU_OPS, VectorALU
 
 __all__ = ["VPU", "ERRORS", "OPTIONAL_OPS", "check_vpu_shape"]
@@ -321,12 +321,14 @@ class VPU(wiring.Component):
         writebacks = [lsu.writeback, popper.writeback]
         if functions:
             dispatch(trans.issue, "trans", {
-                "fn": [Mux(d.is_op["rcp"], 0, Mux(d.is_op["rsqrt"], 1, 2)) for d in dec],
+                "fn": [Mux(d.is_op["rcp"], Function.RCP, Mux(d.is_op["rsqrt"], Function.RSQRT,
+                                                          Function.EXP)) for d in dec],
                 "dest": [d.dest for d in dec], "src": src_a})
             writebacks.append(trans.writeback)
         if reductions:
             dispatch(reduce.issue, "reduce", {
-                "op": [Mux(d.is_op["rsum"], 0, Mux(d.is_op["rmax"], 1, 2)) for d in dec],
+                "op": [Mux(d.is_op["rsum"], ReduceOp.SUM, Mux(d.is_op["rmax"], ReduceOp.MAX,
+                                                           ReduceOp.MIN)) for d in dec],
                 "dest": [d.dest for d in dec], "src": src_a})
             writebacks.append(reduce.writeback)
         vmem_pick = [go[k] & (dec[k].unit["load"] | dec[k].unit["store"]) for k in range(2)]
