@@ -130,7 +130,7 @@ class TensorCore(wiring.Component):
         none is waiting in the queue or the VPU, and the load/store unit is idle (or the
         VPU has stopped, dropping the rest). Unlike ``drained`` it does not wait for the
         MXU, the ALUs or pops, so a DMA can start while the MXU works."""
-        nop = vpu_isa.OPS["nop"].opcode
+        nop = vpu_isa.Opcode.NOP
         words = seq.vector.payload.words
         entering = seq.vector.valid & seq.vector.ready
         loads_stores = [words[VECTOR_SLOTS.index(slot)][26:] != nop for slot in ("vld", "vst")]

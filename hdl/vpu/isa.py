@@ -152,7 +152,9 @@ def decode(m, word, *, name):
     A word is legal when its opcode is assigned and every field the
     instruction does not use is zero, exactly as ``golden.vpu.decode``.
     """
-    opcode = _field(word, "opcode")
+    # A signal of the enum's shape, so a waveform shows the opcode by name.
+    opcode = Signal(Opcode, name=f"{name}_opcode")
+    m.d.comb += opcode.eq(_field(word, "opcode"))
     is_op = {op.name: Signal(name=f"{name}_is_{op.name}") for op in OPS.values()}
     m.d.comb += [is_op[op.name].eq(opcode == op.opcode) for op in OPS.values()]
     unit = {u: Signal(name=f"{name}_unit_{u}") for u in UNITS}
