@@ -12,7 +12,7 @@ from ..memory.dma_system import core_signature
 from ..memory.layouts import descriptor_layout
 from ..memory.vmem import VMEM
 from ..mxu.matrix_unit import MXU
-from ..vpu import ERRORS as VPU_ERRORS
+from ..vpu import Error as VpuError
 from ..vpu import isa as vpu_isa
 from ..vpu.layouts import SUBLANES
 from ..vpu.vpu import VPU
@@ -78,7 +78,7 @@ class TensorCore(wiring.Component):
     done : Out(1)
         The core has stopped (halted or an error) and is ``drained`` (a chip waits for
         its DMAs too).
-    vpu_error : Out(range(len(hdl.vpu.ERRORS)))
+    vpu_error : Out(hdl.vpu.Error)
         The VPU's stop reason; 0 unless the VPU lacks an op the program uses.
 
     Attributes
@@ -122,7 +122,7 @@ class TensorCore(wiring.Component):
             "state": Out(State), "pc": Out(32), "error_pc": Out(32), "bundles": Out(32),
             "error": Out(range(len(ERROR_CODES))), "waiting": Out(1), "dma_busy": Out(1),
             "stall": Out(STALL_LAYOUT),
-            "drained": Out(1), "done": Out(1), "vpu_error": Out(range(len(VPU_ERRORS))),
+            "drained": Out(1), "done": Out(1), "vpu_error": Out(VpuError),
         })
 
     def _vmem_fence(self, m, seq, vpu):

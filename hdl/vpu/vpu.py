@@ -1,7 +1,7 @@
 """The VPU: a dual-issue, in-order vector unit with a scoreboard (SPEC section 4.2)."""
 
 from amaranth.hdl import Const, MemoryData, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -16,12 +16,28 @@ from .reduce_unit import ReduceOp, ReduceUnit
 from .transcendental_unit import FUNCTIONS, Function, TranscendentalUnit
 from .vector_alu import ALU_OPS, VectorALU
 
-__all__ = ["VPU", "ERRORS", "OPTIONAL_OPS", "check_vpu_shape"]
+__all__ = ["VPU", "Error", "ERRORS", "OPTIONAL_OPS", "check_vpu_shape"]
 
-#: ``error`` codes: index -> name (0 is no error). Names match ``golden.vpu``'s error kinds.
-ERRORS = ("none", "illegal", "vmem_range", "weights_full", "results_full", "pop_empty",
-          "no_mxu", "unsupported")
-_CODE = {name: code for code, name in enumerate(ERRORS)}
+
+
+class Error(enum.IntEnum, shape=3):
+    """Why the VPU stopped: the shape of its ``error`` port (``NONE`` while it runs).
+
+    The names are ``golden.vpu``'s error kinds. An ``IntEnum``, so a code read back from
+    a run indexes :data:`ERRORS` as it always has.
+    """
+    NONE = 0
+    ILLEGAL = 1
+    VMEM_RANGE = 2
+    WEIGHTS_FULL = 3
+    RESULTS_FULL = 4
+    POP_EMPTY = 5
+    NO_MXU = 6
+    UNSUPPORTED = 7
+
+
+#: The names of :class:`Error`, in code order, as ``sim.vpu`` reports them.
+ERRORS = tuple(member.name.lower() for member in Error)
 
 #: The instructions a VPU may be built without (its ``ops`` parameter).
 OPTIONAL_OPS = (*ALU_OPS, *FUNCTIONS, "rsum", "rmax", "rmin")
@@ -123,7 +139,7 @@ class VPU(wiring.Component):
         unit has no access in progress. With a count of the ``vld``/``vst`` words sent
         and not yet issued, they tell when every VMEM access sent so far has been
         performed, however much other work is still under way (a DMA's VMEM fence).
-    error, error_index : Out(3), Out(32)
+    error, error_index : Out(Error), Out(32)
         The stop reason and the index of the instruction that caused it.
     executed, dual : Out(32)
         Instructions issued, and cycles in which two issued.
@@ -152,7 +168,7 @@ class VPU(wiring.Component):
             "vmem": Out(MemoryPortSignature(addr_width=line_addr_width(vmem_lines),
                                             words=lanes)),
             "idle": Out(1), "vmem_issue": Out(1), "vmem_idle": Out(1),
-            "error": Out(range(len(ERRORS))), "error_index": Out(32),
+            "error": Out(Error), "error_index": Out(32),
             "executed": Out(32), "dual": Out(32),
         }
         if mxu:
@@ -244,26 +260,26 @@ class VPU(wiring.Component):
 
         def fault(d):
             last_line = d.base + (SUBLANES - 1) * d.stride
-            code = Signal(range(len(ERRORS)))
-            m.d.comb += code.eq(0)
+            code = Signal(Error)
+            m.d.comb += code.eq(Error.NONE)
             missing = 0
             for name in OPTIONAL_OPS:
                 if name not in self.ops:
                     missing = missing | d.is_op[name]
             with m.If(~d.legal):
-                m.d.comb += code.eq(_CODE["illegal"])
+                m.d.comb += code.eq(Error.ILLEGAL)
             with m.Elif(missing):
-                m.d.comb += code.eq(_CODE["unsupported"])
+                m.d.comb += code.eq(Error.UNSUPPORTED)
             with m.Elif((d.unit["load"] | d.unit["store"]) & (last_line >= self.vmem_lines)):
-                m.d.comb += code.eq(_CODE["vmem_range"])
+                m.d.comb += code.eq(Error.VMEM_RANGE)
             with m.Elif((d.unit["mxu"] | d.unit["pop"]) & int(not self.mxu)):
-                m.d.comb += code.eq(_CODE["no_mxu"])
+                m.d.comb += code.eq(Error.NO_MXU)
             with m.Elif(d.is_op["push_weights"] & (shadow + SUBLANES > lanes)):
-                m.d.comb += code.eq(_CODE["weights_full"])
+                m.d.comb += code.eq(Error.WEIGHTS_FULL)
             with m.Elif(pushes_lhs(d) & (queued + SUBLANES > self.mxu_results)):
-                m.d.comb += code.eq(_CODE["results_full"])
+                m.d.comb += code.eq(Error.RESULTS_FULL)
             with m.Elif(d.is_op["pop"] & (queued < SUBLANES)):
-                m.d.comb += code.eq(_CODE["pop_empty"])
+                m.d.comb += code.eq(Error.POP_EMPTY)
             return code
 
         faults = [fault(d) for d in dec]

@@ -11,7 +11,7 @@ from ..lib.params import check_int, check_numerics
 from ..memory.vmem import VMEM
 from ..mxu.matrix_unit import MXU
 from .layouts import PROGRAM_LAYOUT, SUBLANES
-from .vpu import ERRORS, VPU
+from .vpu import VPU, Error
 
 __all__ = ["VPUSystem"]
 
@@ -73,7 +73,7 @@ class VPUSystem(wiring.Component):
                               "vmem": (self.vmem.words, "vmem.words")}
         super().__init__({
             "program": In(stream.Signature(PROGRAM_LAYOUT)),
-            "idle": Out(1), "error": Out(range(len(ERRORS))), "error_index": Out(32),
+            "idle": Out(1), "error": Out(Error), "error_index": Out(32),
             "executed": Out(32), "dual": Out(32),
         })
 
