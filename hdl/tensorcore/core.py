@@ -16,7 +16,8 @@ from ..vpu import Error as VpuError
 from ..vpu import isa as vpu_isa
 from ..vpu.layouts import SUBLANES
 from ..vpu.vpu import VPU
-from .isa import BUNDLE_WORDS, ERROR_CODES, VECTOR_SLOTS
+from .encoding import Error
+from .isa import BUNDLE_WORDS, VECTOR_SLOTS
 from .sequencer import STALL_LAYOUT, Sequencer, State
 from .vector_queue import VectorQueue
 
@@ -120,7 +121,7 @@ class TensorCore(wiring.Component):
             "flag_values": In(data.ArrayLayout(32, n_flags)),
             "dma": Out(stream.Signature(descriptor_layout)),
             "state": Out(State), "pc": Out(32), "error_pc": Out(32), "bundles": Out(32),
-            "error": Out(range(len(ERROR_CODES))), "waiting": Out(1), "dma_busy": Out(1),
+            "error": Out(Error), "waiting": Out(1), "dma_busy": Out(1),
             "stall": Out(STALL_LAYOUT),
             "drained": Out(1), "done": Out(1), "vpu_error": Out(VpuError),
         })

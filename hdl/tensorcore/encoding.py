@@ -13,7 +13,7 @@ from amaranth.lib import enum
 __all__ = ["BUNDLE_WORDS", "SLOTS", "VECTOR_SLOTS", "SREGS", "SCALAR_FIELDS", "MISC_FIELDS",
            "VADDR_FIELDS", "SCALAR_FORMATS", "ScalarOpcode", "ScalarOp", "SCALAR_OPS",
            "MiscOpcode", "MiscOp", "MISC_OPS",
-           "VECTOR_SLOT_UNITS", "ERRORS", "DESCRIPTOR_WORDS", "DESCRIPTOR_FIELDS",
+           "VECTOR_SLOT_UNITS", "Error", "ERRORS", "DESCRIPTOR_WORDS", "DESCRIPTOR_FIELDS",
            "CONTROL_FIELDS", "DEFAULT_HBM_WORDS"]
 
 BUNDLE_WORDS = 10
@@ -141,10 +141,36 @@ VECTOR_SLOT_UNITS = {"vld": ("load",), "valu0": ("alu", "trans", "reduce"),
                      "valu1": ("alu", "trans", "reduce"), "push": ("push",),
                      "pop": ("pop",), "vst": ("store",)}
 
-#: Stop reasons; the index is the error code. ``race`` is the ISS's alone.
-ERRORS = ("none", "illegal", "imem_range", "smem_range", "vmem_range", "flag_range",
-          "weights_full", "results_full", "pop_empty", "no_mxu", "dma_format", "dma_count",
-          "dma_chip", "dma_flag", "dma_sent_flag", "dma_src_range", "dma_dst_range", "race")
+
+
+class Error(enum.IntEnum, shape=5):
+    """Why the core stopped: the shape of its ``error`` port (``NONE`` while it runs).
+
+    ``RACE`` is the ISS's alone. An ``IntEnum``, so a code read back from a run indexes
+    :data:`ERRORS` as it always has.
+    """
+    NONE = 0
+    ILLEGAL = 1
+    IMEM_RANGE = 2
+    SMEM_RANGE = 3
+    VMEM_RANGE = 4
+    FLAG_RANGE = 5
+    WEIGHTS_FULL = 6
+    RESULTS_FULL = 7
+    POP_EMPTY = 8
+    NO_MXU = 9
+    DMA_FORMAT = 10
+    DMA_COUNT = 11
+    DMA_CHIP = 12
+    DMA_FLAG = 13
+    DMA_SENT_FLAG = 14
+    DMA_SRC_RANGE = 15
+    DMA_DST_RANGE = 16
+    RACE = 17
+
+
+#: The names of :class:`Error`, in code order (``golden.tensorcore.ERRORS``).
+ERRORS = tuple(member.name.lower() for member in Error)
 
 #: A DMA descriptor record in SMEM: its words, in order.
 DESCRIPTOR_WORDS = 12
