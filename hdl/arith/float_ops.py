@@ -13,8 +13,9 @@ from amaranth.hdl import Cat, Const, Mux, Signal, signed
 
 from ..lib.stager import check_stages
 
-__all__ = ["FloatFormat", "FP32", "BF16", "unpack", "leading_zeros", "shift_right_sticky", "shift_out_leading_zeros",
-           "not_positive", "exceeds_finite", "normalize_significand", "balanced_cuts"]
+__all__ = ["FloatFormat", "FP32", "BF16", "unpack", "leading_zeros", "shift_right_sticky",
+           "shift_out_leading_zeros", "not_positive", "exceeds_finite", "normalize_significand",
+           "balanced_cuts"]
 
 
 @dataclass(frozen=True)
