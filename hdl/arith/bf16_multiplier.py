@@ -4,11 +4,12 @@ from amaranth.hdl import Cat, Const, Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .float_ops import BF16, FP32, check_numerics, exceeds_finite, leading_zeros, \
+from .float_ops import BF16, FP32, exceeds_finite, leading_zeros, \
     not_positive, unpack
 from .rounding import Rounded, finish, round_result
 from ..lib.stager import Stager, check_stages
 from ..lib.stream_pipeline import StreamPipeline
+from ..lib.params import check_numerics
 
 __all__ = ["BF16MulCore", "BF16Multiplier"]
 

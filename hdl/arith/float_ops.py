@@ -13,18 +13,9 @@ from amaranth.hdl import Cat, Const, Mux, Signal, signed
 
 from ..lib.stager import check_stages
 
-__all__ = ["FloatFormat", "FP32", "BF16", "NUMERICS", "check_numerics",
-           "unpack", "leading_zeros", "shift_right_sticky", "shift_out_leading_zeros",
-           "not_positive", "exceeds_finite", "normalize_significand", "balanced_cuts"]
-
-NUMERICS = ("tpu", "ieee")
-
-
-def check_numerics(numerics):
-    if numerics not in NUMERICS:
-        raise ValueError(f"numerics must be one of {', '.join(map(repr, NUMERICS))}, "
-                         f"not {numerics!r}")
-    return numerics
+__all__ = ["FloatFormat", "FP32", "BF16", "unpack", "leading_zeros", "shift_right_sticky",
+           "shift_out_leading_zeros", "not_positive", "exceeds_finite", "normalize_significand",
+           "balanced_cuts"]
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,12 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .float_ops import FP32, check_numerics, exceeds_finite, leading_zeros, not_positive, \
+from .float_ops import FP32, exceeds_finite, leading_zeros, not_positive, \
     shift_out_leading_zeros, shift_right_sticky, unpack
 from .rounding import finish, round_nearest_even
 from ..lib.stager import Stager, check_stages
 from ..lib.stream_pipeline import StreamPipeline
+from ..lib.params import check_numerics
 
 __all__ = ["FP32AddCore", "FP32Adder"]
 

@@ -15,10 +15,11 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .float_ops import FP32, balanced_cuts, check_numerics, unpack
+from .float_ops import FP32, balanced_cuts, unpack
 from .rounding import finish, round_result
 from ..lib.stager import Stager, check_stages
 from ..lib.stream_pipeline import StreamPipeline
+from ..lib.params import check_numerics
 
 __all__ = ["FP32ExpCore", "FP32Exp", "exp_tables"]
 

@@ -4,10 +4,11 @@ from amaranth.hdl import Cat, Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .float_ops import FP32, check_numerics, normalize_significand, unpack
+from .float_ops import FP32, normalize_significand, unpack
 from .rounding import finish, keep_significand, round_result
 from ..lib.stager import Stager, check_stages
 from ..lib.stream_pipeline import StreamPipeline
+from ..lib.params import check_numerics
 
 __all__ = ["FP32MulCore", "FP32Multiplier"]
 

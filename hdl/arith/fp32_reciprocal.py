@@ -4,7 +4,7 @@ from amaranth.hdl import Const, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .float_ops import check_numerics
+from ..lib.params import check_numerics
 from .fp32_divider import MAX_STAGES, FP32DivCore
 from ..lib.stager import check_stages
 from ..lib.stream_pipeline import StreamPipeline

@@ -4,10 +4,11 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .float_ops import FP32, balanced_cuts, check_numerics, normalize_significand, unpack
+from .float_ops import FP32, balanced_cuts, normalize_significand, unpack
 from .rounding import finish, round_nearest_even
 from ..lib.stager import Stager, check_stages
 from ..lib.stream_pipeline import StreamPipeline
+from ..lib.params import check_numerics
 
 __all__ = ["FP32SqrtCore", "FP32Sqrt"]
 

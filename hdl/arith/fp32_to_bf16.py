@@ -4,10 +4,11 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .float_ops import BF16, FP32, check_numerics, unpack
+from .float_ops import BF16, FP32, unpack
 from .rounding import finish, round_nearest_even
 from ..lib.stager import Stager, check_stages
 from ..lib.stream_pipeline import StreamPipeline
+from ..lib.params import check_numerics
 
 __all__ = ["FP32ToBF16Core", "FP32ToBF16"]
 

@@ -5,7 +5,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 from .arbiter import RoundRobin
 from .input_port import head_layout, is_value
 from .layouts import MAX_VCS

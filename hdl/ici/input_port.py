@@ -5,7 +5,7 @@ from amaranth.hdl import C, Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 from ..lib.stream_queue import StreamQueue
 from .layouts import (CHIP_BITS, LENGTH_BITS, OPCODES, PORT_BITS,
                       route_entry_layout, route_word_layout)

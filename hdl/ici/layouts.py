@@ -21,7 +21,8 @@ Routing-table entry (``route_entry_layout``), one per destination chip ``d`` at 
 from amaranth.hdl import unsigned
 from amaranth.lib import data
 
-from ..lib.memory_port import WORD_BITS, check_int
+from ..lib.memory_port import WORD_BITS
+from ..lib.params import check_int
 
 __all__ = [
     "CHIP_BITS", "LENGTH_BITS", "MAX_VCS", "MAX_FLIT_WORDS", "MAX_DIMS", "PORT_BITS",

@@ -5,7 +5,7 @@ from amaranth.hdl import Module, Signal, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 from .layouts import MAX_VCS, flit_layout
 
 __all__ = ["LinkSignature", "Link"]

@@ -4,7 +4,7 @@ from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 from .layouts import CHIP_BITS, flit_layout, table_write_layout
 from .link import Link
 from .router import Router

@@ -6,7 +6,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 from ..lib.numbered_ports import port, port_name
 from .allocator import Allocator
 from .input_port import InputPort

@@ -19,23 +19,15 @@ from amaranth.hdl import MemoryData, Shape, ShapeCastable, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+# check_int is re-exported for sim/system.py, which another branch is editing; new code
+# imports it from .params.
+from .params import check_int
+
 __all__ = ["MemoryPortSignature", "request_layout", "response_layout", "check_int",
            "line_addr_width", "memory_data", "WORD_BITS"]
 
 #: Bits in a word (SPEC section 4).
 WORD_BITS = 32
-
-
-def check_int(name, value, *, least=None, most=None):
-    """``value`` as an int in ``[least, most]``: ``TypeError`` if it is not an int (bools
-    are not), ``ValueError`` if it is out of range. Shared by the memory components."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
-    if least is not None and value < least:
-        raise ValueError(f"{name} must be at least {least}, not {value}")
-    if most is not None and value > most:
-        raise ValueError(f"{name} must be at most {most}, not {value}")
-    return value
 
 
 def memory_data(name, data, *, shape, depth):

@@ -5,6 +5,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from .params import check_int
+
 __all__ = ["RegisteredFIFO"]
 
 
@@ -61,12 +63,9 @@ class RegisteredFIFO(wiring.Component):
     """
 
     def __init__(self, *, width, depth, lanes=1):
-        for name, value, least in (("width", width, 1), ("depth", depth, 2),
-                                   ("lanes", lanes, 1)):
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise TypeError(f"{name} must be an integer, not {value!r}")
-            if value < least:
-                raise ValueError(f"{name} must be at least {least}, not {value}")
+        check_int("width", width, least=1)
+        check_int("depth", depth, least=2)
+        check_int("lanes", lanes, least=1)
         self.width, self.depth, self.lanes = width, depth, lanes
         layout = data.ArrayLayout(width, lanes)
         super().__init__({

@@ -11,13 +11,15 @@ systolic array stall without losing anything.
 
 from amaranth.hdl import Signal
 
+from .params import check_int
+
 __all__ = ["Stager", "check_stages"]
 
 
 def check_stages(stages, n_cuts, *, name="stages"):
     """Validate a pipeline depth against the number of cut points a datapath offers."""
-    if not isinstance(stages, int) or isinstance(stages, bool):
-        raise TypeError(f"{name} must be an integer, not {stages!r}")
+    check_int(name, stages)
+    # One "between" message rather than check_int's two bounds: a caller reads the range.
     if not 1 <= stages <= n_cuts:
         raise ValueError(f"{name} must be between 1 and {n_cuts}, not {stages}")
     return stages

@@ -5,7 +5,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from .memory_port import check_int
+from .params import check_bool, check_int
 
 __all__ = ["StreamQueue"]
 
@@ -59,8 +59,7 @@ class StreamQueue(wiring.Component):
             width = Shape.cast(shape).width
         except TypeError as error:
             raise TypeError(f"shape must be shape-castable, not {shape!r}") from error
-        if not isinstance(buffered, bool):
-            raise TypeError(f"buffered must be a bool, not {buffered!r}")
+        check_bool("buffered", buffered)
         self.shape = shape
         self.width = width
         # A FIFO of depth 0 is never ready on either side: a queue that deadlocks.

@@ -19,9 +19,8 @@ from .dma_receive import Receiver
 from .dma_system import DmaSystem, core_signature
 from .hbm import HBM
 from .layouts import (ADDRESS_BITS, CHIP_BITS, DIMS, ERROR_ADDRESS_BITS, FLAG_BITS, ID_BITS,
-                      REASONS, SPACES, STRIDE_BITS, descriptor_layout, error_layout,
-                      flag_add_layout, flag_set_layout, flag_wait_layout, reason_code,
-                      target_word_layout)
+                      REASONS, SPACES, STRIDE_BITS, Reason, descriptor_layout, error_layout,
+                      flag_add_layout, flag_set_layout, flag_wait_layout, target_word_layout)
 from .port_merge import WriterMerge
 from .sync_flags import SyncFlags
 from .vmem import VMEM
@@ -35,5 +34,5 @@ __all__ = [
     "push_done_layout", "target_word_layout",
     "ADDRESS_BITS", "STRIDE_BITS", "FLAG_BITS", "CHIP_BITS", "ID_BITS", "ERROR_ADDRESS_BITS",
     "DIMS",
-    "SPACES", "REASONS", "reason_code",
+    "SPACES", "Reason", "REASONS",
 ]

@@ -6,7 +6,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..ici.layouts import MAX_FLIT_WORDS, flit_layout
-from ..lib.memory_port import WORD_BITS, MemoryPortSignature, check_int, line_addr_width
+from ..lib.memory_port import WORD_BITS, MemoryPortSignature, line_addr_width
 from ..lib.numbered_ports import port, port_name
 from .dma_addrgen import AddressGenerator
 from .dma_burst import ROUND_TRIP, BurstEngine
@@ -15,18 +15,12 @@ from .dma_push import DEFAULT_MAX_PAYLOAD, max_payload_words
 from .dma_push_ports import DEFAULT_PUSH_BEATS, PushPorts
 from .layouts import (ADDRESS_BITS, CHIP_BITS, FLAG_BITS, descriptor_layout, error_layout,
                       flag_add_layout)
+from ..lib.params import check_int, check_power_of_two
 
 __all__ = ["DMA", "ROUND_TRIP"]
 
 #: Width of the status counters.
 COUNT_BITS = 32
-
-
-def _pow2(name, value):
-    check_int(name, value, least=1)
-    if value & (value - 1):
-        raise ValueError(f"{name} must be a power of two, not {value}")
-    return value
 
 
 class DMA(wiring.Component):
@@ -134,8 +128,8 @@ class DMA(wiring.Component):
                  n_chips=1, flit_words=1, max_payload=DEFAULT_MAX_PAYLOAD, push_ports=1,
                  push_beats=DEFAULT_PUSH_BEATS, outstanding=4, queue_depth=None,
                  read_latency=4, max_reads=None):
-        _pow2("hbm_line_words", hbm_line_words)
-        _pow2("lanes", lanes)
+        check_power_of_two("hbm_line_words", hbm_line_words)
+        check_power_of_two("lanes", lanes)
         check_int("hbm_size", hbm_size, least=hbm_line_words, most=1 << ADDRESS_BITS)
         if hbm_size % hbm_line_words:
             raise ValueError(f"hbm_size ({hbm_size}) must be a multiple of hbm_line_words "

@@ -5,7 +5,7 @@ from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import check_int
+from ..lib.params import check_int, check_power_of_two
 from ..lib.stream_queue import StreamQueue
 from .dma_check import job_layout
 from .layouts import ADDRESS_BITS, CHIP_BITS, DIMS, FLAG_BITS, ID_BITS
@@ -107,9 +107,7 @@ class AddressGenerator(wiring.Component):
         if not isinstance(line_words, (tuple, list)) or len(line_words) != 2:
             raise TypeError(f"line_words must be a pair (hbm, vmem), not {line_words!r}")
         for name, words in zip(("hbm", "vmem"), line_words):
-            check_int(f"{name} line words", words, least=1)
-            if words & (words - 1):
-                raise ValueError(f"{name} line words must be a power of two, not {words}")
+            check_power_of_two(f"{name} line words", words)
         check_int("outstanding", outstanding, least=1, most=1024)
         self.line_words = tuple(line_words)
         self.outstanding = outstanding

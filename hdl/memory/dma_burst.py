@@ -7,12 +7,13 @@ from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import WORD_BITS, check_int
+from ..lib.memory_port import WORD_BITS
 from ..lib.stream_queue import StreamQueue
 from .dma_addrgen import beat_layout, inflight_layout
 from .dma_lanes import check_space_ports, lane_mask, rotate_words_left
 from .dma_push import push_beat_layout
-from .layouts import ADDRESS_BITS, error_layout, flag_add_layout, reason_code
+from .layouts import ADDRESS_BITS, Reason, error_layout, flag_add_layout
+from ..lib.params import check_int
 
 __all__ = ["BurstEngine", "ROUND_TRIP"]
 
@@ -288,7 +289,7 @@ class BurstEngine(wiring.Component):
             m.d.sync += bus.valid.eq(0)
         with m.If(consume & error):
             m.d.sync += [bus.valid.eq(1), bus.payload.id.eq(self.inflight.payload.id),
-                         bus.payload.reason.eq(reason_code("bus")),
+                         bus.payload.reason.eq(Reason.BUS),
                          bus.payload.address.eq(head.src_addr)]
 
         # ---- read side: the next beat, if a credit is free and it is not fenced off.

@@ -5,10 +5,10 @@ from amaranth.hdl import Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 from ..lib.stream_queue import StreamQueue
 from .layouts import (ADDRESS_BITS, CHIP_BITS, DIMS, ERROR_ADDRESS_BITS, FLAG_BITS, ID_BITS,
-                      STRIDE_BITS, descriptor_layout, error_layout, reason_code)
+                      STRIDE_BITS, Reason, descriptor_layout, error_layout)
 
 __all__ = ["DescriptorCheck", "check_descriptor_check_params", "job_layout"]
 
@@ -220,10 +220,10 @@ class DescriptorCheck(wiring.Component):
         ]
 
         quick = Signal(error_layout)         # a rejection known at once, first failure wins
-        reason, address = reason_code("sent_flag"), d.sent_flag
-        for bad, name, value in ((bad_flag, "flag", d.flag), (bad_chip, "chip", d.chip),
-                                 (zero, "count", d.src_base)):
-            reason, address = Mux(bad, reason_code(name), reason), Mux(bad, value, address)
+        reason, address = Reason.SENT_FLAG, d.sent_flag
+        for bad, code, value in ((bad_flag, Reason.FLAG, d.flag), (bad_chip, Reason.CHIP, d.chip),
+                                 (zero, Reason.COUNT, d.src_base)):
+            reason, address = Mux(bad, code, reason), Mux(bad, value, address)
         m.d.comb += [quick.id.eq(judged.id), quick.reason.eq(reason), quick.address.eq(address)]
         found = Signal()                     # the scan has found a range rejection's address
         scanned = Signal(error_layout)
@@ -316,8 +316,7 @@ class DescriptorCheck(wiring.Component):
             with m.Elif(descend):
                 m.d.sync += [
                         running.eq(0), found.eq(1), error.id.eq(judged.id),
-                        error.reason.eq(Mux(bad["src"], reason_code("src_range"),
-                                            reason_code("dst_range"))),
+                        error.reason.eq(Mux(bad["src"], Reason.SRC_RANGE, Reason.DST_RANGE)),
                         error.address.eq(Mux(bad["src"], cursor["src"], cursor["dst"])),
                     ]
             with m.Else():

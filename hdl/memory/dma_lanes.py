@@ -10,6 +10,7 @@ narrowed), and nothing an event simulator leaves unevaluated at time zero (Icaru
 from amaranth.hdl import Cat, Mux, Value
 
 from ..lib.memory_port import WORD_BITS, MemoryPortSignature
+from ..lib.params import check_power_of_two
 
 __all__ = ["rotate_words_left", "lane_mask", "equals", "pick", "check_space_ports"]
 
@@ -32,8 +33,7 @@ def rotate_words_left(value, amount, words):
     word ``j`` moves to lane ``(j + amount) mod words``. ``words`` is a power of two and
     ``amount`` is taken modulo ``words`` (its low ``log2(words)`` bits); a log-depth network
     of 2:1 multiplexers."""
-    if words < 1 or words & (words - 1):
-        raise ValueError(f"words must be a power of two, not {words}")
+    check_power_of_two("words", words)
     value = Value.cast(value)
     if len(value) != WORD_BITS * words:
         raise ValueError(f"value has {len(value)} bits, not {words} words")

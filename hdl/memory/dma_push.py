@@ -6,11 +6,12 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..ici.layouts import LENGTH_BITS, MAX_FLIT_WORDS, OPCODES, flit_layout, route_word_layout
-from ..lib.memory_port import WORD_BITS, check_int
+from ..lib.memory_port import WORD_BITS
 from ..lib.stream_queue import StreamQueue
 from .dma_addrgen import inflight_layout
 from .dma_lanes import equals, pick
 from .layouts import ADDRESS_BITS, CHIP_BITS, FLAG_BITS, flag_add_layout, target_word_layout
+from ..lib.params import check_int
 
 __all__ = ["Packetizer", "push_beat_layout", "push_done_layout", "max_payload_words",
            "HEADER_WORDS", "DEFAULT_MAX_PAYLOAD"]

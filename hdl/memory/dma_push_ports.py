@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..ici.arbiter import RoundRobin
 from ..ici.layouts import flit_layout
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 from ..lib.numbered_ports import port, port_name
 from ..lib.stream_queue import StreamQueue
 from .dma_lanes import equals, pick

@@ -8,10 +8,11 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..ici.layouts import LENGTH_BITS, MAX_FLIT_WORDS, OPCODES, flit_layout, route_word_layout
-from ..lib.memory_port import WORD_BITS, check_int
+from ..lib.memory_port import WORD_BITS
 from ..lib.stream_queue import StreamQueue
 from .dma_lanes import check_space_ports, equals, pick
 from .layouts import ADDRESS_BITS, CHIP_BITS, FLAG_BITS, flag_add_layout, target_word_layout
+from ..lib.params import check_int
 
 __all__ = ["Receiver"]
 

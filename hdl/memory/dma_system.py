@@ -10,7 +10,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..ici.layouts import flit_layout
-from ..lib.memory_port import MemoryPortSignature, check_int, line_addr_width
+from ..lib.memory_port import MemoryPortSignature, line_addr_width
 from ..lib.numbered_ports import port, port_name
 from .dma import COUNT_BITS, DMA
 from .dma_push import DEFAULT_MAX_PAYLOAD
@@ -22,6 +22,7 @@ from .layouts import (CHIP_BITS, descriptor_layout, error_layout, flag_set_layou
 from .port_merge import WriterMerge
 from .sync_flags import SyncFlags
 from .vmem import VMEM
+from ..lib.params import check_int
 
 __all__ = ["DmaSystem", "core_signature", "STAMPS"]
 

@@ -5,9 +5,9 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import (WORD_BITS, MemoryPortSignature, check_int, line_addr_width,
-                               memory_data)
+from ..lib.memory_port import WORD_BITS, MemoryPortSignature, line_addr_width, memory_data
 from ..lib.xorshift import Xorshift32
+from ..lib.params import check_int, check_power_of_two
 
 __all__ = ["HBM", "check_hbm_params"]
 
@@ -27,9 +27,7 @@ def check_hbm_params(*, size, words_per_cycle=1, read_latency=4, max_outstanding
     """Raise what :class:`HBM` raises for these parameters, without building one (a block
     that builds its HBM in ``elaborate`` refuses them at once). Returns ``max_outstanding``
     (its default filled in) and the error ranges as a tuple of pairs."""
-    check_int("words_per_cycle", words_per_cycle, least=1)
-    if not _is_pow2(words_per_cycle):
-        raise ValueError(f"words_per_cycle must be a power of two, not {words_per_cycle}")
+    check_power_of_two("words_per_cycle", words_per_cycle)
     check_int("size", size, least=1)
     if size % words_per_cycle:
         raise ValueError(f"size ({size}) must be a multiple of words_per_cycle "

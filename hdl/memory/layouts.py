@@ -2,11 +2,11 @@
 ``golden.memory`` (the tests check that the two agree)."""
 
 from amaranth.hdl import signed, unsigned
-from amaranth.lib import data
+from amaranth.lib import data, enum
 
 __all__ = [
     "ADDRESS_BITS", "STRIDE_BITS", "FLAG_BITS", "CHIP_BITS", "ID_BITS", "ERROR_ADDRESS_BITS",
-    "DIMS", "SPACES", "REASONS", "reason_code",
+    "DIMS", "SPACES", "Reason", "REASONS",
     "descriptor_layout", "error_layout", "flag_add_layout", "flag_set_layout",
     "flag_wait_layout", "target_word_layout",
 ]
@@ -30,16 +30,26 @@ DIMS = 3
 
 #: Space codes: the index in this tuple (``golden.memory.SPACES``).
 SPACES = ("hbm", "vmem")
-#: Error reason codes: the index in this tuple. The first six are ``golden.memory.REASONS``
-#: in order; ``bus`` is a bus error answered by the HBM (an injected fault).
-REASONS = ("count", "chip", "flag", "sent_flag", "src_range", "dst_range", "bus")
 
 
-def reason_code(name):
-    """The code of a reason name from :data:`REASONS`."""
-    if name not in REASONS:
-        raise ValueError(f"unknown reason {name!r}; reasons: {', '.join(REASONS)}")
-    return REASONS.index(name)
+class Reason(enum.IntEnum, shape=3):
+    """Why a descriptor was rejected: the shape of an error record's ``reason``.
+
+    The first six are ``golden.memory.REASONS`` in order; ``BUS`` is a bus error answered
+    by the HBM (an injected fault). An ``IntEnum``, so a reason read back from a record
+    indexes :data:`REASONS` as its code always has.
+    """
+    COUNT = 0
+    CHIP = 1
+    FLAG = 2
+    SENT_FLAG = 3
+    SRC_RANGE = 4
+    DST_RANGE = 5
+    BUS = 6
+
+
+#: The names of :class:`Reason` in code order, as ``golden.memory`` and sim spell them.
+REASONS = tuple(member.name.lower() for member in Reason)
 
 
 #: A DMA descriptor (SPEC section 6, ``golden.memory.Descriptor``). Counts and strides are
@@ -69,7 +79,7 @@ descriptor_layout = data.StructLayout({
 #: ``golden.memory.DmaError``.
 error_layout = data.StructLayout({
     "id": unsigned(ID_BITS),
-    "reason": unsigned(3),
+    "reason": Reason,
     "address": signed(ERROR_ADDRESS_BITS),
 })
 

@@ -4,7 +4,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 from .layouts import FLAG_BITS, flag_add_layout, flag_set_layout, flag_wait_layout
 
 __all__ = ["SyncFlags"]

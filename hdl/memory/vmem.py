@@ -5,7 +5,8 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In
 
-from ..lib.memory_port import WORD_BITS, MemoryPortSignature, check_int, line_addr_width
+from ..lib.memory_port import WORD_BITS, MemoryPortSignature, line_addr_width
+from ..lib.params import check_int
 
 __all__ = ["VMEM"]
 

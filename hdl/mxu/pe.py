@@ -5,7 +5,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..arith.bf16_multiplier import BF16MulCore, MAX_STAGES as MUL_MAX_STAGES
-from ..arith.float_ops import check_numerics
+from ..lib.params import check_numerics
 from ..arith.fp32_adder import FP32AddCore, MAX_STAGES as ADD_MAX_STAGES
 from ..lib.stager import check_stages
 

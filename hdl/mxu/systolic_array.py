@@ -4,6 +4,7 @@ from amaranth.hdl import Cat, Module
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..lib.params import check_int
 from .pe import ADD_STAGES, MUL_STAGES, ProcessingElement, check_pe_params, product_latency
 from .skew_buffer import SkewBuffer
 
@@ -28,11 +29,8 @@ def pe_row_signature(cols, transposable):
 
 def check_array_params(*, rows, cols, numerics, mul_stages, add_stages, transpose):
     """Validate array parameters; return whether transposed loads are supported."""
-    for name, value in (("rows", rows), ("cols", cols)):
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise TypeError(f"{name} must be an integer, not {value!r}")
-        if value < 1:
-            raise ValueError(f"{name} must be at least 1, not {value}")
+    check_int("rows", rows, least=1)
+    check_int("cols", cols, least=1)
     check_pe_params(numerics=numerics, mul_stages=mul_stages, add_stages=add_stages)
     if transpose is None:
         return rows == cols

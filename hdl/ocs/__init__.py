@@ -7,14 +7,14 @@ flit forward, credits back) by a map loaded at run time through its configuratio
 refuses. :class:`MapCheck` is its partial-permutation check.
 """
 
-from .config import (STATUSES, config_beats, config_layout, entry_layout, port_bits,
-                     status_code, status_layout)
+from .config import (STATUSES, Status, config_beats, config_layout, entry_layout, port_bits,
+                     status_layout)
 from .crossbar import COUNTER_BITS, OpticalCircuitSwitch
 from .link import OcsPortSignature
 from .map_check import MapCheck
 
 __all__ = [
-    "OpticalCircuitSwitch", "MapCheck", "OcsPortSignature", "COUNTER_BITS", "STATUSES",
-    "status_code", "port_bits", "entry_layout", "config_layout", "status_layout",
+    "OpticalCircuitSwitch", "MapCheck", "OcsPortSignature", "COUNTER_BITS", "Status",
+    "STATUSES", "port_bits", "entry_layout", "config_layout", "status_layout",
     "config_beats",
 ]

@@ -14,35 +14,41 @@ map again, so every request is a set of edits relative to the map in force.
 """
 
 from amaranth.hdl import unsigned
-from amaranth.lib import data
+from amaranth.lib import data, enum
 
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 
-__all__ = ["STATUSES", "status_code", "port_bits", "entry_layout", "config_layout",
+__all__ = ["Status", "STATUSES", "port_bits", "entry_layout", "config_layout",
            "status_layout", "config_beats"]
 
-#: Status codes of the last commit: the index in this tuple.
-#:
-#: - ``none``: no commit yet;
-#: - ``ok``: the staged map was switched in;
-#: - ``port_range``: an entry beat named a port at or above ``ports`` (``port`` is it);
-#: - ``target_range``: port ``port`` maps to a target at or above ``ports``;
-#: - ``self_loop``: port ``port`` maps to itself;
-#: - ``asymmetric``: port ``port`` maps to a port that does not map back to it (a target
-#:   shared by two ports shows as this: the target can map back to only one of them);
-#: - ``timeout``: the affected links did not drain within ``drain_timeout`` cycles;
-#:   ``port`` is the lowest affected port that was not idle.
-#:
-#: Every code but ``none`` and ``ok`` is a refusal: nothing was switched.
-STATUSES = ("none", "ok", "port_range", "target_range", "self_loop", "asymmetric",
-            "timeout")
+
+class Status(enum.IntEnum, shape=3):
+    """The outcome of the last commit: the shape of a status ``code``.
+
+    - ``NONE``: no commit yet;
+    - ``OK``: the staged map was switched in;
+    - ``PORT_RANGE``: an entry beat named a port at or above ``ports`` (``port`` is it);
+    - ``TARGET_RANGE``: port ``port`` maps to a target at or above ``ports``;
+    - ``SELF_LOOP``: port ``port`` maps to itself;
+    - ``ASYMMETRIC``: port ``port`` maps to a port that does not map back to it (a target
+      shared by two ports shows as this: the target can map back to only one of them);
+    - ``TIMEOUT``: the affected links did not drain within ``drain_timeout`` cycles;
+      ``port`` is the lowest affected port that was not idle.
+
+    Every code but ``NONE`` and ``OK`` is a refusal: nothing was switched. An ``IntEnum``,
+    so a code read back from a run indexes :data:`STATUSES` as it always has.
+    """
+    NONE = 0
+    OK = 1
+    PORT_RANGE = 2
+    TARGET_RANGE = 3
+    SELF_LOOP = 4
+    ASYMMETRIC = 5
+    TIMEOUT = 6
 
 
-def status_code(name):
-    """The code of a status name from :data:`STATUSES`."""
-    if name not in STATUSES:
-        raise ValueError(f"unknown OCS status {name!r}; statuses: {', '.join(STATUSES)}")
-    return STATUSES.index(name)
+#: The names of :class:`Status`, in code order, as sim and the suites report them.
+STATUSES = tuple(member.name.lower() for member in Status)
 
 
 def port_bits(ports):
@@ -64,9 +70,9 @@ def config_layout(ports):
 
 
 def status_layout(ports):
-    """The outcome of the last commit: ``code`` (:data:`STATUSES`) and the ``port`` it names
-    (0 for ``none`` and ``ok``)."""
-    return data.StructLayout({"code": unsigned(3), "port": unsigned(port_bits(ports))})
+    """The outcome of the last commit: ``code`` and the ``port`` it names (0 for ``NONE``
+    and ``OK``)."""
+    return data.StructLayout({"code": Status, "port": unsigned(port_bits(ports))})
 
 
 def _as_map(values, ports, name):

@@ -5,9 +5,8 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import check_int
-from .config import STATUSES, config_layout, entry_layout, port_bits, status_code, \
-    status_layout
+from ..lib.params import check_int
+from .config import STATUSES, Status, config_layout, entry_layout, port_bits, status_layout
 from .link import OcsPortSignature
 from .map_check import MapCheck
 
@@ -123,7 +122,7 @@ class OpticalCircuitSwitch(wiring.Component):
     busy : Out(1)
         A commit is being handled: ``config`` is not ready.
     status : Out(status_layout(ports))
-        Outcome of the last commit (``hdl.ocs.config.STATUSES``).
+        Outcome of the last commit (:class:`~hdl.ocs.config.Status`).
     reconfigs, refused, violations : Out(COUNTER_BITS)
         Commits applied; commits refused; violating flits plus credit returns. They
         saturate.
@@ -202,12 +201,12 @@ class OpticalCircuitSwitch(wiring.Component):
             m.next = "idle"
 
         def apply():
-            end(status_code("ok"), 0)
+            end(Status.OK, 0)
             m.d.sync += active.eq(staged)
             _count(m, self.reconfigs, 1)
 
         def refuse(code, port):
-            end(status_code(code) if isinstance(code, str) else code, port)
+            end(code, port)
             m.d.sync += staged.eq(active)
             _count(m, self.refused, 1)
 
@@ -224,7 +223,7 @@ class OpticalCircuitSwitch(wiring.Component):
                 beat = self.config.payload
                 with m.If(self.config.valid & beat.commit):
                     with m.If(bad_entry):
-                        refuse("port_range", bad_port)
+                        refuse(Status.PORT_RANGE, bad_port)
                         m.d.sync += bad_entry.eq(0)
                     with m.Else():
                         m.d.comb += check.start.eq(1)
@@ -243,7 +242,7 @@ class OpticalCircuitSwitch(wiring.Component):
                                              staged[i].target.eq(Mux(beat.lit, beat.target, 0))]
             with m.State("check"):
                 with m.If(check.done):
-                    with m.If(check.code == status_code("ok")):
+                    with m.If(check.code == Status.OK):
                         m.d.sync += [affected.eq(changed), self.quiesce.eq(changed),
                                      timer.eq(0)]
                         m.next = "drain"
@@ -253,7 +252,7 @@ class OpticalCircuitSwitch(wiring.Component):
                 with m.If((self.idle | ~affected).all()):
                     go_dark()
                 with m.Elif(timer == self.drain_timeout - 1):
-                    refuse("timeout", stuck)
+                    refuse(Status.TIMEOUT, stuck)
                 with m.Else():
                     m.d.sync += timer.eq(timer + 1)
             if self.reconfig_cycles:

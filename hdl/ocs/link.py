@@ -11,7 +11,7 @@ from amaranth.hdl import unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 
 __all__ = ["OcsPortSignature"]
 

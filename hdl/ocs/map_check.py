@@ -4,8 +4,8 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import check_int
-from .config import entry_layout, port_bits, status_code
+from ..lib.params import check_int
+from .config import Status, entry_layout, port_bits
 
 __all__ = ["MapCheck"]
 
@@ -37,9 +37,9 @@ class MapCheck(wiring.Component):
         A walk is under way.
     done : Out(1)
         High for one cycle when the walk ends, with ``code`` and ``port`` valid.
-    code : Out(3)
-        ``status_code("ok")`` or the reason (``target_range``, ``self_loop``,
-        ``asymmetric``); held until the next ``done``.
+    code : Out(Status)
+        ``OK`` or the reason (``TARGET_RANGE``, ``SELF_LOOP``, ``ASYMMETRIC``); held until
+        the next ``done``.
     port : Out(port_bits(ports))
         The port blamed (0 when ok).
 
@@ -52,7 +52,7 @@ class MapCheck(wiring.Component):
         super().__init__({
             "map": In(data.ArrayLayout(entry_layout(ports), ports)),
             "start": In(1), "busy": Out(1), "done": Out(1),
-            "code": Out(3), "port": Out(port_bits(ports)),
+            "code": Out(Status), "port": Out(port_bits(ports)),
         })
 
     def elaborate(self, platform):
@@ -67,18 +67,17 @@ class MapCheck(wiring.Component):
             with m.If(self.start):
                 m.d.sync += [self.busy.eq(1), index.eq(0)]
         with m.Else():
-            def stop(reason):
-                m.d.sync += [self.busy.eq(0), self.done.eq(1),
-                             self.code.eq(status_code(reason)),
-                             self.port.eq(index if reason != "ok" else 0)]
+            def stop(status):
+                m.d.sync += [self.busy.eq(0), self.done.eq(1), self.code.eq(status),
+                             self.port.eq(index if status != Status.OK else 0)]
             with m.If(entry.lit & (entry.target >= n)):
-                stop("target_range")
+                stop(Status.TARGET_RANGE)
             with m.Elif(entry.lit & (entry.target == index)):
-                stop("self_loop")
+                stop(Status.SELF_LOOP)
             with m.Elif(entry.lit & ~(back.lit & (back.target == index))):
-                stop("asymmetric")
+                stop(Status.ASYMMETRIC)
             with m.Elif(index == n - 1):
-                stop("ok")
+                stop(Status.OK)
             with m.Else():
                 m.d.sync += index.eq(index + 1)
         return m

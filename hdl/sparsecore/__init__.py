@@ -16,13 +16,14 @@ from .dedup import Dedup
 from .fetch import FetchUnit
 from .finish_pipeline import FinishPipeline
 from .flush import FlushUnit
-from .layouts import COMBINERS, LANES, ONE, OPS, OPTIMIZERS, SIGN, Geometry, chunk_layout, \
-    id_layout
+from .layouts import COMBINERS, LANES, ONE, OPS, OPTIMIZERS, SIGN, Combiner, Geometry, Op, \
+    Optimizer, chunk_layout, id_layout
 from .lookup_sequencer import LookupSequencer
 from .tile import STAMPS, SparseCoreTile
 from .update_sequencer import UpdateSequencer
 
 __all__ = ["SparseCoreTile", "STAMPS", "BagWalker", "Dedup", "FetchUnit", "ChunkBuffer",
            "LookupSequencer", "UpdateSequencer", "CombineRing", "FinishPipeline", "FlushUnit",
-           "Geometry", "LANES", "ONE", "SIGN", "OPS", "COMBINERS", "OPTIMIZERS", "chunk_layout",
+           "Geometry", "LANES", "ONE", "SIGN", "Op", "Combiner", "Optimizer", "OPS", "COMBINERS",
+           "OPTIMIZERS", "chunk_layout",
            "id_layout"]

@@ -5,7 +5,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory, ReadPort
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 from .layouts import chunk_layout, index_bits
 
 __all__ = ["ChunkBuffer"]

@@ -5,10 +5,11 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import ReadPort
 from amaranth.lib.wiring import In, Out
 
-from ..arith import FP32AddCore, FP32MulCore, check_numerics
+from ..arith import FP32AddCore, FP32MulCore
 from ..lib.stager import check_stages
 from .delay import delayed
 from .layouts import LANES, ONE, chunk_layout, index_bits
+from ..lib.params import check_numerics
 
 __all__ = ["CombineRing"]
 

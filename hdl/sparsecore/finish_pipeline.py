@@ -5,10 +5,11 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.memory import ReadPort
 from amaranth.lib.wiring import In, Out
 
-from ..arith import FP32AddCore, FP32DivCore, FP32MulCore, FP32SqrtCore, check_numerics
+from ..arith import FP32AddCore, FP32DivCore, FP32MulCore, FP32SqrtCore
 from ..lib.stager import check_stages
 from .delay import delayed
-from .layouts import COMBINERS, LANES, OPTIMIZERS, SIGN, chunk_layout, index_bits
+from .layouts import COMBINERS, LANES, OPTIMIZERS, SIGN, Combiner, chunk_layout, index_bits
+from ..lib.params import check_numerics
 
 __all__ = ["FinishPipeline", "check_finish_stages"]
 
@@ -62,8 +63,8 @@ class FinishPipeline(wiring.Component):
         accumulators (Adagrad).
     update, adagrad : In(1)
         Mode and optimizer (SGD when low).
-    combiner : In(2)
-        0 sum, 1 mean, 2 sqrtn.
+    combiner : In(Combiner)
+        The lookup's combiner.
     lr : In(32)
         Learning rate, an fp32 pattern.
     rows_read, state_read : In(ReadPort.Signature)
@@ -89,7 +90,7 @@ class FinishPipeline(wiring.Component):
         super().__init__({
             "records": In(stream.Signature(g.record_layout)),
             "results": Out(stream.Signature(g.result_layout)),
-            "update": In(1), "adagrad": In(1), "combiner": In(2), "lr": In(32),
+            "update": In(1), "adagrad": In(1), "combiner": In(Combiner), "lr": In(32),
             "rows_read": In(spmem), "state_read": In(spmem),
             "active": Out(1),
         })
@@ -123,8 +124,9 @@ class FinishPipeline(wiring.Component):
 
         rec = self.records.payload
         lookup = ~self.update
-        sum_only = ~self.combiner.any()
-        sqrtn = self.combiner == 2
+        # Not `== Combiner.SUM`: a compare with 0 exports as a logical not, which lint flags.
+        sum_only = ~self.combiner.as_value().any()
+        sqrtn = self.combiner == Combiner.SQRTN
 
         def late(value, cycles, name):
             return delayed(m, value, cycles, en=en, name=name)

@@ -7,11 +7,13 @@ ports from the layouts it offers, so the units agree on every field width.
 import dataclasses
 
 from amaranth.hdl import signed, unsigned
-from amaranth.lib import data
+from amaranth.lib import data, enum
 
-from ..lib.memory_port import WORD_BITS, check_int
+from ..lib.memory_port import WORD_BITS
+from ..lib.params import check_int
 
-__all__ = ["LANES", "ONE", "SIGN", "OPS", "COMBINERS", "OPTIMIZERS", "index_bits",
+__all__ = ["LANES", "ONE", "SIGN", "Op", "Combiner", "Optimizer", "OPS", "COMBINERS",
+           "OPTIMIZERS", "index_bits",
            "feature_list", "chunk_layout", "id_layout", "Geometry"]
 
 #: Width of the scVPU, in words: a row chunk, a Spmem line and an output beat.
@@ -22,10 +24,38 @@ ONE = 0x3F800000
 #: fp32 sign bit: ``a - b`` is ``a + (b ^ SIGN)``.
 SIGN = 0x80000000
 
-#: Codes of the tile's ``op``, ``combiner`` and ``optimizer`` inputs: the position in the tuple.
-OPS = ("lookup", "update")
-COMBINERS = ("sum", "mean", "sqrtn")
-OPTIMIZERS = ("sgd", "adagrad")
+
+
+class Op(enum.Enum, shape=1):
+    """A batch's operation: the shape of the tile's ``op`` input."""
+    LOOKUP = 0
+    UPDATE = 1
+
+
+class Combiner(enum.Enum, shape=2):
+    """How a lookup combines a bag's rows: the shape of the ``combiner`` inputs.
+
+    The code 3 has no member: a tile given it flags ``unsupported``.
+    """
+    SUM = 0
+    MEAN = 1
+    SQRTN = 2
+
+
+class Optimizer(enum.Enum, shape=1):
+    """How an update applies a row's summed gradient: the shape of the ``optimizer`` input."""
+    SGD = 0
+    ADAGRAD = 1
+
+
+# The names the command line, the build parameters (``combiners="sum,mean"``) and sim use,
+# in code order: strings stay at those edges, and the RTL sees only the members.
+#: Names of :class:`Op`, in code order.
+OPS = tuple(member.name.lower() for member in Op)
+#: Names of :class:`Combiner`, in code order.
+COMBINERS = tuple(member.name.lower() for member in Combiner)
+#: Names of :class:`Optimizer`, in code order.
+OPTIMIZERS = tuple(member.name.lower() for member in Optimizer)
 
 #: One row chunk: a Spmem line, a gradient beat, an output beat.
 chunk_layout = data.ArrayLayout(WORD_BITS, LANES)

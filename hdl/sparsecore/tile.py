@@ -4,8 +4,8 @@ from amaranth.hdl import MemoryData, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..arith import check_numerics
-from ..lib.memory_port import WORD_BITS, check_int
+from ..lib.params import check_int, check_numerics
+from ..lib.memory_port import WORD_BITS
 from ..memory.hbm import HBM, check_hbm_params
 from .bag_walker import BagWalker
 from .chunk_buffer import ChunkBuffer
@@ -14,7 +14,8 @@ from .dedup import Dedup
 from .fetch import FetchUnit
 from .finish_pipeline import FinishPipeline, check_finish_stages
 from .flush import FlushUnit
-from .layouts import COMBINERS, OPTIMIZERS, Geometry, chunk_layout, feature_list, id_layout
+from .layouts import (COMBINERS, OPTIMIZERS, Combiner, Geometry, Op, Optimizer, chunk_layout,
+                      feature_list, id_layout)
 from .lookup_sequencer import LookupSequencer
 from .update_sequencer import UpdateSequencer
 
@@ -82,9 +83,9 @@ class SparseCoreTile(wiring.Component):
         Update: ``n_bags * chunks`` beats, bag by bag. Lookup: none.
     out : Out(stream.Signature(chunk_layout))
         Lookup: ``n_bags * chunks`` beats, bag by bag.
-    op, combiner, optimizer : In
-        Codes from :data:`~.layouts.OPS`, :data:`~.layouts.COMBINERS`,
-        :data:`~.layouts.OPTIMIZERS`; held for the batch, like every input.
+    op, combiner, optimizer : In(Op), In(Combiner), In(Optimizer)
+        The batch's operation, combiner and optimizer (:mod:`.layouts`); held for the
+        batch, like every input.
     lr : In(32)
         Learning rate (fp32 pattern).
     n_rows, n_ids, n_bags : In
@@ -154,7 +155,7 @@ combine_slots : Out(32)
             "ends": In(stream.Signature(range(max_ids + 1))),
             "grads": In(stream.Signature(chunk_layout)),
             "out": Out(stream.Signature(chunk_layout)),
-            "op": In(1), "combiner": In(2), "optimizer": In(1), "lr": In(32),
+            "op": In(Op), "combiner": In(Combiner), "optimizer": In(Optimizer), "lr": In(32),
             "n_rows": In(range(rows + 1)), "n_ids": In(range(max_ids + 1)),
             "n_bags": In(range(max_bags + 1)), "seed": In(32),
             "finished": Out(1), "busy": Out(1), "unsupported": Out(1),
@@ -183,11 +184,11 @@ combine_slots : Out(32)
             geometry=g, numerics=self.numerics, combiners=self.combiners,
             optimizers=self.optimizers, **self.stages)
         m.submodules.flush = flush = FlushUnit(geometry=g)
-        update = self.op == 1
-        adagrad = self.optimizer == 1
-        built_combiner = _any([_equals(self.combiner, COMBINERS.index(c))
+        update = self.op == Op.UPDATE
+        adagrad = self.optimizer == Optimizer.ADAGRAD
+        built_combiner = _any([_equals(self.combiner, Combiner[c.upper()])
                                for c in self.combiners] or [0])
-        built_optimizer = _any([_equals(self.optimizer, OPTIMIZERS.index(o))
+        built_optimizer = _any([_equals(self.optimizer, Optimizer[o.upper()])
                                 for o in self.optimizers] or [0])
         m.d.comb += self.unsupported.eq(~Mux(update, built_optimizer, built_combiner))
 
@@ -218,7 +219,7 @@ combine_slots : Out(32)
         wiring.connect(m, ring.records, finish.records)
         m.d.comb += [
             lseq.n_bags.eq(self.n_bags), useq.unique.eq(dedup.unique),
-            ring.update.eq(update), ring.sqrtn.eq(self.combiner == 2),
+            ring.update.eq(update), ring.sqrtn.eq(self.combiner == Combiner.SQRTN),
             finish.update.eq(update), finish.adagrad.eq(adagrad),
             finish.combiner.eq(self.combiner), finish.lr.eq(self.lr),
         ]
@@ -304,9 +305,9 @@ combine_slots : Out(32)
                     m.d.sync += first.eq(now)
 
 
-def _equals(value, code):
+def _equals(view, member):
     # `value == 0` would export as a logical not of a vector, which lint flags.
-    return value == code if code else ~value.any()
+    return view == member if member.value else ~view.as_value().any()
 
 
 def _any(terms):

@@ -9,10 +9,10 @@ from amaranth.lib.wiring import In, Out
 
 from ..ici import LinkSignature, Router
 from ..ici.layouts import CHIP_BITS, MAX_VCS, max_local_ports
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 from ..lib.numbered_ports import port
 from ..tensorcore import TensorCoreSystem
-from ..tensorcore.isa import ERROR_CODES
+from ..tensorcore.encoding import Error
 from ..tensorcore.sequencer import State
 from .fabric import check_latencies, link_outputs
 from .layouts import node_row_layout
@@ -32,7 +32,7 @@ def chip_node_signature(*, dims, vcs, n_flags):
         "tx": Out(link).array(ports), "rx": In(link).array(ports),
         "setup_valid": In(1), "setup": In(node_row_layout(dims)), "node": In(CHIP_BITS),
         "start": In(1), "lit": Out(ports), "moved": Out(1), "done": Out(1), "busy": Out(1),
-        "state": Out(State), "pc": Out(32), "error": Out(range(len(ERROR_CODES))),
+        "state": Out(State), "pc": Out(32), "error": Out(Error),
         "waiting": Out(1), "flags": Out(data.ArrayLayout(32, n_flags)),
         "link_flits": Out(data.ArrayLayout(32, ports)), "dropped": Out(32),
         "malformed": Out(32),

@@ -11,9 +11,9 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..ici.layouts import MAX_VCS
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 from ..ocs import status_layout
-from ..tensorcore.isa import ERROR_CODES
+from ..tensorcore.encoding import Error
 from ..tensorcore.sequencer import State
 from .chip_node import ChipNode
 from .fabric import (config_rows, face_ports, ocs_layout, ocs_switches, parse_dims,
@@ -44,7 +44,7 @@ def chip_system_signature(*, dims="2x2", vcs=2, reconfig_cycles=2, n_flags):
         "ocs_status": Out(data.StructLayout({"axis": 2, "status": status_layout(most)})),
         "done": Out(n), "waiting": Out(n),
         "state": Out(data.ArrayLayout(State, n)), "pc": Out(data.ArrayLayout(32, n)),
-        "error": Out(data.ArrayLayout(range(len(ERROR_CODES)), n)),
+        "error": Out(data.ArrayLayout(Error, n)),
         "flags": Out(data.ArrayLayout(32, n * n_flags)),
         "link_flits": Out(data.ArrayLayout(32, n * ports)),
         "dropped": Out(32), "malformed": Out(32),

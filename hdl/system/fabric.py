@@ -9,7 +9,7 @@ from amaranth.lib import data, wiring
 
 from ..ici import Link
 from ..ici.layouts import CHIP_BITS
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 from ..ocs import OpticalCircuitSwitch, config_layout
 
 __all__ = ["parse_dims", "face_ports", "wired_neighbor", "ocs_layout", "tree_sum",

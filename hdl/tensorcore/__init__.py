@@ -13,8 +13,10 @@ bundles from IMEM, with its scalar unit and SMEM, feeding the VPU and MXU throug
 """
 
 from .core import TensorCore
+from .encoding import Error
 from .isa import ERROR_CODES
 from .sequencer import Sequencer, State
 from .system import TensorCoreSystem
 
-__all__ = ["TensorCore", "TensorCoreSystem", "Sequencer", "State", "ERROR_CODES"]
+__all__ = ["TensorCore", "TensorCoreSystem", "Sequencer", "State", "Error",
+           "ERROR_CODES"]

@@ -7,17 +7,17 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..arith.float_ops import check_numerics
-from ..lib.memory_port import check_int
+from ..lib.params import check_int, check_numerics
 from ..memory.dma_system import core_signature
 from ..memory.layouts import descriptor_layout
 from ..memory.vmem import VMEM
 from ..mxu.matrix_unit import MXU
-from ..vpu import ERRORS as VPU_ERRORS
+from ..vpu import Error as VpuError
 from ..vpu import isa as vpu_isa
 from ..vpu.layouts import SUBLANES
 from ..vpu.vpu import VPU
-from .isa import BUNDLE_WORDS, ERROR_CODES, VECTOR_SLOTS
+from .encoding import Error
+from .isa import BUNDLE_WORDS, VECTOR_SLOTS
 from .sequencer import STALL_LAYOUT, Sequencer, State
 from .vector_queue import VectorQueue
 
@@ -79,7 +79,7 @@ class TensorCore(wiring.Component):
     done : Out(1)
         The core has stopped (halted or an error) and is ``drained`` (a chip waits for
         its DMAs too).
-    vpu_error : Out(range(len(hdl.vpu.ERRORS)))
+    vpu_error : Out(hdl.vpu.Error)
         The VPU's stop reason; 0 unless the VPU lacks an op the program uses.
 
     Attributes
@@ -121,9 +121,9 @@ class TensorCore(wiring.Component):
             "flag_values": In(data.ArrayLayout(32, n_flags)),
             "dma": Out(stream.Signature(descriptor_layout)),
             "state": Out(State), "pc": Out(32), "error_pc": Out(32), "bundles": Out(32),
-            "error": Out(range(len(ERROR_CODES))), "waiting": Out(1), "dma_busy": Out(1),
+            "error": Out(Error), "waiting": Out(1), "dma_busy": Out(1),
             "stall": Out(STALL_LAYOUT),
-            "drained": Out(1), "done": Out(1), "vpu_error": Out(range(len(VPU_ERRORS))),
+            "drained": Out(1), "done": Out(1), "vpu_error": Out(VpuError),
         })
 
     def _vmem_fence(self, m, seq, vpu):
@@ -131,7 +131,7 @@ class TensorCore(wiring.Component):
         none is waiting in the queue or the VPU, and the load/store unit is idle (or the
         VPU has stopped, dropping the rest). Unlike ``drained`` it does not wait for the
         MXU, the ALUs or pops, so a DMA can start while the MXU works."""
-        nop = vpu_isa.OPS["nop"].opcode
+        nop = vpu_isa.Opcode.NOP
         words = seq.vector.payload.words
         entering = seq.vector.valid & seq.vector.ready
         loads_stores = [words[VECTOR_SLOTS.index(slot)][26:] != nop for slot in ("vld", "vst")]

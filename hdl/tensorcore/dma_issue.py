@@ -1,21 +1,23 @@
 """The misc slot's ``dma``: read a descriptor record from SMEM, judge it before the bundle
 commits, and hand it to the DMA engine once the VPU has drained."""
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import MemoryPortSignature, check_int, line_addr_width
+from ..lib.memory_port import MemoryPortSignature, line_addr_width
 from ..memory.dma_check import DescriptorCheck, check_descriptor_check_params
-from ..memory.layouts import ADDRESS_BITS, DIMS, REASONS, descriptor_layout
-from .isa import CONTROL_FIELDS, DESCRIPTOR_FIELDS, DESCRIPTOR_WORDS, ERROR_CODES
+from ..memory.layouts import ADDRESS_BITS, DIMS, Reason, descriptor_layout
+from .encoding import Error
+from .isa import CONTROL_FIELDS, DESCRIPTOR_FIELDS, DESCRIPTOR_WORDS
+from ..lib.params import check_int
 
 __all__ = ["DmaIssue", "check_layout", "verdict_layout"]
 
 #: The sequencer's request: judge the record at SMEM word ``address``.
 check_layout = data.StructLayout({"address": 32})
-#: The verdict: ``code`` 0 (accepted: the descriptor is held for ``dma``) or an error code.
-verdict_layout = data.StructLayout({"code": range(len(ERROR_CODES))})
+#: The verdict: ``code`` ``NONE`` (accepted: the descriptor is held for ``dma``) or an error.
+verdict_layout = data.StructLayout({"code": Error})
 
 _STRIDES = [f"{side}_stride{i}" for side in ("src", "dst") for i in range(DIMS)]
 
@@ -101,7 +103,7 @@ class DmaIssue(wiring.Component):
         words = [Signal(32, name=f"record{k}") for k in range(DESCRIPTOR_WORDS)]
         asked = Signal(range(DESCRIPTOR_WORDS + 1))
         got = Signal(range(DESCRIPTOR_WORDS + 1))
-        code = Signal(range(len(ERROR_CODES)))
+        code = Signal(Error)
         held = Signal(descriptor_layout)
 
         # ---- the record, as a descriptor, and what no descriptor can hold
@@ -136,11 +138,12 @@ class DmaIssue(wiring.Component):
                          desc.src_strides[i].eq(w[f"src_stride{i}"].as_signed()),
                          desc.dst_strides[i].eq(w[f"dst_stride{i}"].as_signed())]
 
-        reason_code = Const(0, code.shape())
-        for k, reason in enumerate(REASONS):
-            if f"dma_{reason}" in ERROR_CODES:
-                reason_code = Mux(precheck.errors.payload.reason == k,
-                                  ERROR_CODES[f"dma_{reason}"], reason_code)
+        # Each DescriptorCheck reason the core reports as its Error of the same name.
+        reason_code = Error.NONE
+        for reason in Reason:
+            if f"DMA_{reason.name}" in Error.__members__:
+                reason_code = Mux(precheck.errors.payload.reason == reason,
+                                  Error[f"DMA_{reason.name}"], reason_code)
 
         m.d.comb += [
             self.busy.eq(phase != _Phase.IDLE),
@@ -171,7 +174,7 @@ class DmaIssue(wiring.Component):
                     m.d.sync += phase.eq(_Phase.FORMAT)
             with m.Case(_Phase.FORMAT):
                 with m.If(bad_format):
-                    m.d.sync += [code.eq(ERROR_CODES["dma_format"]), phase.eq(_Phase.VERDICT)]
+                    m.d.sync += [code.eq(Error.DMA_FORMAT), phase.eq(_Phase.VERDICT)]
                 with m.Else():
                     m.d.comb += precheck.descriptors.valid.eq(1)
                     with m.If(precheck.descriptors.ready):

@@ -8,9 +8,12 @@ two cannot drift. ``docs/isa.md`` explains them.
 
 from typing import NamedTuple
 
+from amaranth.lib import enum
+
 __all__ = ["BUNDLE_WORDS", "SLOTS", "VECTOR_SLOTS", "SREGS", "SCALAR_FIELDS", "MISC_FIELDS",
-           "VADDR_FIELDS", "SCALAR_FORMATS", "ScalarOp", "SCALAR_OPS", "MiscOp", "MISC_OPS",
-           "VECTOR_SLOT_UNITS", "ERRORS", "DESCRIPTOR_WORDS", "DESCRIPTOR_FIELDS",
+           "VADDR_FIELDS", "SCALAR_FORMATS", "ScalarOpcode", "ScalarOp", "SCALAR_OPS",
+           "MiscOpcode", "MiscOp", "MISC_OPS",
+           "VECTOR_SLOT_UNITS", "Error", "ERRORS", "DESCRIPTOR_WORDS", "DESCRIPTOR_FIELDS",
            "CONTROL_FIELDS", "DEFAULT_HBM_WORDS"]
 
 BUNDLE_WORDS = 10
@@ -31,50 +34,106 @@ SCALAR_FORMATS = {"n": "", "r": "rd, ra, rb", "i": "rd, ra, imm", "u": "rd, imm"
                   "loop": "rd, target"}
 
 
+class ScalarOpcode(enum.IntEnum, shape=SCALAR_FIELDS["opcode"][1]):
+    """The opcode field of a scalar slot (an ``IntEnum``: the decoder compares a raw word's
+    opcode bits with it, and the test holding the tables equal to golden's compares ints)."""
+    #: No op has opcode 0, so zeroed IMEM never executes; it decodes as illegal.
+    UNASSIGNED = 0
+    NOP = 1
+    ADD = 2
+    SUB = 3
+    AND = 4
+    OR = 5
+    XOR = 6
+    SLL = 7
+    SRL = 8
+    SRA = 9
+    SLT = 10
+    SLTU = 11
+    ADDI = 12
+    ANDI = 13
+    ORI = 14
+    XORI = 15
+    SLLI = 16
+    SRLI = 17
+    SRAI = 18
+    SLTI = 19
+    SLTIU = 20
+    LUI = 21
+    LW = 22
+    SW = 23
+    BEQ = 24
+    BNE = 25
+    BLT = 26
+    BGE = 27
+    BLTU = 28
+    BGEU = 29
+    LOOP = 30
+
+
 class ScalarOp(NamedTuple):
     """``imm`` is how the immediate reads: ``"s16"``, ``"u16"``, ``"shamt"`` or None."""
     name: str
-    opcode: int
+    opcode: ScalarOpcode
     fmt: str
     slots: tuple
     imm: str | None
 
 
+def _scalar(name, fmt, slots, imm):
+    return ScalarOp(name, ScalarOpcode[name.upper()], fmt, slots, imm)
+
+
 _BOTH = ("scalar0", "scalar1")
 SCALAR_OPS = {op.name: op for op in (
-    ScalarOp("nop", 1, "n", _BOTH, None),
-    ScalarOp("add", 2, "r", _BOTH, None), ScalarOp("sub", 3, "r", _BOTH, None),
-    ScalarOp("and", 4, "r", _BOTH, None), ScalarOp("or", 5, "r", _BOTH, None),
-    ScalarOp("xor", 6, "r", _BOTH, None), ScalarOp("sll", 7, "r", _BOTH, None),
-    ScalarOp("srl", 8, "r", _BOTH, None), ScalarOp("sra", 9, "r", _BOTH, None),
-    ScalarOp("slt", 10, "r", _BOTH, None), ScalarOp("sltu", 11, "r", _BOTH, None),
-    ScalarOp("addi", 12, "i", _BOTH, "s16"), ScalarOp("andi", 13, "i", _BOTH, "u16"),
-    ScalarOp("ori", 14, "i", _BOTH, "u16"), ScalarOp("xori", 15, "i", _BOTH, "u16"),
-    ScalarOp("slli", 16, "i", _BOTH, "shamt"), ScalarOp("srli", 17, "i", _BOTH, "shamt"),
-    ScalarOp("srai", 18, "i", _BOTH, "shamt"), ScalarOp("slti", 19, "i", _BOTH, "s16"),
-    ScalarOp("sltiu", 20, "i", _BOTH, "s16"), ScalarOp("lui", 21, "u", _BOTH, "u16"),
-    ScalarOp("lw", 22, "l", ("scalar0",), "s16"), ScalarOp("sw", 23, "s", ("scalar0",), "s16"),
-    ScalarOp("beq", 24, "b", ("scalar1",), "s16"), ScalarOp("bne", 25, "b", ("scalar1",), "s16"),
-    ScalarOp("blt", 26, "b", ("scalar1",), "s16"), ScalarOp("bge", 27, "b", ("scalar1",), "s16"),
-    ScalarOp("bltu", 28, "b", ("scalar1",), "s16"),
-    ScalarOp("bgeu", 29, "b", ("scalar1",), "s16"),
-    ScalarOp("loop", 30, "loop", ("scalar1",), "s16"),
+    _scalar("nop", "n", _BOTH, None), _scalar("add", "r", _BOTH, None),
+    _scalar("sub", "r", _BOTH, None), _scalar("and", "r", _BOTH, None),
+    _scalar("or", "r", _BOTH, None), _scalar("xor", "r", _BOTH, None),
+    _scalar("sll", "r", _BOTH, None), _scalar("srl", "r", _BOTH, None),
+    _scalar("sra", "r", _BOTH, None), _scalar("slt", "r", _BOTH, None),
+    _scalar("sltu", "r", _BOTH, None), _scalar("addi", "i", _BOTH, "s16"),
+    _scalar("andi", "i", _BOTH, "u16"), _scalar("ori", "i", _BOTH, "u16"),
+    _scalar("xori", "i", _BOTH, "u16"), _scalar("slli", "i", _BOTH, "shamt"),
+    _scalar("srli", "i", _BOTH, "shamt"), _scalar("srai", "i", _BOTH, "shamt"),
+    _scalar("slti", "i", _BOTH, "s16"), _scalar("sltiu", "i", _BOTH, "s16"),
+    _scalar("lui", "u", _BOTH, "u16"), _scalar("lw", "l", ("scalar0",), "s16"),
+    _scalar("sw", "s", ("scalar0",), "s16"), _scalar("beq", "b", ("scalar1",), "s16"),
+    _scalar("bne", "b", ("scalar1",), "s16"), _scalar("blt", "b", ("scalar1",), "s16"),
+    _scalar("bge", "b", ("scalar1",), "s16"), _scalar("bltu", "b", ("scalar1",), "s16"),
+    _scalar("bgeu", "b", ("scalar1",), "s16"), _scalar("loop", "loop", ("scalar1",), "s16"),
 )}
+
+
+class MiscOpcode(enum.IntEnum, shape=MISC_FIELDS["opcode"][1]):
+    """The opcode field of the misc slot (an ``IntEnum``, as :class:`ScalarOpcode`)."""
+    #: No op has opcode 0; it decodes as illegal.
+    UNASSIGNED = 0
+    NOP = 1
+    HALT = 2
+    DMA = 3
+    WAIT = 4
+    WAITC = 5
+    FSET = 6
+    FADD = 7
+    DELAY = 8
 
 
 class MiscOp(NamedTuple):
     """``flag``: the op names a flag; ``operand``: it reads ``s[ra] + imm``."""
     name: str
-    opcode: int
+    opcode: MiscOpcode
     flag: bool
     operand: bool
 
 
+def _misc(name, flag, operand):
+    return MiscOp(name, MiscOpcode[name.upper()], flag, operand)
+
+
 MISC_OPS = {op.name: op for op in (
-    MiscOp("nop", 1, False, False), MiscOp("halt", 2, False, False),
-    MiscOp("dma", 3, False, True), MiscOp("wait", 4, True, True),
-    MiscOp("waitc", 5, True, True), MiscOp("fset", 6, True, True),
-    MiscOp("fadd", 7, True, True), MiscOp("delay", 8, False, True),
+    _misc("nop", False, False), _misc("halt", False, False), _misc("dma", False, True),
+    _misc("wait", True, True), _misc("waitc", True, True), _misc("fset", True, True),
+    _misc("fadd", True, True), _misc("delay", False, True),
 )}
 
 #: The VPU units (``golden.vpu``'s names) each vector slot accepts, besides ``nop``.
@@ -82,10 +141,36 @@ VECTOR_SLOT_UNITS = {"vld": ("load",), "valu0": ("alu", "trans", "reduce"),
                      "valu1": ("alu", "trans", "reduce"), "push": ("push",),
                      "pop": ("pop",), "vst": ("store",)}
 
-#: Stop reasons; the index is the error code. ``race`` is the ISS's alone.
-ERRORS = ("none", "illegal", "imem_range", "smem_range", "vmem_range", "flag_range",
-          "weights_full", "results_full", "pop_empty", "no_mxu", "dma_format", "dma_count",
-          "dma_chip", "dma_flag", "dma_sent_flag", "dma_src_range", "dma_dst_range", "race")
+
+
+class Error(enum.IntEnum, shape=5):
+    """Why the core stopped: the shape of its ``error`` port (``NONE`` while it runs).
+
+    ``RACE`` is the ISS's alone. An ``IntEnum``, so a code read back from a run indexes
+    :data:`ERRORS` as it always has.
+    """
+    NONE = 0
+    ILLEGAL = 1
+    IMEM_RANGE = 2
+    SMEM_RANGE = 3
+    VMEM_RANGE = 4
+    FLAG_RANGE = 5
+    WEIGHTS_FULL = 6
+    RESULTS_FULL = 7
+    POP_EMPTY = 8
+    NO_MXU = 9
+    DMA_FORMAT = 10
+    DMA_COUNT = 11
+    DMA_CHIP = 12
+    DMA_FLAG = 13
+    DMA_SENT_FLAG = 14
+    DMA_SRC_RANGE = 15
+    DMA_DST_RANGE = 16
+    RACE = 17
+
+
+#: The names of :class:`Error`, in code order (``golden.tensorcore.ERRORS``).
+ERRORS = tuple(member.name.lower() for member in Error)
 
 #: A DMA descriptor record in SMEM: its words, in order.
 DESCRIPTOR_WORDS = 12

@@ -12,17 +12,17 @@ from dataclasses import dataclass
 from amaranth.hdl import Cat, Const, Signal
 
 from .encoding import (BUNDLE_WORDS, CONTROL_FIELDS, DEFAULT_HBM_WORDS, DESCRIPTOR_FIELDS,
-                       DESCRIPTOR_WORDS, ERRORS, MISC_FIELDS, MISC_OPS, SCALAR_FIELDS,
+                       DESCRIPTOR_WORDS, MISC_FIELDS, MISC_OPS, SCALAR_FIELDS,
                        SCALAR_FORMATS, SCALAR_OPS, SLOTS, SREGS, VADDR_FIELDS, VECTOR_SLOTS,
-                       VECTOR_SLOT_UNITS)
+                       VECTOR_SLOT_UNITS, Error, MiscOpcode, ScalarOpcode)
 from ..vpu import isa as vpu_isa
 
 __all__ = ["BUNDLE_WORDS", "SLOTS", "VECTOR_SLOTS", "SREGS", "ERROR_CODES", "DESCRIPTOR_WORDS",
            "DESCRIPTOR_FIELDS", "CONTROL_FIELDS", "DEFAULT_HBM_WORDS", "ScalarDecoded",
            "MiscDecoded", "BundleDecoded", "decode_bundle", "slot_word"]
 
-#: Error name -> the RTL's error code (its index in :data:`.encoding.ERRORS`).
-ERROR_CODES = {name: code for code, name in enumerate(ERRORS)}
+#: Error name -> its :class:`.encoding.Error` member (the code), for lookups by name.
+ERROR_CODES = {member.name.lower(): member for member in Error}
 
 # golden.tensorcore names the MXU push slot's unit "push"; hdl.vpu.isa calls it "mxu".
 _HDL_UNIT = {"push": "mxu"}
@@ -110,7 +110,9 @@ class BundleDecoded:
 
 
 def _decode_scalar(m, word, slot, name):
-    opcode = _field(word, SCALAR_FIELDS, "opcode")
+    # A signal of the enum's shape, so a waveform shows the opcode by name.
+    opcode = Signal(ScalarOpcode, name=f"{name}_opcode")
+    m.d.comb += opcode.eq(_field(word, SCALAR_FIELDS, "opcode"))
     ops = [spec for spec in SCALAR_OPS.values() if slot in spec.slots]
     is_op = {spec.name: Signal(name=f"{name}_is_{spec.name}") for spec in ops}
     legal_terms, imm_terms = [], []
@@ -146,7 +148,8 @@ def _decode_scalar(m, word, slot, name):
 
 
 def _decode_misc(m, word, name):
-    opcode = _field(word, MISC_FIELDS, "opcode")
+    opcode = Signal(MiscOpcode, name=f"{name}_opcode")
+    m.d.comb += opcode.eq(_field(word, MISC_FIELDS, "opcode"))
     is_op = {spec.name: Signal(name=f"{name}_is_{spec.name}") for spec in MISC_OPS.values()}
     low_bits = (1 << MISC_FIELDS["opcode"][0]) - 1
     terms = []

@@ -5,7 +5,7 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import MemoryPortSignature, check_int, line_addr_width
+from ..lib.memory_port import MemoryPortSignature, line_addr_width
 from ..memory.dma_check import check_descriptor_check_params
 from ..memory.layouts import CHIP_BITS, FLAG_BITS, descriptor_layout, flag_set_layout, \
     flag_wait_layout
@@ -14,10 +14,12 @@ from ..vpu.isa import pushes_lhs
 from ..vpu.layouts import SUBLANES
 from ..vpu.vpu import check_vpu_shape
 from .dma_issue import DmaIssue
-from .isa import (BUNDLE_WORDS, DEFAULT_HBM_WORDS, DESCRIPTOR_WORDS, ERROR_CODES, SREGS,
-                  VECTOR_SLOTS, decode_bundle)
+from .encoding import Error
+from .isa import (BUNDLE_WORDS, DEFAULT_HBM_WORDS, DESCRIPTOR_WORDS, SREGS, VECTOR_SLOTS,
+                  decode_bundle)
 from .scalar_alu import branch_taken, scalar_result
 from .vector_queue import VECTOR_LAYOUT
+from ..lib.params import check_int
 
 __all__ = ["Sequencer", "State", "STALL_CAUSES", "STALL_LAYOUT"]
 
@@ -116,8 +118,8 @@ class Sequencer(wiring.Component):
     pc, error_pc, bundles : Out(32)
         The pc (the halt, the faulting or the waiting bundle once stopped), the faulting
         bundle, and bundles issued.
-    error : Out(range(len(ERRORS)))
-        ``golden.tensorcore.ERRORS`` index of the stop reason (0: none).
+    error : Out(Error)
+        The stop reason (``NONE`` while it runs).
     waiting : Out(1)
         A wait is offered and not met: its flag and value are on ``flag_wait.payload``.
     dma_busy : Out(1)
@@ -180,7 +182,7 @@ class Sequencer(wiring.Component):
             "flag_set": Out(stream.Signature(flag_set_layout)),
             "flag_values": In(data.ArrayLayout(32, n_flags)),
             "state": Out(State), "pc": Out(32), "error_pc": Out(32), "bundles": Out(32),
-            "error": Out(range(len(ERROR_CODES))), "waiting": Out(1), "dma_busy": Out(1),
+            "error": Out(Error), "waiting": Out(1), "dma_busy": Out(1),
             "stall": Out(STALL_LAYOUT),
         })
 
@@ -216,12 +218,12 @@ class Sequencer(wiring.Component):
         m.d.comb += operand.eq(read(misc.ra, "misc_ra") + misc.imm)
 
         # ---- faults, each a (condition, code) in priority order
-        prefault = [(~d.legal, "illegal"),
-                    (misc.names_flag & (misc.flag >= self.n_flags), "flag_range")]
+        prefault = [(~d.legal, Error.ILLEGAL),
+                    (misc.names_flag & (misc.flag >= self.n_flags), Error.FLAG_RANGE)]
         smem_addr = Signal(32)
         m.d.comb += smem_addr.eq(r0["ra"] + s0.imm)
         memory_op = s0.load | s0.store
-        faults = [(memory_op & (smem_addr >= self.smem_words), "smem_range")]
+        faults = [(memory_op & (smem_addr >= self.smem_words), Error.SMEM_RANGE)]
         shadow = Signal(range(self.lanes + 1))          # weight rows in the shadow tile
         queued = Signal(range(self.mxu_results + 1))    # result rows not yet popped
         shadow_next, queued_next = shadow, queued
@@ -234,18 +236,18 @@ class Sequencer(wiring.Component):
                 m.d.comb += line.eq(base_reg[slot] + v.base)
                 last = line[:_BASE_BITS] + (SUBLANES - 1) * v.stride
                 faults.append((used & (line[_BASE_BITS:].any() | (last >= self.vmem_lines)),
-                               "vmem_range"))
+                               Error.VMEM_RANGE))
                 word = Cat(word[:_BASE_LOW], line[:_BASE_BITS], word[_BASE_LOW + _BASE_BITS:])
             m.d.comb += packet.words[k].eq(word)
             mxu_op = v.unit["mxu"] | v.unit["pop"]
             if not self.mxu:
-                faults.append((mxu_op, "no_mxu"))
+                faults.append((mxu_op, Error.NO_MXU))
                 continue
             faults += [(v.is_op["push_weights"] & (shadow_next + SUBLANES > self.lanes),
-                        "weights_full"),
+                        Error.WEIGHTS_FULL),
                        (pushes_lhs(v) & (queued_next + SUBLANES > self.mxu_results),
-                        "results_full"),
-                       (v.is_op["pop"] & (queued_next < SUBLANES), "pop_empty")]
+                        Error.RESULTS_FULL),
+                       (v.is_op["pop"] & (queued_next < SUBLANES), Error.POP_EMPTY)]
             # The counts after this slot, as signals so that each slot's logic is built
             # once. A push_lhs(_acc) into a whole shadow tile swaps it in first
             # (golden.vpu.MXUState). Values past the limits only occur in a bundle that
@@ -261,15 +263,16 @@ class Sequencer(wiring.Component):
             ]
             shadow_next, queued_next = after
         is_dma = misc.is_op["dma"]
-        faults.append((is_dma & (operand + DESCRIPTOR_WORDS > self.smem_words), "smem_range"))
+        faults.append((is_dma & (operand + DESCRIPTOR_WORDS > self.smem_words),
+                       Error.SMEM_RANGE))
 
         def first_code(checks):
-            code = Const(0, range(len(ERROR_CODES)))
-            for condition, name in reversed(checks):
-                code = Mux(condition, ERROR_CODES[name], code)
+            code = Error.NONE
+            for condition, error in reversed(checks):
+                code = Mux(condition, error, code)
             return code
 
-        early, late = Signal(range(len(ERROR_CODES))), Signal(range(len(ERROR_CODES)))
+        early, late = Signal(Error), Signal(Error)
         m.d.comb += [early.eq(first_code(prefault)), late.eq(first_code(faults))]
 
         # ---- when the bundle can go
@@ -377,7 +380,7 @@ class Sequencer(wiring.Component):
                         m.d.sync += self.state.eq(State.HALTED)
                     with m.Elif(~in_range):
                         m.d.sync += [pc.eq(next_pc), self.state.eq(State.ERROR),
-                                     self.error.eq(ERROR_CODES["imem_range"]),
+                                     self.error.eq(Error.IMEM_RANGE),
                                      self.error_pc.eq(next_pc)]
                     with m.Else():
                         m.d.sync += pc.eq(next_pc)

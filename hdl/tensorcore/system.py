@@ -12,7 +12,8 @@ from ..memory.dma import COUNT_BITS
 from ..lib.numbered_ports import port, port_name
 from ..memory.dma_system import DmaSystem
 from .core import TensorCore
-from .isa import DEFAULT_HBM_WORDS, ERROR_CODES
+from .encoding import Error
+from .isa import DEFAULT_HBM_WORDS
 from .sequencer import STALL_CAUSES, State
 
 __all__ = ["TensorCoreSystem"]
@@ -116,7 +117,7 @@ vector_queue, ops
                 packets |= {port_name("push", j): Out(flits), port_name("receive", j): In(flits)}
         super().__init__({
             **packets, "start": In(1), "state": Out(State), "pc": Out(32), "error_pc": Out(32),
-            "bundles": Out(32), "error": Out(range(len(ERROR_CODES))), "waiting": Out(1),
+            "bundles": Out(32), "error": Out(Error), "waiting": Out(1),
             "dma_busy": Out(1), "vpu_error": Out(self.core.vpu_error.shape()),
             "flags": Out(data.ArrayLayout(32, n_flags)), "dma_rejected": Out(COUNT_BITS),
             "drained": Out(1), "done": Out(1), "busy": Out(1),

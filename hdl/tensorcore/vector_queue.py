@@ -4,7 +4,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 from ..lib.stream_queue import StreamQueue
 from ..vpu.layouts import PROGRAM_LAYOUT
 from .isa import VECTOR_SLOTS

@@ -7,7 +7,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..ici.layouts import CHIP_BITS, OPCODES, flit_layout, route_word_layout
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 from ..lib.stream_queue import StreamQueue
 from ..lib.xorshift import GAP_BITS, Xorshift32, xorshift32
 from ..system.layouts import (FLIT_WORDS, MAX_LOCAL_PORTS, MAX_PACKET_FLITS, MODES,

@@ -9,7 +9,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..ici.layouts import MAX_VCS
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 from ..lib.xorshift import GAP_BITS
 from ..ocs import status_layout
 from ..system.fabric import (config_rows, face_ports, ocs_layout, ocs_switches, parse_dims,

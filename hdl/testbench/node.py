@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..ici import LinkSignature, Router
 from ..ici.layouts import CHIP_BITS, MAX_VCS
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 from ..lib.xorshift import GAP_BITS, Xorshift32
 from ..system.fabric import link_outputs
 from .generator import TrafficGenerator

@@ -7,7 +7,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..ici.layouts import CHIP_BITS, LENGTH_BITS, OPCODES, flit_layout, route_word_layout
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 from ..system.layouts import (BUCKETS, FLIT_WORDS, HOP_BITS, MAX_LOCAL_PORTS,
                               MAX_PACKET_FLITS, TAG_BITS, TIME_BITS, latency_bucket_hw,
                               payload_word, tag_fields)

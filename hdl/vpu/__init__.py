@@ -12,8 +12,8 @@ VMEM and MXU for whole runs.
 
 from .layouts import PROGRAM_LAYOUT
 from .transcendental_unit import TranscendentalUnit
-from .vpu import ERRORS, OPTIONAL_OPS, VPU
+from .vpu import ERRORS, OPTIONAL_OPS, VPU, Error
 from .vpu_system import VPUSystem
 
-__all__ = ["VPU", "VPUSystem", "TranscendentalUnit", "ERRORS", "OPTIONAL_OPS",
+__all__ = ["VPU", "VPUSystem", "TranscendentalUnit", "Error", "ERRORS", "OPTIONAL_OPS",
            "PROGRAM_LAYOUT"]

@@ -9,9 +9,10 @@
 from dataclasses import dataclass
 
 from amaranth.hdl import Mux, Signal
+from amaranth.lib import enum
 
-__all__ = ["OPS", "UNITS", "FIELD_BITS", "OPCODE_BITS", "Decoded", "decode", "pushes_lhs",
-           "check_ops"]
+__all__ = ["Opcode", "OPS", "UNITS", "FIELD_BITS", "OPCODE_BITS", "Decoded", "decode",
+           "pushes_lhs", "check_ops"]
 
 #: Bit fields: name -> (lowest bit, width).
 FIELD_BITS = {
@@ -21,6 +22,53 @@ FIELD_BITS = {
 }
 OPCODE_BITS = FIELD_BITS["opcode"][1]
 
+
+class Opcode(enum.IntEnum, shape=OPCODE_BITS):
+    """The opcode field of a vector instruction: the shape of the ALU's ``op`` port.
+
+    ``golden.vpu.OPS`` assigns the codes; they are restated here (``hdl`` does not import
+    ``golden``) and held equal by ``tests/vpu/test_vpu_rtl.py``. An ``IntEnum``, because
+    the decoder compares the opcode bits of a raw instruction word with it.
+    """
+    #: No instruction has opcode 0, so zeroed memory never executes; the member is the
+    #: reset value of an ``op`` port, and decodes as illegal.
+    UNASSIGNED = 0
+    NOP = 1
+    ADD = 2
+    SUB = 3
+    MUL = 4
+    MAX = 5
+    MIN = 6
+    EQ = 7
+    LT = 8
+    LE = 9
+    SELECT = 10
+    IADD = 11
+    ISUB = 12
+    AND = 13
+    OR = 14
+    XOR = 15
+    SHL = 16
+    SHR = 17
+    SRA = 18
+    F32_TO_BF16 = 19
+    BF16_TO_F32 = 20
+    F32_TO_I32 = 21
+    I32_TO_F32 = 22
+    RCP = 23
+    RSQRT = 24
+    EXP = 25
+    RSUM = 26
+    RMAX = 27
+    RMIN = 28
+    VLD = 29
+    VST = 30
+    PUSH_WEIGHTS = 31
+    PUSH_LHS = 32
+    POP = 33
+    PUSH_LHS_ACC = 34
+
+
 _BINARY = ("vd", "va", "vb")
 _UNARY = ("vd", "va")
 
@@ -29,7 +77,7 @@ _UNARY = ("vd", "va")
 class Op:
     """One instruction: its name, opcode, the unit that runs it, and its fields."""
     name: str
-    opcode: int
+    opcode: Opcode
     unit: str
     fields: tuple
 
@@ -47,9 +95,7 @@ def _table():
     rows += [("vld", "load", ("vr", "base", "stride")), ("vst", "store", ("vr", "base", "stride")),
              ("push_weights", "mxu", ("va",)), ("push_lhs", "mxu", ("va",)),
              ("pop", "pop", ("vd",)), ("push_lhs_acc", "mxu", ("va", "vb"))]
-    # Opcode 0 is unassigned, so zeroed memory never executes.
-    return {name: Op(name, code, unit, fields)
-            for code, (name, unit, fields) in enumerate(rows, start=1)}
+    return {name: Op(name, Opcode[name.upper()], unit, fields) for name, unit, fields in rows}
 
 
 #: Every instruction by name.
@@ -106,7 +152,9 @@ def decode(m, word, *, name):
     A word is legal when its opcode is assigned and every field the
     instruction does not use is zero, exactly as ``golden.vpu.decode``.
     """
-    opcode = _field(word, "opcode")
+    # A signal of the enum's shape, so a waveform shows the opcode by name.
+    opcode = Signal(Opcode, name=f"{name}_opcode")
+    m.d.comb += opcode.eq(_field(word, "opcode"))
     is_op = {op.name: Signal(name=f"{name}_is_{op.name}") for op in OPS.values()}
     m.d.comb += [is_op[op.name].eq(opcode == op.opcode) for op in OPS.values()]
     unit = {u: Signal(name=f"{name}_unit_{u}") for u in UNITS}

@@ -4,8 +4,9 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import MemoryPortSignature, check_int, line_addr_width
+from ..lib.memory_port import MemoryPortSignature, line_addr_width
 from .layouts import REG_BITS, SUBLANES, gather_rows, select_row, vreg_bits, writeback_signature
+from ..lib.params import check_int
 
 __all__ = ["LoadStoreUnit"]
 

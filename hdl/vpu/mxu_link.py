@@ -5,7 +5,7 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.memory_port import check_int
+from ..lib.params import check_int
 from ..mxu.matrix_unit import lhs_layout, weights_layout
 from .layouts import REG_BITS, SUBLANES, gather_rows, select_row, vreg_bits, writeback_signature
 

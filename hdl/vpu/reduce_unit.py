@@ -1,20 +1,27 @@
 """The VPU's reduction across sublanes: ``rsum``, ``rmax`` and ``rmin``."""
 
 from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..arith.float_ops import check_numerics
+from ..lib.params import check_int, check_numerics
 from ..arith.fp32_adder import FP32AddCore
 from ..arith.fp32_compare import extremum
-from ..lib.memory_port import check_int
 from .isa import check_ops
 from .layouts import REG_BITS, SUBLANES, row, select_row, vreg_bits, writeback_signature
 
-__all__ = ["ReduceUnit", "REDUCE_OPS"]
+__all__ = ["ReduceUnit", "ReduceOp", "REDUCE_OPS"]
 
-#: The ``op`` codes of an issue, in order.
-REDUCE_OPS = ("sum", "max", "min")
+
+class ReduceOp(enum.Enum, shape=2):
+    """The reduction an issue asks for: the shape of its ``op``."""
+    SUM = 0
+    MAX = 1
+    MIN = 2
+
+
+#: The names of :class:`ReduceOp`, in code order: how ``ops`` names the reductions to build.
+REDUCE_OPS = tuple(member.name.lower() for member in ReduceOp)
 
 
 class ReduceUnit(wiring.Component):
@@ -33,8 +40,8 @@ class ReduceUnit(wiring.Component):
 
     Ports
     -----
-    issue : In(stream.Signature(StructLayout({"op": 2, "dest": 5, "src": 256 * lanes})))
-        ``op`` indexes :data:`REDUCE_OPS`; ``src`` is the source vreg, read at issue.
+    issue : In(stream.Signature(StructLayout({"op": ReduceOp, "dest": 5, "src": 256 * lanes})))
+        The reduction and the destination; ``src`` is the source vreg, read at issue.
     writeback : Out(writeback_signature(lanes))
         The result, always taken.
 
@@ -48,7 +55,7 @@ class ReduceUnit(wiring.Component):
         self.lanes = check_int("lanes", lanes, least=1)
         self.numerics = check_numerics(numerics)
         self.ops = check_ops(ops, REDUCE_OPS, what="ops")
-        layout = data.StructLayout({"op": 2, "dest": REG_BITS, "src": vreg_bits(lanes)})
+        layout = data.StructLayout({"op": ReduceOp, "dest": REG_BITS, "src": vreg_bits(lanes)})
         super().__init__({"issue": In(stream.Signature(layout)),
                           "writeback": Out(writeback_signature(lanes))})
 
@@ -57,7 +64,7 @@ class ReduceUnit(wiring.Component):
         lanes = self.lanes
         step = Signal(range(SUBLANES + 1))        # 0 idle, 1..7 folding sublane `step`, 8 done
         src = Signal(vreg_bits(lanes), reset_less=True)
-        op = Signal(2, reset_less=True)
+        op = Signal(ReduceOp, reset_less=True)
         dest = Signal(REG_BITS, reset_less=True)
 
         take = self.issue.valid & self.issue.ready
@@ -83,19 +90,19 @@ class ReduceUnit(wiring.Component):
                 adder = FP32AddCore(numerics=self.numerics, stages=1)
                 m.submodules[f"adder{j}"] = adder
                 m.d.comb += [adder.en.eq(1), adder.a.eq(left), adder.b.eq(right)]
-                results[0] = adder.result
+                results[ReduceOp.SUM] = adder.result
             if {"max", "min"} & set(self.ops):
                 compared = Signal(32, name=f"extremum{j}", reset_less=True)
                 picks = [extremum(m, left, right, self.numerics, maximum=(name == "max"),
                                   name=f"{name}{j}") for name in ("max", "min")
                          if name in self.ops]
                 m.d.sync += compared.eq(picks[0] if len(picks) == 1 else
-                                        Mux(op == 1, picks[0], picks[1]))
-                results |= {REDUCE_OPS.index(name): compared for name in ("max", "min")
+                                        Mux(op == ReduceOp.MAX, picks[0], picks[1]))
+                results |= {ReduceOp[name.upper()]: compared for name in ("max", "min")
                             if name in self.ops}
             with m.Switch(op):
-                for code, value in results.items():
-                    with m.Case(code):
+                for member, value in results.items():
+                    with m.Case(member):
                         m.d.comb += acc.eq(value)
                 with m.Default():
                     m.d.comb += acc.eq(0)

@@ -1,20 +1,27 @@
 """The VPU's transcendental unit: ``rcp``, ``rsqrt`` and ``exp``, one sublane a cycle."""
 
 from amaranth.hdl import Cat, Module, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..arith.float_ops import check_numerics
+from ..lib.params import check_int, check_numerics
 from ..arith.fp32_exp import FP32ExpCore
 from ..arith.fp32_reciprocal import FP32RcpCore
 from ..arith.fp32_rsqrt import FP32RsqrtCore
-from ..lib.memory_port import check_int
 from .isa import check_ops
 from .layouts import REG_BITS, SUBLANES, gather_rows, select_row, vreg_bits, writeback_signature
 
-__all__ = ["TranscendentalUnit", "FUNCTIONS"]
+__all__ = ["TranscendentalUnit", "Function", "FUNCTIONS"]
 
-#: The ``fn`` codes of an issue, in order, and the core that computes each.
+
+class Function(enum.Enum, shape=2):
+    """The function an issue asks for: the shape of its ``fn``."""
+    RCP = 0
+    RSQRT = 1
+    EXP = 2
+
+
+#: The core that computes each function, by name (how ``functions`` names those to build).
 FUNCTIONS = {"rcp": FP32RcpCore, "rsqrt": FP32RsqrtCore, "exp": FP32ExpCore}
 
 
@@ -36,8 +43,8 @@ class TranscendentalUnit(wiring.Component):
 
     Ports
     -----
-    issue : In(stream.Signature(StructLayout({"fn": 2, "dest": 5, "src": 256 * lanes})))
-        ``fn`` indexes :data:`FUNCTIONS`; the source vreg is read at issue.
+    issue : In(stream.Signature(StructLayout({"fn": Function, "dest": 5, "src": 256 * lanes})))
+        The function and the destination; the source vreg is read at issue.
     writeback : Out(writeback_signature(lanes))
         The result vreg, always taken.
 
@@ -55,7 +62,7 @@ class TranscendentalUnit(wiring.Component):
         #: Each function's core latency.
         self.depths = {name: FUNCTIONS[name].DEFAULT_STAGES for name in self.functions}
         self.latency = SUBLANES + max(self.depths.values())
-        layout = data.StructLayout({"fn": 2, "dest": REG_BITS, "src": vreg_bits(lanes)})
+        layout = data.StructLayout({"fn": Function, "dest": REG_BITS, "src": vreg_bits(lanes)})
         super().__init__({"issue": In(stream.Signature(layout)),
                           "writeback": Out(writeback_signature(lanes))})
 
@@ -67,7 +74,7 @@ class TranscendentalUnit(wiring.Component):
         m = Module()
         lanes, width = self.lanes, 32 * self.lanes
         src = Signal(vreg_bits(lanes), reset_less=True)
-        fn = Signal(2, reset_less=True)
+        fn = Signal(Function, reset_less=True)
         dest = Signal(REG_BITS, reset_less=True)
         left = Signal(range(SUBLANES + 1))           # sublanes still to feed
         index = Signal(range(SUBLANES))
@@ -94,9 +101,9 @@ class TranscendentalUnit(wiring.Component):
                 delayed = Signal(width, name=f"{name}_delay{k}", reset_less=True)
                 m.d.sync += delayed.eq(value)
                 value = delayed
-            aligned[tuple(FUNCTIONS).index(name)] = value
+            aligned[Function[name.upper()]] = value
 
-        tag = data.StructLayout({"valid": 1, "fn": 2, "index": 3, "dest": REG_BITS})
+        tag = data.StructLayout({"valid": 1, "fn": Function, "index": 3, "dest": REG_BITS})
         tags = [Signal(tag, name=f"tag{k}") for k in range(depth + 1)]
         m.d.comb += [tags[0].valid.eq(feeding), tags[0].fn.eq(fn), tags[0].index.eq(index),
                      tags[0].dest.eq(dest)]
@@ -105,8 +112,8 @@ class TranscendentalUnit(wiring.Component):
         out = tags[-1]
         result = Signal(width)
         with m.Switch(out.fn):
-            for code, value in aligned.items():
-                with m.Case(code):
+            for member, value in aligned.items():
+                with m.Case(member):
                     m.d.comb += result.eq(value)
             with m.Default():
                 m.d.comb += result.eq(0)

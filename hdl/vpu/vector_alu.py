@@ -4,14 +4,14 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..arith.float_ops import BF16, FP32, check_numerics, unpack
+from ..arith.float_ops import BF16, FP32, unpack
 from ..arith.fp32_adder import FP32AddCore
 from ..arith.fp32_compare import compare, extremum
 from ..arith.fp32_multiplier import FP32MulCore
 from ..arith.fp32_to_bf16 import FP32ToBF16Core
 from ..arith.int_convert import fp32_to_int32, int32_to_fp32
-from ..lib.memory_port import check_int
-from .isa import OPCODE_BITS, OPS, check_ops
+from ..lib.params import check_int, check_numerics
+from .isa import OPS, Opcode, check_ops
 
 __all__ = ["WordALU", "VectorALU", "ALU_OPS"]
 
@@ -31,8 +31,8 @@ class WordALU(wiring.Component):
 
     Ports
     -----
-    op : In(6)
-        The instruction's opcode (``hdl.vpu.isa.OPS``); opcodes of other units,
+    op : In(Opcode)
+        The instruction's opcode; opcodes of other units,
         and operations not built, give an unspecified result.
     a, b, c : In(32)
         Operand words (``c`` only for ``select``).
@@ -46,7 +46,7 @@ class WordALU(wiring.Component):
     def __init__(self, *, numerics="tpu", ops=None):
         self.numerics = check_numerics(numerics)
         self.ops = check_ops(ops, ALU_OPS, what="ops")
-        super().__init__({"op": In(OPCODE_BITS), "a": In(32), "b": In(32), "c": In(32),
+        super().__init__({"op": In(Opcode), "a": In(32), "b": In(32), "c": In(32),
                           "result": Out(32)})
 
     def elaborate(self, platform):
@@ -59,7 +59,7 @@ class WordALU(wiring.Component):
         if {"add", "sub"} & set(ops):
             m.submodules.adder = adder = FP32AddCore(numerics=n, stages=1)
             # a - b is exactly a + (-b), NaNs and signed zeros included.
-            flip = Mux(self.op == OPS["sub"].opcode, 1 << 31, 0)
+            flip = Mux(self.op == Opcode.SUB, 1 << 31, 0)
             m.d.comb += [adder.en.eq(1), adder.a.eq(a), adder.b.eq(b ^ flip)]
             cores |= {op: adder for op in ("add", "sub") if op in ops}
         if "mul" in ops:
@@ -102,7 +102,7 @@ class WordALU(wiring.Component):
             with m.Default():
                 m.d.comb += picked.eq(0)
         registered = Signal(32, reset_less=True)
-        op = Signal(OPCODE_BITS, reset_less=True)
+        op = Signal(Opcode, reset_less=True)
         m.d.sync += [registered.eq(picked), op.eq(self.op)]
 
         with m.Switch(op):
@@ -127,7 +127,7 @@ class VectorALU(wiring.Component):
 
     Ports
     -----
-    op : In(6)
+    op : In(Opcode)
         The opcode, as for :class:`WordALU`.
     a, b, c : In(32 * words)
         Operand vregs, word ``i`` in bits ``32*i .. 32*i + 31``.
@@ -141,7 +141,7 @@ class VectorALU(wiring.Component):
         self.numerics = check_numerics(numerics)
         self.ops = check_ops(ops, ALU_OPS, what="ops")
         width = 32 * words
-        super().__init__({"op": In(OPCODE_BITS), "a": In(width), "b": In(width),
+        super().__init__({"op": In(Opcode), "a": In(width), "b": In(width),
                           "c": In(width), "result": Out(width)})
 
     def make_word(self):

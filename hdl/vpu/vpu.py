@@ -1,27 +1,43 @@
 """The VPU: a dual-issue, in-order vector unit with a scoreboard (SPEC section 4.2)."""
 
 from amaranth.hdl import Const, MemoryData, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..arith.float_ops import check_numerics
-from ..lib.memory_port import MemoryPortSignature, check_int, line_addr_width
+from ..lib.params import check_bool, check_int, check_numerics
+from ..lib.memory_port import MemoryPortSignature, line_addr_width
 from ..mxu.matrix_unit import lhs_layout, weights_layout
 from .isa import check_ops, decode, pushes_lhs
 from .layouts import PROGRAM_LAYOUT, SUBLANES, VREGS, vreg_bits
 from .load_store_unit import LoadStoreUnit
 from .mxu_link import LHSPusher, MXUPopper, WeightPusher
-from .reduce_unit import ReduceUnit
-from .transcendental_unit import FUNCTIONS, TranscendentalUnit
+from .reduce_unit import ReduceOp, ReduceUnit
+from .transcendental_unit import FUNCTIONS, Function, TranscendentalUnit
 from .vector_alu import ALU_OPS, VectorALU
 
-__all__ = ["VPU", "ERRORS", "OPTIONAL_OPS", "check_vpu_shape"]
+__all__ = ["VPU", "Error", "ERRORS", "OPTIONAL_OPS", "check_vpu_shape"]
 
-#: ``error`` codes: index -> name (0 is no error). Names match ``golden.vpu``'s error kinds.
-ERRORS = ("none", "illegal", "vmem_range", "weights_full", "results_full", "pop_empty",
-          "no_mxu", "unsupported")
-_CODE = {name: code for code, name in enumerate(ERRORS)}
+
+
+class Error(enum.IntEnum, shape=3):
+    """Why the VPU stopped: the shape of its ``error`` port (``NONE`` while it runs).
+
+    The names are ``golden.vpu``'s error kinds. An ``IntEnum``, so a code read back from
+    a run indexes :data:`ERRORS` as it always has.
+    """
+    NONE = 0
+    ILLEGAL = 1
+    VMEM_RANGE = 2
+    WEIGHTS_FULL = 3
+    RESULTS_FULL = 4
+    POP_EMPTY = 5
+    NO_MXU = 6
+    UNSUPPORTED = 7
+
+
+#: The names of :class:`Error`, in code order, as ``sim.vpu`` reports them.
+ERRORS = tuple(member.name.lower() for member in Error)
 
 #: The instructions a VPU may be built without (its ``ops`` parameter).
 OPTIONAL_OPS = (*ALU_OPS, *FUNCTIONS, "rsum", "rmax", "rmin")
@@ -37,8 +53,7 @@ def check_vpu_shape(*, lanes, vmem_lines, mxu, mxu_results):
     the VPU's own, and those of a sequencer that keeps the VPU's counts."""
     lanes = check_int("lanes", lanes, least=1)
     vmem_lines = check_int("vmem_lines", vmem_lines, least=SUBLANES, most=1 << 16)
-    if not isinstance(mxu, bool):
-        raise TypeError(f"mxu must be a bool, not {mxu!r}")
+    check_bool("mxu", mxu)
     if mxu and lanes % SUBLANES:
         raise ValueError(f"an MXU needs lanes to be a multiple of {SUBLANES}, not {lanes}")
     return lanes, vmem_lines, mxu, check_int("mxu_results", mxu_results, least=SUBLANES)
@@ -124,7 +139,7 @@ class VPU(wiring.Component):
         unit has no access in progress. With a count of the ``vld``/``vst`` words sent
         and not yet issued, they tell when every VMEM access sent so far has been
         performed, however much other work is still under way (a DMA's VMEM fence).
-    error, error_index : Out(3), Out(32)
+    error, error_index : Out(Error), Out(32)
         The stop reason and the index of the instruction that caused it.
     executed, dual : Out(32)
         Instructions issued, and cycles in which two issued.
@@ -153,7 +168,7 @@ class VPU(wiring.Component):
             "vmem": Out(MemoryPortSignature(addr_width=line_addr_width(vmem_lines),
                                             words=lanes)),
             "idle": Out(1), "vmem_issue": Out(1), "vmem_idle": Out(1),
-            "error": Out(range(len(ERRORS))), "error_index": Out(32),
+            "error": Out(Error), "error_index": Out(32),
             "executed": Out(32), "dual": Out(32),
         }
         if mxu:
@@ -245,26 +260,26 @@ class VPU(wiring.Component):
 
         def fault(d):
             last_line = d.base + (SUBLANES - 1) * d.stride
-            code = Signal(range(len(ERRORS)))
-            m.d.comb += code.eq(0)
+            code = Signal(Error)
+            m.d.comb += code.eq(Error.NONE)
             missing = 0
             for name in OPTIONAL_OPS:
                 if name not in self.ops:
                     missing = missing | d.is_op[name]
             with m.If(~d.legal):
-                m.d.comb += code.eq(_CODE["illegal"])
+                m.d.comb += code.eq(Error.ILLEGAL)
             with m.Elif(missing):
-                m.d.comb += code.eq(_CODE["unsupported"])
+                m.d.comb += code.eq(Error.UNSUPPORTED)
             with m.Elif((d.unit["load"] | d.unit["store"]) & (last_line >= self.vmem_lines)):
-                m.d.comb += code.eq(_CODE["vmem_range"])
+                m.d.comb += code.eq(Error.VMEM_RANGE)
             with m.Elif((d.unit["mxu"] | d.unit["pop"]) & int(not self.mxu)):
-                m.d.comb += code.eq(_CODE["no_mxu"])
+                m.d.comb += code.eq(Error.NO_MXU)
             with m.Elif(d.is_op["push_weights"] & (shadow + SUBLANES > lanes)):
-                m.d.comb += code.eq(_CODE["weights_full"])
+                m.d.comb += code.eq(Error.WEIGHTS_FULL)
             with m.Elif(pushes_lhs(d) & (queued + SUBLANES > self.mxu_results)):
-                m.d.comb += code.eq(_CODE["results_full"])
+                m.d.comb += code.eq(Error.RESULTS_FULL)
             with m.Elif(d.is_op["pop"] & (queued < SUBLANES)):
-                m.d.comb += code.eq(_CODE["pop_empty"])
+                m.d.comb += code.eq(Error.POP_EMPTY)
             return code
 
         faults = [fault(d) for d in dec]
@@ -322,12 +337,14 @@ class VPU(wiring.Component):
         writebacks = [lsu.writeback, popper.writeback]
         if functions:
             dispatch(trans.issue, "trans", {
-                "fn": [Mux(d.is_op["rcp"], 0, Mux(d.is_op["rsqrt"], 1, 2)) for d in dec],
+                "fn": [Mux(d.is_op["rcp"], Function.RCP, Mux(d.is_op["rsqrt"], Function.RSQRT,
+                                                          Function.EXP)) for d in dec],
                 "dest": [d.dest for d in dec], "src": src_a})
             writebacks.append(trans.writeback)
         if reductions:
             dispatch(reduce.issue, "reduce", {
-                "op": [Mux(d.is_op["rsum"], 0, Mux(d.is_op["rmax"], 1, 2)) for d in dec],
+                "op": [Mux(d.is_op["rsum"], ReduceOp.SUM, Mux(d.is_op["rmax"], ReduceOp.MAX,
+                                                           ReduceOp.MIN)) for d in dec],
                 "dest": [d.dest for d in dec], "src": src_a})
             writebacks.append(reduce.writeback)
         vmem_pick = [go[k] & (dec[k].unit["load"] | dec[k].unit["store"]) for k in range(2)]

@@ -7,12 +7,11 @@ from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..arith.float_ops import check_numerics
-from ..lib.memory_port import check_int
+from ..lib.params import check_int, check_numerics
 from ..memory.vmem import VMEM
 from ..mxu.matrix_unit import MXU
 from .layouts import PROGRAM_LAYOUT, SUBLANES
-from .vpu import ERRORS, VPU
+from .vpu import VPU, Error
 
 __all__ = ["VPUSystem"]
 
@@ -74,7 +73,7 @@ class VPUSystem(wiring.Component):
                               "vmem": (self.vmem.words, "vmem.words")}
         super().__init__({
             "program": In(stream.Signature(PROGRAM_LAYOUT)),
-            "idle": Out(1), "error": Out(range(len(ERRORS))), "error_index": Out(32),
+            "idle": Out(1), "error": Out(Error), "error_index": Out(32),
             "executed": Out(32), "dual": Out(32),
         })
 
