@@ -26,7 +26,7 @@ from golden import tensorcore as tc
 from golden import topology as topo
 from hdl.ici.layouts import MAX_VCS, max_local_ports
 from hdl.lib.blackbox import BlackBox
-from hdl.lib.memory_port import check_int
+from hdl.lib.params import check_int
 from hdl.memory.dma_push_ports import DEFAULT_PUSH_BEATS
 from hdl.ocs import STATUSES
 from hdl.system import ChipNode, ChipSystem, chip_node_signature, chip_system_signature

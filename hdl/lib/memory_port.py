@@ -19,12 +19,10 @@ from amaranth.hdl import MemoryData, Shape, ShapeCastable, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-# check_int is re-exported for sim/system.py, which another branch is editing; new code
-# imports it from .params.
 from .params import check_int
 
-__all__ = ["MemoryPortSignature", "request_layout", "response_layout", "check_int",
-           "line_addr_width", "memory_data", "WORD_BITS"]
+__all__ = ["MemoryPortSignature", "request_layout", "response_layout", "line_addr_width",
+           "memory_data", "WORD_BITS"]
 
 #: Bits in a word (SPEC section 4).
 WORD_BITS = 32
