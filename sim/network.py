@@ -65,7 +65,7 @@ from hdl.testbench import (PHASES, NetworkSystem, network_system_signature, node
                            readout_beats)
 
 from .backends import check_backend
-from .checks import check_waves
+from .checks import check_tracing, wave_format
 from .backends.whole_run import WholeRun, check_run
 from .transactors import SimulationHang
 
@@ -612,7 +612,7 @@ def _signature_params(params):
 
 
 def _simulate(whole, *, backend, waves, progress):
-    check_waves(waves)
+    check_tracing(backend, waves)
     check_run(whole, network_system_signature(**whole.params), {})
     if backend == "amaranth":
         from .backends.amaranth_sim import simulate_whole
@@ -654,6 +654,6 @@ def _hierarchical(params):
 def _simulate_compiled(whole, *, simulator, waves, progress):
     """``sim.backends.compiled.simulate_whole`` on the build of :func:`_compiled_build`."""
     from .backends import compiled
-    folder = _compiled_build(whole, simulator=simulator, waves=bool(waves))
+    folder = _compiled_build(whole, simulator=simulator, waves=wave_format(waves))
     return compiled.run_built(folder, whole, {}, simulator=simulator, waves=waves,
                               progress=progress)

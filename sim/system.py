@@ -36,7 +36,7 @@ from hdl.tensorcore.isa import ERROR_CODES
 from hdl.tensorcore.sequencer import State
 
 from .backends import check_backend, self_loading
-from .checks import check_waves
+from .checks import check_tracing, wave_format
 from .backends.self_loading import add_to_module, loader_verilog
 from .backends.whole_run import WholeRun, check_run, memory_depth, pack_words, unpack_words
 from .blocks import MemoryImage
@@ -515,7 +515,7 @@ def _check_read_out(signature, dims):
 
 
 def _simulate(whole, *, backend, waves, progress):
-    check_waves(waves)
+    check_tracing(backend, waves)
     images = _images(whole.params)
     params = whole.params
     signature = chip_system_signature(dims=params["dims"], vcs=params["vcs"],
@@ -531,7 +531,7 @@ def _simulate(whole, *, backend, waves, progress):
     # The chips load their own memories: the testbench is given none to reach into.
     folder = compiled.build_top(whole, simulator=backend, design=lambda: _export(whole.params),
                                 key=[makers, inspect.getsource(self_loading)],
-                                waves=bool(waves), what="the system harness",
+                                waves=wave_format(waves), what="the system harness",
                                 hierarchical=_hierarchical(waves))
     return compiled.run_built(folder, whole, images, simulator=backend, waves=waves,
                               progress=progress)

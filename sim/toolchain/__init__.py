@@ -11,6 +11,7 @@ import functools
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,7 +20,8 @@ from .build_cache import build_root
 
 __all__ = ["BACKENDS", "check_backend", "ToolMissing", "verilator_root", "tool_env", "verilator",
            "iverilog",
-           "verilator_version", "amaranth_version", "model_opt", "OPT_VARIABLE", "OPT_LEVELS"]
+           "verilator_version", "amaranth_version", "model_opt", "OPT_VARIABLE", "OPT_LEVELS",
+           "check_fst_tracing"]
 
 #: The environment variable that sets the g++ optimization of compiled models.
 OPT_VARIABLE = "TPU_RTL_OPT"
@@ -84,6 +86,21 @@ def model_opt():
     if value not in OPT_LEVELS:
         raise ValueError(f"{OPT_VARIABLE} must be one of {', '.join(OPT_LEVELS)}, not {value!r}")
     return value
+
+
+@functools.cache
+def _has_lz4_header():
+    proc = subprocess.run(["g++", "-E", "-x", "c++", "-"], input="#include <lz4.h>\n",
+                          capture_output=True, text=True)
+    return proc.returncode == 0
+
+
+def check_fst_tracing():
+    """Raise :class:`ToolMissing` where Verilator cannot build an FST-tracing model: its FST
+    writer (5.48) compiles against the system's LZ4 headers."""
+    if not _has_lz4_header():
+        raise ToolMissing("FST waves on Verilator need the LZ4 headers (lz4.h), which are not "
+                          "installed: `apt-get install liblz4-dev`, or name a .vcd file")
 
 
 _PCH_FIX = "CFG_CXXFLAGS_PCH_I=-include"
