@@ -514,7 +514,9 @@ def _check_read_out(signature, dims):
                          f"or fewer flags")
 
 
-def _simulate(whole, *, backend, waves, progress):
+def _simulate(whole, *, backend, waves, progress, threads=None):
+    """``whole`` on ``backend``; ``threads`` of a Verilator model as in
+    :func:`sim.toolchain.model_threads` (``$TPU_RTL_THREADS`` by default)."""
     check_tracing(backend, waves)
     images = _images(whole.params)
     params = whole.params
@@ -531,7 +533,8 @@ def _simulate(whole, *, backend, waves, progress):
     # The chips load their own memories: the testbench is given none to reach into.
     folder = compiled.build_top(whole, simulator=backend, design=lambda: _export(whole.params),
                                 key=[makers, inspect.getsource(self_loading)],
-                                waves=wave_format(waves), what="the system harness",
+                                waves=wave_format(waves), threads=threads,
+                                what="the system harness",
                                 hierarchical=_hierarchical(waves))
     return compiled.run_built(folder, whole, images, simulator=backend, waves=waves,
                               progress=progress)

@@ -26,13 +26,15 @@ from .whole_run import check_run
 __all__ = ["BACKENDS", "ToolMissing", "check_backend", "run_program", "run_whole"]
 
 
-def run_whole(run, *, backend="amaranth", waves=None, waves_scope=None, progress=None):
+def run_whole(run, *, backend="amaranth", waves=None, waves_scope=None, threads=None,
+              progress=None):
     """Run the :class:`~.whole_run.WholeRun` ``run`` on ``backend``.
 
     ``waves``: a path whose suffix names the waveform's format, ``.vcd`` or ``.fst``
     (Verilator and Icarus; Amaranth writes VCD only). ``waves_scope``: a dotted instance
     path below the harness (``"dut"`` is the block) that limits the waveform to that part
-    of the design (Verilator and Icarus).
+    of the design (Verilator and Icarus). ``threads``: the threads of a Verilator model
+    (:func:`~sim.toolchain.model_threads`; ``$TPU_RTL_THREADS`` by default).
 
     Returns a :class:`~.whole_run.WholeRunResult`. Raises
     :class:`~sim.transactors.SimulationHang` naming every stream's progress if
@@ -47,7 +49,7 @@ def run_whole(run, *, backend="amaranth", waves=None, waves_scope=None, progress
         return simulate_whole(run, component_class(run.block), waves=waves, progress=progress)
     from .compiled import simulate_whole
     return simulate_whole(run, images, simulator=backend, waves=waves, waves_scope=waves_scope,
-                          progress=progress)
+                          threads=threads, progress=progress)
 
 
 def run_program(block, params, program, *, backend="amaranth", waves=None, coverage=None,

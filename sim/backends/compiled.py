@@ -40,7 +40,7 @@ from .icarus_source import icarus_source
 from .testbench import TOP, testbench_verilog
 from ..checks import wave_format
 from ..toolchain import (amaranth_version, check_fst_tracing, iverilog, model_opt,
-                         tool_env, verilator, verilator_version)
+                         model_threads, tool_env, verilator, verilator_version)
 
 __all__ = ["simulate_whole", "run_built", "build", "compile_harness", "VERILATOR_FLAGS",
            "CompiledRunError"]
@@ -154,41 +154,44 @@ def _trace_flags(waves):
     return {None: (), "vcd": ("--trace",), "fst": ("--trace-fst",)}[waves]
 
 
-def build(run, *, simulator, images=None, waves=None, waves_scope=None):
+def build(run, *, simulator, images=None, waves=None, waves_scope=None, threads=None):
     """The cached build folder of ``run``'s harness on ``simulator``, built if need be.
 
     ``images`` maps the block's memories to their :class:`~sim.blocks.MemoryImage`
     (the testbench loads and dumps them); ``waves`` (``"vcd"`` or ``"fst"``) adds tracing
-    in that format, limited to ``waves_scope`` if given.
+    in that format, limited to ``waves_scope`` if given; ``threads`` (by default
+    :func:`~sim.toolchain.model_threads`) builds a multi-threaded Verilator model.
     """
     # The block's own source too: a block registered from outside ``hdl`` (a test's) counts.
     block_source = Path(inspect.getsourcefile(BLOCKS[run.block])).read_bytes()
     return build_top(run, simulator=simulator, design=lambda: _design(run), key=[block_source],
-                     images=images, waves=waves, waves_scope=waves_scope,
+                     images=images, waves=waves, waves_scope=waves_scope, threads=threads,
                      what=f"the {run.block} whole-run harness")
 
 
 def build_top(run, *, simulator, design, key, images=None, waves=None, waves_scope=None,
-              what, hierarchical=()):
+              threads=None, what, hierarchical=()):
     """The cached build folder of ``run``'s harness around a top exported by ``design()``,
     built if need be: it returns the Verilog text of the top (module ``run.block``) and of
     the modules it instantiates, the top's signature, and the names of the modules that
     repeat (kept out of line). ``key`` lists what else shapes that text (a runner's export
-    code); ``images``, ``waves`` and ``waves_scope`` as in :func:`build`.
+    code); ``images``, ``waves``, ``waves_scope`` and ``threads`` as in :func:`build`.
     Verilator builds each module of ``hierarchical`` (repeated ones) as a block of its own
     (see :func:`_verilator_config`); ``images`` cannot name memories inside them, and
-    Icarus ignores it: an Icarus build is the same for any trace format
+    Icarus ignores it, and ``threads``: an Icarus build is the same for any trace format
     (``vvp`` picks it when it runs).
     """
     from .whole_run import RING_DEPTH, make_harness
     images = images or {}
     verilating = simulator == "verilator"
     hierarchical = tuple(hierarchical) if verilating else ()
+    threads = model_threads(threads) if verilating else 1
     if verilating and waves == "fst":
         check_fst_tracing()
     # Icarus takes the scope in the testbench; Verilator's main at run time (+waves_scope).
     waves_scope = waves_scope if waves and not verilating else None
     flags = (VERILATOR_FLAGS + _trace_flags(waves)
+             + (("--threads", str(threads)) if threads > 1 else ())
              + (("--hierarchical",) if hierarchical else ())) if verilating else ICARUS_FLAGS
     key = [_source_digest(), *key, run.block, sorted(run.params.items()), sorted(images),
            # No depth, no count: the harness is streamed, the same for any data.
@@ -252,14 +255,15 @@ def compile_harness(folder, *, simulator, flags, large, what):
 _CYCLES = re.compile(r"whole-run: (\d+) cycles in ([\d.]+) s")
 
 
-def simulate_whole(run, images, *, simulator, waves=None, waves_scope=None, progress=None):
+def simulate_whole(run, images, *, simulator, waves=None, waves_scope=None, threads=None,
+                   progress=None):
     """Run a :class:`~sim.backends.whole_run.WholeRun` on ``simulator`` ("verilator" or "icarus").
 
     ``images`` maps the block's memories to their :class:`~sim.blocks.MemoryImage`;
     ``waves`` is a path whose suffix (.vcd or .fst) names the format.
     """
     folder = build(run, simulator=simulator, images=images, waves=wave_format(waves),
-                   waves_scope=waves_scope)
+                   waves_scope=waves_scope, threads=threads)
     return run_built(folder, run, images, simulator=simulator, waves=waves,
                      waves_scope=waves_scope, progress=progress)
 

@@ -21,11 +21,13 @@ from .build_cache import build_root
 __all__ = ["BACKENDS", "check_backend", "ToolMissing", "verilator_root", "tool_env", "verilator",
            "iverilog",
            "verilator_version", "amaranth_version", "model_opt", "OPT_VARIABLE", "OPT_LEVELS",
-           "check_fst_tracing"]
+           "model_threads", "THREADS_VARIABLE", "check_fst_tracing"]
 
 #: The environment variable that sets the g++ optimization of compiled models.
 OPT_VARIABLE = "TPU_RTL_OPT"
 OPT_LEVELS = ("-O0", "-Og", "-O1", "-O2", "-O3", "-Os")
+#: The environment variable that sets the default threads of a compiled Verilator model.
+THREADS_VARIABLE = "TPU_RTL_THREADS"
 
 
 #: Every backend name the public API accepts (SPEC section 5).
@@ -86,6 +88,21 @@ def model_opt():
     if value not in OPT_LEVELS:
         raise ValueError(f"{OPT_VARIABLE} must be one of {', '.join(OPT_LEVELS)}, not {value!r}")
     return value
+
+
+def model_threads(threads=None):
+    """The threads of a compiled Verilator model (``verilator --threads``): ``threads`` if
+    given, else ``$TPU_RTL_THREADS``, by default 1. More than one pays only for large
+    designs (docs/simulation.md, "Threads"). A bad value is a ValueError."""
+    source = "threads"
+    if threads is None:
+        source, threads = THREADS_VARIABLE, os.environ.get(THREADS_VARIABLE, "1")
+    if isinstance(threads, str) and threads.strip().isdigit():
+        threads = int(threads)
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"{source} must be a positive whole number of threads, not "
+                         f"{threads!r}")
+    return threads
 
 
 @functools.cache
