@@ -177,9 +177,9 @@ def build_top(run, *, simulator, design, key, images=None, waves=None, waves_sco
     repeat (kept out of line). ``key`` lists what else shapes that text (a runner's export
     code); ``images``, ``waves``, ``waves_scope`` and ``threads`` as in :func:`build`.
     Verilator builds each module of ``hierarchical`` (repeated ones) as a block of its own
-    (see :func:`_verilator_config`); ``images`` cannot name memories inside them, and
-    Icarus ignores it, and ``threads``: an Icarus build is the same for any trace format
-    (``vvp`` picks it when it runs).
+    (see :func:`_verilator_config`); ``images`` cannot name memories inside them. Icarus
+    ignores ``hierarchical`` and ``threads``, and its build is the same for either trace
+    format (``vvp`` picks it when it runs).
     """
     from .whole_run import RING_DEPTH, make_harness
     images = images or {}
