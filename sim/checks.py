@@ -3,9 +3,11 @@
 bad input costs nothing and leaves nothing behind."""
 
 import math
+import re
 from pathlib import Path
 
-__all__ = ["WAVE_SUFFIXES", "check_waves", "check_probability", "check_finite"]
+__all__ = ["WAVE_SUFFIXES", "check_waves", "wave_format", "check_waves_scope",
+           "check_tracing", "check_probability", "check_finite"]
 
 #: The waveform formats, by the file's suffix.
 WAVE_SUFFIXES = (".vcd", ".fst")
@@ -37,6 +39,47 @@ def check_waves(waves):
     if not existed:
         path.unlink()
     return path
+
+
+def wave_format(waves):
+    """``"vcd"`` or ``"fst"``, the format ``waves`` (a path) names by its suffix; None for no
+    waves."""
+    return None if waves is None else Path(waves).suffix.lstrip(".")
+
+
+_SCOPE = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)*")
+
+
+def check_waves_scope(scope):
+    """``scope`` (None: the whole design, or a dotted instance path below the run's harness,
+    ``"dut"`` for the block itself) as given, refused before the run if it is not one."""
+    if scope is None:
+        return None
+    if not isinstance(scope, str):
+        raise TypeError(f"waves_scope must be a dotted instance path such as 'dut', not "
+                        f"{type(scope).__name__}")
+    if not _SCOPE.fullmatch(scope):
+        raise ValueError(f"waves_scope={scope!r}: name a dotted instance path below the "
+                         f"harness, such as 'dut' (the block) or 'dut.array'")
+    return scope
+
+
+def check_tracing(backend, waves, waves_scope=None):
+    """Refuse, before the run, what ``backend`` cannot trace: Amaranth's simulator writes
+    VCD only, of the whole design. Returns ``waves_scope`` checked."""
+    waves = check_waves(waves)
+    waves_scope = check_waves_scope(waves_scope)
+    if backend != "amaranth" or waves is None:
+        return waves_scope
+    if waves.suffix == ".fst":
+        raise ValueError(f"waves={str(waves)!r}: the amaranth backend writes VCD only; name "
+                         f"a .vcd file, or run on backend 'verilator' or 'icarus' for FST "
+                         f"(gtkwave's vcd2fst converts a VCD)")
+    if waves_scope is not None:
+        raise ValueError(f"waves_scope={waves_scope!r}: the amaranth backend traces the whole "
+                         f"design; leave waves_scope out, or run on backend 'verilator' or "
+                         f"'icarus'")
+    return waves_scope
 
 
 def check_probability(name, value):

@@ -65,7 +65,7 @@ from hdl.testbench import (PHASES, NetworkSystem, network_system_signature, node
 
 from .backends import check_backend
 from .backends.whole_run import WholeRun, check_run
-from .checks import check_waves
+from .checks import check_tracing, wave_format
 from .transactors import SimulationHang
 from .verilog.repeated import emit
 
@@ -611,13 +611,16 @@ def _signature_params(params):
     return {k: params[k] for k in ("dims", "vcs", "n_nodes", "local_ports")}
 
 
-def _simulate(whole, *, backend, waves, progress):
-    check_waves(waves)
+def _simulate(whole, *, backend, waves, progress, threads=None):
+    """``whole`` on ``backend``; ``threads`` of a Verilator model as in
+    :func:`sim.toolchain.model_threads` (``$TPU_RTL_THREADS`` by default)."""
+    check_tracing(backend, waves)
     check_run(whole, network_system_signature(**whole.params), {})
     if backend == "amaranth":
         from .backends.amaranth_sim import simulate_whole
         return simulate_whole(whole, NetworkSystem, waves=waves, progress=progress)
-    return _simulate_compiled(whole, simulator=backend, waves=waves, progress=progress)
+    return _simulate_compiled(whole, simulator=backend, waves=waves, progress=progress,
+                              threads=threads)
 
 
 def _export(params):
@@ -630,7 +633,7 @@ def _export(params):
     return text, top.signature, [NODE_MODULE]
 
 
-def _compiled_build(whole, *, simulator, waves):
+def _compiled_build(whole, *, simulator, waves, threads=None):
     from .backends import compiled
     # What shapes the build: the hdl sources (in the digest) and the code here that turns
     # them into Verilog, not this module's other text.
@@ -638,7 +641,7 @@ def _compiled_build(whole, *, simulator, waves):
                                                      _export))
     return compiled.build_top(whole, simulator=simulator,
                               design=lambda: _export(whole.params), key=[makers], waves=waves,
-                              what="the network harness",
+                              threads=threads, what="the network harness",
                               hierarchical=[NODE_MODULE] if _hierarchical(whole.params) else [])
 
 
@@ -648,9 +651,10 @@ def _hierarchical(params):
     return math.prod(parse_dims(params["dims"])) >= HIERARCHICAL_NODES
 
 
-def _simulate_compiled(whole, *, simulator, waves, progress):
+def _simulate_compiled(whole, *, simulator, waves, progress, threads=None):
     """``sim.backends.compiled.simulate_whole`` on the build of :func:`_compiled_build`."""
     from .backends import compiled
-    folder = _compiled_build(whole, simulator=simulator, waves=bool(waves))
+    folder = _compiled_build(whole, simulator=simulator, waves=wave_format(waves),
+                             threads=threads)
     return compiled.run_built(folder, whole, {}, simulator=simulator, waves=waves,
                               progress=progress)

@@ -38,7 +38,7 @@ from .backends import check_backend, self_loading
 from .backends.self_loading import add_to_module, loader_verilog
 from .backends.whole_run import WholeRun, check_run, memory_depth, pack_words, unpack_words
 from .blocks import MemoryImage
-from .checks import check_waves
+from .checks import check_tracing, wave_format
 from .verilog.export import mxu_of_instances, vpu_of_instances
 from .verilog.repeated import emit
 from .network import CONFIG_WATCHDOG, _lit, _ocs_beats, _rows, _topology
@@ -511,8 +511,10 @@ def _check_read_out(signature, dims):
                          f"or fewer flags")
 
 
-def _simulate(whole, *, backend, waves, progress):
-    check_waves(waves)
+def _simulate(whole, *, backend, waves, progress, threads=None):
+    """``whole`` on ``backend``; ``threads`` of a Verilator model as in
+    :func:`sim.toolchain.model_threads` (``$TPU_RTL_THREADS`` by default)."""
+    check_tracing(backend, waves)
     images = _images(whole.params)
     params = whole.params
     signature = chip_system_signature(dims=params["dims"], vcs=params["vcs"],
@@ -528,7 +530,8 @@ def _simulate(whole, *, backend, waves, progress):
     # The chips load their own memories: the testbench is given none to reach into.
     folder = compiled.build_top(whole, simulator=backend, design=lambda: _export(whole.params),
                                 key=[makers, inspect.getsource(self_loading)],
-                                waves=bool(waves), what="the system harness",
+                                waves=wave_format(waves), threads=threads,
+                                what="the system harness",
                                 hierarchical=_hierarchical(waves))
     return compiled.run_built(folder, whole, images, simulator=backend, waves=waves,
                               progress=progress)

@@ -17,30 +17,43 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ..checks import wave_format
 from ..verilog.export import export, module_ports
 from ..verilog.lint import WAIVERS
 from ..transactors import SimulationHang
 from ..toolchain.build_cache import build_root, cached_build
 from .icarus_source import icarus_source
-from ..toolchain import ToolMissing, iverilog, tool_env, verilator_version
+from ..toolchain import ToolMissing, check_fst_tracing, iverilog, tool_env, verilator_version
 
 __all__ = ["SimulationError", "simulate"]
 
 SIMULATORS = ("verilator", "icarus")
 _COVERAGE_FLAGS = ["--coverage-line", "--coverage-toggle"]
+#: Time: 1 ns a unit, 1 fs precision, as the whole runs' testbench and Amaranth's simulator
+#: (a waveform's ``$timescale`` is 1 fs on every backend).
+TIMESCALE = ("1ns", "1fs")
 
 
 class SimulationError(RuntimeError):
     """The simulator could not build or run the design, or the test program failed."""
 
 
-def _runner(simulator, *, public_flat_rw=False):
+def _runner(simulator, *, public_flat_rw=False, waves=None):
+    """cocotb's runner for ``simulator``; on Icarus one whose ``vvp`` writes the waveform
+    format ``waves`` ("vcd" or "fst"; cocotb's always asks for FST)."""
     if simulator == "icarus" and iverilog() is None:
         raise ToolMissing("backend 'icarus' needs Icarus Verilog (iverilog), which is not "
                           "installed; use backend 'verilator' or install iverilog")
     os.environ.update(tool_env())          # cocotb's runner calls plain `verilator`
-    from cocotb_tools.runner import Verilator, get_runner
-    if simulator != "verilator" or public_flat_rw:
+    from cocotb_tools.runner import Icarus, Verilator, get_runner
+    if simulator == "icarus":
+        class FormatIcarus(Icarus):
+            def _test_command(self):
+                commands = super()._test_command()
+                return [[f"-{waves}" if arg == "-fst" and waves else arg for arg in command]
+                        for command in commands]
+        return FormatIcarus()
+    if public_flat_rw:
         return get_runner(simulator)
 
     class PortsOnlyVerilator(Verilator):
@@ -63,8 +76,9 @@ def _public_ports(verilog, top):
 def _build(block, verilog, simulator, *, waves, coverage, public_flat_rw=False):
     if simulator == "icarus":
         verilog = icarus_source(verilog)
+    # cocotb's runner adds --trace for any waves; a later --trace-fst makes them FST.
     flags = ["-Wno-fatal"] + (_COVERAGE_FLAGS if coverage else []) \
-        if simulator == "verilator" else []
+        + (["--trace-fst"] if waves == "fst" else []) if simulator == "verilator" else []
 
     def build(folder):
         source = folder / f"{block}.v"
@@ -79,8 +93,8 @@ def _build(block, verilog, simulator, *, waves, coverage, public_flat_rw=False):
         try:
             _runner(simulator, public_flat_rw=public_flat_rw).build(
                 sources=sources, hdl_toplevel=block, build_dir=folder, build_args=flags,
-                waves=waves, always=True, log_file=folder / "build.log",
-                timescale=("1ns", "1ps") if simulator == "icarus" else None)
+                waves=bool(waves), always=True, log_file=folder / "build.log",
+                timescale=TIMESCALE)
         except (RuntimeError, SystemExit) as error:
             # The folder goes away with the failed build; its log stays beside it.
             log = folder.parent / f"{folder.name}.failed.log"
@@ -99,8 +113,8 @@ def simulate(block, params, program, *, simulator, waves=None, coverage=None, ru
              public_flat_rw=False):
     """Run ``await program(bench)`` on ``block`` built with ``params``; return its value.
 
-    ``waves`` and ``coverage`` are paths to receive a VCD (Verilator) or FST
-    (Icarus) waveform and a Verilator coverage.dat. ``run_dir`` keeps the run's
+    ``waves`` and ``coverage`` are paths to receive a waveform, VCD or FST by the
+    suffix, and a Verilator coverage.dat. ``run_dir`` keeps the run's
     files (logs, results) in a known place; by default a temporary folder is
     used and removed after a successful run. ``public_flat_rw`` builds the
     model the way cocotb's runner does by default (every signal public), only
@@ -110,9 +124,12 @@ def simulate(block, params, program, *, simulator, waves=None, coverage=None, ru
         raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, not {simulator!r}")
     if coverage and simulator != "verilator":
         raise ValueError("code coverage needs the verilator backend")
-    runner = _runner(simulator, public_flat_rw=public_flat_rw)
+    fmt = wave_format(waves)
+    if fmt == "fst" and simulator == "verilator":
+        check_fst_tracing()
+    runner = _runner(simulator, public_flat_rw=public_flat_rw, waves=fmt)
     verilog = export(block, params).verilog
-    folder = _build(block, verilog, simulator, waves=bool(waves), coverage=bool(coverage),
+    folder = _build(block, verilog, simulator, waves=fmt, coverage=bool(coverage),
                     public_flat_rw=public_flat_rw)
     keep = run_dir is not None
     if keep:
@@ -125,15 +142,15 @@ def simulate(block, params, program, *, simulator, waves=None, coverage=None, ru
     with open(job, "wb") as f:
         pickle.dump(program, f)
     result.unlink(missing_ok=True)
-    fst = run_dir / "dump.fst"
+    dump = run_dir / f"dump.{fmt}"
     try:
         runner.test(
             test_module="sim.backends.cocotb_entry", hdl_toplevel=block, hdl_toplevel_lang="verilog",
             build_dir=folder, test_dir=run_dir, results_xml=str(run_dir / "results.xml"),
             extra_env={"TPU_RTL_JOB": str(job), "TPU_RTL_RESULT": str(result)},
             waves=bool(waves), log_file=log,
-            plusargs=[f"+dumpfile_path={fst}"] if waves and simulator == "icarus" else [],
-            timescale=("1ns", "1ps") if simulator == "icarus" else None)
+            plusargs=[f"+dumpfile_path={dump}"] if waves and simulator == "icarus" else [],
+            timescale=TIMESCALE if simulator == "icarus" else None)
     except (RuntimeError, SystemExit) as error:
         if not result.exists():
             raise SimulationError(f"{simulator} run of {block} failed ({error}); "
@@ -143,7 +160,7 @@ def simulate(block, params, program, *, simulator, waves=None, coverage=None, ru
     with open(result, "rb") as f:
         outcome = pickle.load(f)
     if waves:
-        shutil.move(run_dir / ("dump.vcd" if simulator == "verilator" else "dump.fst"), waves)
+        shutil.move(dump, waves)
     if coverage:
         shutil.move(run_dir / "coverage.dat", coverage)
     if outcome[0] == "error":

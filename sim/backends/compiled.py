@@ -39,8 +39,9 @@ from ..verilog.repeated import emit
 from ..toolchain.build_cache import build_root, cached_build
 from .icarus_source import icarus_source
 from .testbench import TOP, testbench_verilog
-from ..toolchain import (amaranth_version, iverilog, model_opt, tool_env, verilator,
-                        verilator_version)
+from ..checks import wave_format
+from ..toolchain import (amaranth_version, check_fst_tracing, iverilog, model_opt,
+                         model_threads, tool_env, verilator, verilator_version)
 
 __all__ = ["simulate_whole", "run_built", "build", "compile_harness", "VERILATOR_FLAGS",
            "CompiledRunError"]
@@ -116,6 +117,29 @@ def _verilator_config(modules, hierarchical=()):
     return "\n".join(lines) + "\n"
 
 
+_INTERNAL = re.compile(r"\\\$(\S*)")
+
+
+def _hide_internal_names(text):
+    """``text`` with every escaped identifier that starts with ``$`` (Amaranth's unnamed
+    wires, ``$12``; yosys' ``$auto$...``) renamed to a plain one that starts with ``_``,
+    which Verilator leaves out of its traces (no ``--trace-underscore``): most of a
+    design's wires, and of its waveform."""
+    names = {}
+
+    def plain(match):
+        name = names.get(match[1])
+        if name is None:
+            name = base = "_$" + re.sub(r"[^A-Za-z0-9_$]", "_", match[1])
+            while name in taken:
+                name = f"{base}_{len(taken)}"
+            names[match[1]] = name
+            taken.add(name)
+        return name
+    taken = set()
+    return _INTERNAL.sub(plain, text)
+
+
 def _tool_version(simulator):
     if simulator == "verilator":
         return f"verilator {verilator_version()}"
@@ -123,38 +147,59 @@ def _tool_version(simulator):
     return (proc.stdout.splitlines() or ["iverilog"])[0]
 
 
-def build(run, *, simulator, images=None, waves=False):
+def _trace_flags(waves):
+    """Verilator's flags for a build that traces in format ``waves``: None, ``"vcd"`` or
+    ``"fst"`` (``True`` is ``"vcd"``)."""
+    waves = "vcd" if waves is True else waves or None
+    if waves not in (None, "vcd", "fst"):
+        raise ValueError(f"waves must be 'vcd' or 'fst' (the format), not {waves!r}")
+    return {None: (), "vcd": ("--trace",), "fst": ("--trace-fst",)}[waves]
+
+
+def build(run, *, simulator, images=None, waves=None, waves_scope=None, threads=None):
     """The cached build folder of ``run``'s harness on ``simulator``, built if need be.
 
     ``images`` maps the block's memories to their :class:`~sim.blocks.MemoryImage`
-    (the testbench loads and dumps them); ``waves`` adds VCD tracing.
+    (the testbench loads and dumps them); ``waves`` (``"vcd"`` or ``"fst"``) adds tracing
+    in that format, limited to ``waves_scope`` if given; ``threads`` (by default
+    :func:`~sim.toolchain.model_threads`) builds a multi-threaded Verilator model.
     """
     # The block's own source too: a block registered from outside ``hdl`` (a test's) counts.
     block_source = Path(inspect.getsourcefile(BLOCKS[run.block])).read_bytes()
     return build_top(run, simulator=simulator, design=lambda: _design(run), key=[block_source],
-                     images=images, waves=waves, what=f"the {run.block} whole-run harness")
+                     images=images, waves=waves, waves_scope=waves_scope, threads=threads,
+                     what=f"the {run.block} whole-run harness")
 
 
-def build_top(run, *, simulator, design, key, images=None, waves=False, what, hierarchical=()):
+def build_top(run, *, simulator, design, key, images=None, waves=None, waves_scope=None,
+              threads=None, what, hierarchical=()):
     """The cached build folder of ``run``'s harness around a top exported by ``design()``,
     built if need be: it returns the Verilog text of the top (module ``run.block``) and of
     the modules it instantiates, the top's signature, and the names of the modules that
     repeat (kept out of line). ``key`` lists what else shapes that text (a runner's export
-    code); ``images`` and ``waves`` as in :func:`build`. Verilator builds each module of
-    ``hierarchical`` (repeated ones) as a block of its own (see :func:`_verilator_config`);
-    ``images`` cannot name memories inside them, and Icarus ignores it.
+    code); ``images``, ``waves``, ``waves_scope`` and ``threads`` as in :func:`build`.
+    Verilator builds each module of ``hierarchical`` (repeated ones) as a block of its own
+    (see :func:`_verilator_config`); ``images`` cannot name memories inside them. Icarus
+    ignores ``hierarchical`` and ``threads``, and its build is the same for either trace
+    format (``vvp`` picks it when it runs).
     """
     from .whole_run import RING_DEPTH, make_harness
     images = images or {}
     verilating = simulator == "verilator"
     hierarchical = tuple(hierarchical) if verilating else ()
-    flags = (VERILATOR_FLAGS + (("--trace",) if waves else ())
+    threads = model_threads(threads) if verilating else 1
+    if verilating and waves == "fst":
+        check_fst_tracing()
+    # Icarus takes the scope in the testbench; Verilator's main at run time (+waves_scope).
+    waves_scope = waves_scope if waves and not verilating else None
+    flags = (VERILATOR_FLAGS + _trace_flags(waves)
+             + (("--threads", str(threads)) if threads > 1 else ())
              + (("--hierarchical",) if hierarchical else ())) if verilating else ICARUS_FLAGS
     key = [_source_digest(), *key, run.block, sorted(run.params.items()), sorted(images),
            # No depth, no count: the harness is streamed, the same for any data.
            run.until, run.busy, sorted((*run.play, *run.record)), RING_DEPTH,
            sorted((player, recorder) for player, (recorder, _) in run.loopbacks.items()),
-           flags, model_opt() if verilating else None, _tool_version(simulator),
+           flags, waves_scope, model_opt() if verilating else None, _tool_version(simulator),
            amaranth_version()]
 
     def make(folder):
@@ -164,13 +209,15 @@ def build_top(run, *, simulator, design, key, images=None, waves=False, what, hi
                                                 strip_internal_attrs=True)
         if not verilating:
             text = icarus_source(text)
+        elif waves:
+            text = _hide_internal_names(text)
         (folder / "design.v").write_text(text)
         if set(hierarchical) - set(repeated):
             raise ValueError(f"hierarchical blocks {sorted(set(hierarchical) - set(repeated))} "
                              f"are not among the repeated modules {repeated}")
         (folder / "config.vlt").write_text(_verilator_config(repeated, hierarchical))
         (folder / "tb.v").write_text(testbench_verilog(harness, module=HARNESS_MODULE,
-                                                       images=images))
+                                                       images=images, waves_scope=waves_scope))
         compile_harness(folder, simulator=simulator, flags=flags,
                         large=len(text) > LARGE_DESIGN_BYTES, what=what)
 
@@ -210,16 +257,20 @@ def compile_harness(folder, *, simulator, flags, large, what):
 _CYCLES = re.compile(r"whole-run: (\d+) cycles in ([\d.]+) s")
 
 
-def simulate_whole(run, images, *, simulator, waves=None, progress=None):
+def simulate_whole(run, images, *, simulator, waves=None, waves_scope=None, threads=None,
+                   progress=None):
     """Run a :class:`~sim.backends.whole_run.WholeRun` on ``simulator`` ("verilator" or "icarus").
 
-    ``images`` maps the block's memories to their :class:`~sim.blocks.MemoryImage`.
+    ``images`` maps the block's memories to their :class:`~sim.blocks.MemoryImage`;
+    ``waves`` is a path whose suffix (.vcd or .fst) names the format.
     """
-    folder = build(run, simulator=simulator, images=images, waves=bool(waves))
-    return run_built(folder, run, images, simulator=simulator, waves=waves, progress=progress)
+    folder = build(run, simulator=simulator, images=images, waves=wave_format(waves),
+                   waves_scope=waves_scope, threads=threads)
+    return run_built(folder, run, images, simulator=simulator, waves=waves,
+                     waves_scope=waves_scope, progress=progress)
 
 
-def run_built(folder, run, images, *, simulator, waves=None, progress=None):
+def run_built(folder, run, images, *, simulator, waves=None, waves_scope=None, progress=None):
     """:func:`simulate_whole` on ``folder``, a harness already built for ``run``'s block
     (by :func:`build`, or by a runner with a top of its own, as ``sim.network``)."""
     from .whole_run import finish
@@ -239,8 +290,11 @@ def run_built(folder, run, images, *, simulator, waves=None, progress=None):
         if waves:
             Path(waves).parent.mkdir(parents=True, exist_ok=True)
             args.append(f"+waves={Path(waves).resolve()}")
+            if waves_scope:
+                args.append(f"+waves_scope={waves_scope}")
+        # vvp's extended arguments follow the image: the trace format (-vcd, -fst) is one.
         command = [str(folder / "obj" / f"V{TOP}")] if simulator == "verilator" else \
-            ["vvp", "-n", str(folder / "tb.vvp")]
+            ["vvp", "-n", str(folder / "tb.vvp"), f"-{wave_format(waves) or 'none'}"]
         seconds = _execute(command + args, work, simulator, run, progress)
         status = _read_status(work / "status.txt", simulator, run)
         recorded = {port: _read_hex(work / f"{port}.out.hex", status[f"{port}_transfers"])

@@ -11,6 +11,7 @@ import functools
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,11 +20,14 @@ from .build_cache import build_root
 
 __all__ = ["BACKENDS", "check_backend", "ToolMissing", "verilator_root", "tool_env", "verilator",
            "iverilog",
-           "verilator_version", "amaranth_version", "model_opt", "OPT_VARIABLE", "OPT_LEVELS"]
+           "verilator_version", "amaranth_version", "model_opt", "OPT_VARIABLE", "OPT_LEVELS",
+           "model_threads", "THREADS_VARIABLE", "check_fst_tracing"]
 
 #: The environment variable that sets the g++ optimization of compiled models.
 OPT_VARIABLE = "TPU_RTL_OPT"
 OPT_LEVELS = ("-O0", "-Og", "-O1", "-O2", "-O3", "-Os")
+#: The environment variable that sets the default threads of a compiled Verilator model.
+THREADS_VARIABLE = "TPU_RTL_THREADS"
 
 
 #: Every backend name the public API accepts (SPEC section 5).
@@ -84,6 +88,36 @@ def model_opt():
     if value not in OPT_LEVELS:
         raise ValueError(f"{OPT_VARIABLE} must be one of {', '.join(OPT_LEVELS)}, not {value!r}")
     return value
+
+
+def model_threads(threads=None):
+    """The threads of a compiled Verilator model (``verilator --threads``): ``threads`` if
+    given, else ``$TPU_RTL_THREADS``, by default 1. More than one pays only for large
+    designs (docs/simulation.md, "Threads"). A bad value is a ValueError."""
+    source = "threads"
+    if threads is None:
+        source, threads = THREADS_VARIABLE, os.environ.get(THREADS_VARIABLE, "1")
+    if isinstance(threads, str) and threads.strip().isdigit():
+        threads = int(threads)
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"{source} must be a positive whole number of threads, not "
+                         f"{threads!r}")
+    return threads
+
+
+@functools.cache
+def _has_lz4_header():
+    proc = subprocess.run(["g++", "-E", "-x", "c++", "-"], input="#include <lz4.h>\n",
+                          capture_output=True, text=True)
+    return proc.returncode == 0
+
+
+def check_fst_tracing():
+    """Raise :class:`ToolMissing` where Verilator cannot build an FST-tracing model: its FST
+    writer (5.48) compiles against the system's LZ4 headers."""
+    if not _has_lz4_header():
+        raise ToolMissing("FST waves on Verilator need the LZ4 headers (lz4.h), which are not "
+                          "installed: `apt-get install liblz4-dev`, or name a .vcd file")
 
 
 _PCH_FIX = "CFG_CXXFLAGS_PCH_I=-include"

@@ -277,3 +277,21 @@ def test_busy_holds_the_watchdog_off_while_nothing_streams(monkeypatch):
         run_whole(starved)
     with pytest.raises(ValueError, match="busy must name a 1-bit output port, not 'load'"):
         run_whole(replace(run, busy="load"))
+
+
+def test_a_threaded_verilator_model_gives_the_same_run(rng, monkeypatch):
+    """threads=2 (``verilator --threads 2``) is a build of its own, bit- and cycle-identical
+    to the single-threaded one; ``$TPU_RTL_THREADS`` sets the default, a bad value is refused."""
+    run, expected = _add_run(rng, 200, gaps={"operands": 0.2, "result": 0.4}, seed=9)
+    one = run_whole(run, backend="verilator", threads=1)
+    two = run_whole(run, backend="verilator", threads=2)
+    np.testing.assert_array_equal(np.array(two.recorded["result"], np.uint32), expected)
+    assert two.recorded == one.recorded
+    assert two.streams == one.streams and two.cycles == one.cycles
+    folders = lambda threads: compiled.build(run, simulator="verilator", threads=threads)
+    assert folders(2) != folders(1)
+    monkeypatch.setenv("TPU_RTL_THREADS", "2")
+    assert compiled.build(run, simulator="verilator") == folders(2)
+    monkeypatch.setenv("TPU_RTL_THREADS", "two")
+    with pytest.raises(ValueError, match="TPU_RTL_THREADS must be a positive whole number"):
+        run_whole(run, backend="verilator")
