@@ -128,9 +128,14 @@ def test_watchdog_names_the_stuck_stream():
 
 
 def test_waves_on_request(tmp_path):
-    path = tmp_path / "waves" / "add.vcd"
+    path = tmp_path / "add.vcd"
     arith.fp32_add(np.array([1, 2], np.uint32), np.array([3, 4], np.uint32), waves=path)
     assert b"$enddefinitions" in path.read_bytes()
+    # A folder that does not exist is a mistake, refused before the run: nothing is made.
+    with pytest.raises(ValueError, match="no folder"):
+        arith.fp32_add(np.array([1], np.uint32), np.array([3], np.uint32),
+                       waves=tmp_path / "waves" / "add.vcd")
+    assert not (tmp_path / "waves").exists()
 
 
 @pytest.mark.parametrize("call, message", [
