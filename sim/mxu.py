@@ -181,7 +181,7 @@ def matmul_run(plan, params, *, seed=0, idle=0.0, stall=0.0):
 
 
 def run_plan(plan, *, numerics="tpu", backend="amaranth", waves=None, mxu_params=None,
-             progress=None, seed=0, idle=0.0, stall=0.0):
+             progress=None, seed=0, idle=0.0, stall=0.0, waves_scope=None):
     """Run ``plan`` on an MXU of the plan's shape as a whole run; returns a :class:`MatmulRun`.
 
     See :func:`matmul_run` for ``seed``, ``idle`` and ``stall``;
@@ -189,7 +189,8 @@ def run_plan(plan, *, numerics="tpu", backend="amaranth", waves=None, mxu_params
     """
     params = dict(rows=plan.rows, cols=plan.cols, numerics=numerics, **(mxu_params or {}))
     run = matmul_run(plan, params, seed=seed, idle=idle, stall=stall)
-    result = run_whole(run, backend=backend, waves=waves, progress=progress)
+    result = run_whole(run, backend=backend, waves=waves, waves_scope=waves_scope,
+                       progress=progress)
     spans = {port: (stats.first, stats.last) for port, stats in result.streams.items()}
     cycles = matmul_cycles(spans)
     return MatmulRun(plan.assemble(result.recorded["result"][plan.final_from:]), cycles,
@@ -235,7 +236,7 @@ def _check_size(value, name):
 
 
 def matmul(x, w, *, rows=8, cols=8, numerics="tpu", acc=None, backend="amaranth", waves=None,
-           progress=None, seed=0, idle=0.0, stall=0.0):
+           progress=None, seed=0, idle=0.0, stall=0.0, waves_scope=None):
     """``x @ w`` on an MXU RTL of ``rows x cols`` PEs; returns :class:`MatmulRun`.
 
     ``x`` is ``ml_dtypes.bfloat16`` [M, K], ``w`` bfloat16 [K, N] and ``acc``,
@@ -243,8 +244,9 @@ def matmul(x, w, *, rows=8, cols=8, numerics="tpu", acc=None, backend="amaranth"
     +0.0) and accumulates k = 0..K-1 in order, bit-identical to
     :func:`golden.mxu.matmul` (uint16 and uint32 bit patterns are taken too).
     ``rows`` and ``cols`` are at most :data:`MAX_EDGE`. ``waves`` names a .vcd or .fst
-    file to write;
-    ``progress`` is called now and then with (cycle, status) during the run.
+    file to write, of the instances below ``waves_scope`` (such as ``"dut.array"``; the
+    compiled backends only) or of everything; ``progress`` is called now and then with
+    (cycle, status) during the run.
     ``idle`` and ``stall`` (probabilities, default 0) add seeded random gaps
     to the input streams and backpressure on the results, inside the
     simulation; the results do not change, the cycles do.
@@ -267,4 +269,4 @@ def matmul(x, w, *, rows=8, cols=8, numerics="tpu", acc=None, backend="amaranth"
     plan = plan_matmul(x.view(BF16.bits_dtype), w.view(BF16.bits_dtype),
                        None if acc is None else acc.view(FP32.bits_dtype), rows=rows, cols=cols)
     return run_plan(plan, numerics=numerics, backend=backend, waves=waves, progress=progress,
-                    seed=seed, idle=idle, stall=stall)
+                    seed=seed, idle=idle, stall=stall, waves_scope=waves_scope)

@@ -84,3 +84,16 @@ def test_fail_takes_chips_repeated_or_comma_separated():
     args = cli._parser("network").parse_args(["network", "--fail", "1,2", "--failed", "5"])
     assert args.fail == [1, 2, 5]
     assert cli.main(["network", "--fail", "x"]) == 2
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--waves-scope", "dut"], "--waves-scope limits the waveform of --waves; give --waves too"),
+    (["--waves", "{tmp}/x.fst"], "the amaranth backend writes VCD only"),
+    (["--waves", "{tmp}/x.vcd", "--waves-scope", "dut"], "the amaranth backend traces the whole"),
+])
+def test_waves_options_are_checked_before_the_run(argv, message, tmp_path, capsys):
+    argv = [word.format(tmp=tmp_path) for word in argv]
+    assert cli.main(["matmul", "--m", "2", "--k", "2", "--n", "2", *argv]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and captured.out == ""
+    assert list(tmp_path.iterdir()) == []

@@ -33,6 +33,11 @@ def _load_matrix(path, name, dtype):
 
 def run(args):
     check_outputs(args, files=("waves",))
+    if args.waves_scope is not None and args.waves is None:
+        raise CommandError("--waves-scope limits the waveform of --waves; give --waves too",
+                           status=2)
+    from sim.checks import check_tracing
+    check_tracing(args.backend, args.waves, args.waves_scope)   # what the backend can trace
     import numpy as np
     from verif.suites.mxu.matmul_check import check_matmul
     from verif.suites.mxu.scenarios import bf16_matrix, fp32_matrix
@@ -58,7 +63,8 @@ def run(args):
     progress = progress_printer("matmul")
     check = check_matmul(x, w, acc=acc, rows=args.rows, cols=args.cols, numerics=args.numerics,
                          backend=args.backend, waves=args.waves, progress=progress,
-                         seed=args.seed, idle=args.idle, stall=args.stall)
+                         seed=args.seed, idle=args.idle, stall=args.stall,
+                         waves_scope=args.waves_scope)
     progress.close()
     print(f"  result: {check.board.summary()}")
     print(f"  cycles: {check.run.cycles}   utilization: {check.run.utilization:.3f}")
@@ -86,6 +92,10 @@ def add_parser(subparsers, help):
     p.add_argument("--x", metavar="X.npy", help="x from a file (floats or uint16 bf16 patterns)")
     p.add_argument("--w", metavar="W.npy", help="w from a file")
     p.add_argument("--acc", metavar="ACC.npy", help="starting partial sums from a file")
-    p.add_argument("--waves", metavar="FILE.vcd", help="write a waveform of the run")
+    p.add_argument("--waves", metavar="FILE", help="write a waveform of the run (.vcd or .fst, "
+                                                   "by the suffix)")
+    p.add_argument("--waves-scope", metavar="PATH",
+                   help="trace only the instances below PATH, such as dut (the MXU) or "
+                        "dut.array (verilator and icarus; default everything)")
     add_backend(p)
     p.set_defaults(func=run)

@@ -23,12 +23,12 @@ class MatmulCheck:
 
 
 def check_matmul(x, w, *, acc=None, rows=8, cols=8, numerics="tpu", backend="amaranth",
-                 waves=None, progress=None, seed=0, idle=0.0, stall=0.0):
+                 waves=None, progress=None, seed=0, idle=0.0, stall=0.0, waves_scope=None):
     """Run ``x @ w`` (+ ``acc``) on the RTL and score it against :func:`golden.mxu.matmul`."""
     expected = golden_mxu.matmul(x, w, numerics=numerics, acc=acc)
     run = sim_mxu.matmul(x, w, rows=rows, cols=cols, numerics=numerics, acc=acc,
                          backend=backend, waves=waves, progress=progress, seed=seed, idle=idle,
-                         stall=stall)
+                         stall=stall, waves_scope=waves_scope)
     n = expected.shape[1]
     board = Scoreboard(f"matmul {x.shape[0]}x{x.shape[1]}x{n}/{numerics}",
                        expected.view(np.uint32), where=lambda i: f"out[{i // n}, {i % n}]")
