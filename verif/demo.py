@@ -9,6 +9,7 @@ from sim import arith as sim_arith
 from .suites.arith import corpus
 from .suites.mxu.matmul_check import check_matmul
 from .suites.mxu.scenarios import bf16_matrix, fp32_matrix
+from .progress import ProgressLine
 from .scoreboard import Scoreboard
 
 __all__ = ["mxu_demo", "arith_demo", "MXU_CASES"]
@@ -132,15 +133,26 @@ def system_demo(*, seed, backend="verilator", out=print, plots=None):
     w = bf16_matrix(rng, (k, n), special_density=0.05)
     shards = np.stack([bf16_matrix(rng, (m, k), special_density=0.05) for _ in range(chips)])
     products = np.stack([mxu.matmul(x, w).view(np.uint32).ravel() for x in shards])
-    step = system.data_parallel_step(shards, w, topology=topology, backend=backend, seed=seed,
-                                     chip=DEMO_CHIP)
-    ok = check("data-parallel step", products,
-               collectives.collective("all_reduce", products, topology=topology), step)
-    for kind in ("all_reduce", "all_to_all"):
-        inputs = random_inputs(kind, chips, SYSTEM_BYTES, "float32", rng)
-        run = system.collective(kind, inputs, topology=topology, backend=backend, seed=seed,
-                                chip=DEMO_CHIP)
-        ok &= check(kind, inputs, collectives.collective(kind, inputs, topology=topology), run)
+    # The first run builds the system for minutes: the line names the build and beats.
+    line = ProgressLine("demo")
+
+    def progress(cycle, status):
+        line.update(text=f"cycle {cycle:,}: {status}")
+    try:
+        line.update(text="data-parallel step")
+        step = system.data_parallel_step(shards, w, topology=topology, backend=backend,
+                                         seed=seed, chip=DEMO_CHIP, progress=progress)
+        ok = check("data-parallel step", products,
+                   collectives.collective("all_reduce", products, topology=topology), step)
+        for kind in ("all_reduce", "all_to_all"):
+            line.update(text=kind)
+            inputs = random_inputs(kind, chips, SYSTEM_BYTES, "float32", rng)
+            run = system.collective(kind, inputs, topology=topology, backend=backend,
+                                    seed=seed, chip=DEMO_CHIP, progress=progress)
+            ok &= check(kind, inputs, collectives.collective(kind, inputs, topology=topology),
+                        run)
+    finally:
+        line.close()
     lines = collective_table(rows)
     # collective_table's lines start with a 2-space indent: the label column replaces it.
     out(f"  {'step':<20}" + lines[0][2:] + "  verdict")
