@@ -112,7 +112,7 @@ def section(result, command):
         f"Written by `{command}` on {date.today().isoformat()}; every number comes from that "
         f"one run, on {os.cpu_count()} cores shared with other work (the load column is the "
         f"1-minute load average around each run). {result['seeds']} seeds (101 to "
-        f"{100 + result['seeds']}) of `regress {result['suite']} --sim {result['sim']}` on "
+        f"{100 + result['seeds']}) of `regress {result['suite']} --backend {result['sim']}` on "
         f"each executor; a warm-up seed ({result['warm']:.0f} s) filled the build cache "
         f"first. *run*: from the first task to the merged reports; *end to end*: also "
         f"starting and stopping the cluster; *merge*: merging the seeds' functional and "

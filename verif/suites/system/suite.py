@@ -39,7 +39,7 @@ __all__ = ["check_case", "runs", "repro_command"]
 
 def repro_command(seed, backend, case):
     """The command that runs ``case`` of ``seed`` alone."""
-    return f"tpu-rtl regress system --sim {backend} --seed {seed} --only {case.name}"
+    return f"tpu-rtl regress system --backend {backend} --seed {seed} --only {case.name}"
 
 
 def check_case(seed, case, *, backend, coverage=None, waves=None, inject=None):
