@@ -15,6 +15,7 @@ Modules
 Every public name of the three is importable from ``golden.tensorcore`` itself.
 """
 
+from . import asm, isa, iss
 from .asm import assemble, disassemble, program_words
 from .isa import (BUNDLE_WORDS, CONTROL_FIELDS, DESCRIPTOR_LAYOUT, DESCRIPTOR_WORDS, ERROR_NOTES,
                   ERRORS, MISC_FIELDS, MISC_OPS, SCALAR_FIELDS, SCALAR_FORMATS, SCALAR_OPS, SLOTS,
@@ -23,13 +24,5 @@ from .isa import (BUNDLE_WORDS, CONTROL_FIELDS, DESCRIPTOR_LAYOUT, DESCRIPTOR_WO
                   descriptor_from_words, descriptor_words, encode_bundle)
 from .iss import DEFAULT_HBM_WORDS, DEFAULT_SMEM_WORDS, CoreState, Session, run
 
-__all__ = [
-    "BUNDLE_WORDS", "SLOTS", "VECTOR_SLOTS", "SREGS", "SCALAR_FIELDS", "MISC_FIELDS",
-    "VADDR_FIELDS", "ScalarOp", "SCALAR_OPS", "MiscOp", "MISC_OPS", "VECTOR_SLOT_UNITS",
-    "ERRORS", "ERROR_NOTES", "SCALAR_FORMATS", "DESCRIPTOR_WORDS", "DESCRIPTOR_LAYOUT",
-    "CONTROL_FIELDS",
-    "ScalarInstruction", "MiscInstruction", "Bundle", "IllegalBundle",
-    "encode_bundle", "decode_bundle", "descriptor_words", "descriptor_from_words",
-    "assemble", "disassemble", "program_words", "CoreState", "run", "Session",
-    "DEFAULT_HBM_WORDS", "DEFAULT_SMEM_WORDS",
-]
+# Every public name of the three, as each lists it.
+__all__ = [*isa.__all__, *asm.__all__, *iss.__all__]
