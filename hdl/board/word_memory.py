@@ -20,12 +20,12 @@ class WordMemory(wiring.Component):
     The board top's target until the proto chip plugs in (issue 43): a place the host
     bridge can write and read back, and registers for the board's LEDs.
 
-    Address map (32-bit word addresses):
+    Address map (32-bit word addresses; ``REGISTERS`` is ``0x1000_0000``):
 
     ============================  ==========================================================
     ``0`` to ``depth - 1``        the memory, read and write
     ``REGISTERS + 0`` (``ID``)    :data:`ID_WORD` ("TPU1"), read only
-    ``REGISTERS + 1`` (control)   read and write; its low bits drive ``control``
+    ``REGISTERS + 1`` (control)   read and write: the ``control`` port
     ``REGISTERS + 2``, ``+ 3``    ``status0``, ``status1`` (the bridge's error counts), read
     ``REGISTERS + 4``             a free-running cycle counter, read
     anything else                 reads 0, writes are ignored
@@ -52,8 +52,9 @@ class WordMemory(wiring.Component):
     whose response is held back stalls the requests behind it.
     """
 
-    #: The word address of the first register.
-    REGISTERS = 0x4000_0000
+    #: The word address of the first register: byte address 0x4000_0000 for a host that
+    #: counts bytes (LiteX's ``RemoteClient`` sends byte address / 4).
+    REGISTERS = 0x1000_0000
 
     def __init__(self, *, depth=4096):
         self.depth = check_int("depth", depth, least=1, most=1 << 20)
