@@ -74,7 +74,9 @@ class UartBridge(wiring.Component):
     received (idle for ``timeout`` cycles after its command byte, before its last
     byte) is abandoned and adds one to ``timeouts``: the words of a write burst
     already complete stay written, a partial word is not. Either way the next byte
-    after the idle time starts a new frame, so the bridge never wedges.
+    after the idle time starts a new frame, so the bridge never wedges on what the
+    host sends. (It does wait for the target: a read holds the bridge until
+    ``bus.response`` answers it, as a target must.)
 
     Parameters
     ----------

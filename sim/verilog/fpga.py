@@ -169,7 +169,9 @@ def _run(argv, *, cwd, log, what, progress):
         lines = [line for line in (log.read_text(errors="replace").splitlines()
                                    if log.exists() else []) + output if line.strip()]
         errors = [line for line in lines if "ERROR" in line] or lines
-        tail = " | ".join(line.strip() for line in errors[-3:]) or "no output"
+        # (The log and the tool's output often both hold an error: name it once.)
+        errors = list(dict.fromkeys(line.strip() for line in errors))
+        tail = " | ".join(errors[-3:]) or "no output"
         raise FpgaError(f"{what} failed ({tool} exit status {proc.returncode}): "
                         f"{tail} (full log: {log})")
     return time.monotonic() - started
