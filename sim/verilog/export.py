@@ -229,9 +229,9 @@ def fusesoc_core(exported, verilog_file):
 
     The core has one file set (``rtl``: the Verilog, named relative to the ``.core``, which
     goes beside it), the block's top module, and a ``default`` target, so a Vivado, Quartus
-    or Yosys flow run by FuseSoC (or Edalize) takes the block as it is:
-    ``fusesoc --cores-root DIR run --target default --tool vivado NAME``. The strings are
-    written as JSON strings, which YAML reads as they are.
+    or Yosys flow run by FuseSoC (or Edalize) takes the block as it is: a design lists the
+    core's name in its ``depend:`` and the core's folder is in a FuseSoC library. The
+    strings are written as JSON strings, which YAML reads as they are.
     """
     from pathlib import Path
     if not isinstance(exported, Export):
