@@ -71,3 +71,29 @@ def test_fusesoc_command_line_finds_the_core(exported, tmp_path):
     assert shown.returncode == 0, shown.stderr
     assert f"Name:        {core_name(out)}" in shown.stdout
     assert "default" in shown.stdout
+
+
+def test_a_design_that_depends_on_the_core_gets_its_verilog(exported, tmp_path):
+    # What a prototyper does: their own core lists the exported block in `depend:`, and
+    # FuseSoC's setup of a Yosys (here) or Vivado flow copies the Verilog in.
+    fusesoc = Path(sys.executable).parent / "fusesoc"
+    if not fusesoc.exists():
+        pytest.skip("fusesoc is not installed (pip install -e .[fusesoc])")
+    folder, _ = exported
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "design.core").write_text(
+        "CAPI=2:\nname: user:demo:design:1.0\nfilesets:\n  deps:\n"
+        "    depend: [\"tpu-rtl:blocks:to_bf16_ieee\"]\ntargets:\n  default:\n"
+        "    filesets: [deps]\n    toplevel: fp32_to_bf16\n    default_tool: yosys\n"
+        "    tools:\n      yosys:\n        arch: ecp5\n")
+    home = {k: str(tmp_path / k) for k in ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME",
+                                           "XDG_DATA_HOME")}
+    setup = subprocess.run([str(fusesoc), "--cores-root", str(folder), "--cores-root",
+                            str(user), "run", "--setup", "--build-root", str(tmp_path / "b"),
+                            "user:demo:design"], capture_output=True, text=True,
+                           timeout=120, env=os.environ | home)
+    assert setup.returncode == 0, setup.stderr
+    copied = list((tmp_path / "b").rglob("to_bf16_ieee.v"))
+    assert len(copied) == 1
+    assert copied[0].read_text() == (folder / "to_bf16_ieee.v").read_text()
