@@ -32,6 +32,8 @@ def test_lanes_keep_up_with_the_ports(ports, lanes):
 def test_the_default_chip_of_a_topology_and_of_given_parameters():
     chip = system_chip.collective_chip(topo.torus("4x4"))
     assert (chip["network_ports"], chip["lanes"], chip["vmem_lines"]) == (4, 16, 32768)
+    assert chip["outstanding"] == 8                       # two pushes a port
+    assert system_chip.collective_chip(topo.torus("1x4"))["outstanding"] == 4
     assert (chip["smem_words"], chip["imem_depth"], chip["n_flags"]) == (8192, 2048, 64)
     assert chip["ops"] == ("add", "iadd") and not chip["mxu"]
     three = system_chip.collective_chip(topo.torus("2x2x2"))
@@ -39,19 +41,20 @@ def test_the_default_chip_of_a_topology_and_of_given_parameters():
     # Given ports: the lanes and lines follow from them; given lanes win.
     two = system_chip.collective_chip(topo.torus("4x4"), network_ports=2)
     assert (two["network_ports"], two["lanes"], two["vmem_lines"]) == (2, 8, 65536)
-    wide = system_chip.collective_chip(topo.torus("4x4"), lanes=32, outstanding=8)
+    assert two["outstanding"] == 4
+    wide = system_chip.collective_chip(topo.torus("4x4"), lanes=32, outstanding=2)
     assert (wide["network_ports"], wide["lanes"], wide["vmem_lines"], wide["outstanding"]) == \
-        (4, 32, 16384, 8)
+        (4, 32, 16384, 2)
 
 
 def test_cost_params_follow_the_chip():
     chip = system_chip.collective_chip(topo.torus("2x2x2"))
     params = system_chip.cost_params(chip, topo.torus("2x2x2"))
     # 6 ports, 32 lanes; pushes of half a 64-line queue (32 lines of 32 words); the DMA's
-    # queue and flight slots, 4 each; a 3-D router's 6 torus ports.
+    # queue and flight slots, 12 each (two a port); a 3-D router's 6 torus ports.
     assert (params.ports, params.lanes, params.push_words, params.queue_words) == \
         (6, 32, 1024, 2048)
-    assert (params.dma_slots, params.torus_ports, params.group_cycles) == (8, 6, 28.0)
+    assert (params.dma_slots, params.torus_ports, params.group_cycles) == (24, 6, 28.0)
 
 
 def test_auto_chunks_keep_the_fewest_within_one_percent_of_the_best(monkeypatch):
