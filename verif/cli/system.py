@@ -20,6 +20,7 @@ program per chip; it checks each chip's product against ``golden.mxu.matmul`` an
 all-reduce against ``golden.collectives.collective``, and writes the heat map.
 """
 
+import argparse
 from pathlib import Path
 
 import numpy as np
@@ -131,7 +132,13 @@ def cmd_bench(args):
 
 def chunks_or_auto(text):
     """``--chunks``: a positive integer, or "auto"."""
-    return "auto" if text == "auto" else positive(text)
+    if text == "auto":
+        return text
+    try:
+        return positive(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer or auto, not "
+                                         f"{text!r}") from None
 
 
 def _topology(args):
