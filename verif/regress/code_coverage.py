@@ -13,7 +13,7 @@ percentages: toggles of its ``$``-numbered temporaries and of its constant
 
 from collections import Counter
 
-__all__ = ["read", "merge", "write", "summary", "format_summary"]
+__all__ = ["read", "merge", "write", "summary", "format_summary", "fields", "generated"]
 
 
 def read(path):
@@ -41,24 +41,26 @@ def write(points, path):
             f.write(f"C '{key}' {count}\n")
 
 
-def _fields(key):
+def fields(key):
+    """The fields of a point's key: ``{"f": Verilog file, "l": line, "t": type, "o": ...}``."""
     return dict(part.split("\x02", 1) for part in key.split("\x01") if part)
 
 
-def _generated(fields):
-    comment = fields.get("o", "")
+def generated(point):
+    """Whether the point (its :func:`fields`) is one Amaranth's Verilog can never cover."""
+    comment = point.get("o", "")
     return comment.startswith("__024") or "dump_module" in comment or \
-        "dump_module" in fields.get("S", "")
+        "dump_module" in point.get("S", "")
 
 
 def summary(points):
     """``{type: (covered, total)}`` for line, branch and toggle points."""
     totals, covered = Counter(), Counter()
     for key, count in points.items():
-        fields = _fields(key)
-        if _generated(fields):
+        point = fields(key)
+        if generated(point):
             continue
-        kind = fields.get("t", "?")
+        kind = point.get("t", "?")
         totals[kind] += 1
         covered[kind] += count > 0
     return {kind: (covered[kind], totals[kind]) for kind in sorted(totals)}
