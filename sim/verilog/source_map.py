@@ -19,7 +19,7 @@ lines (a reset synchronizer Amaranth adds, a port's buffer) have no source line.
 import re
 from pathlib import Path
 
-__all__ = ["source_map", "split_attributes", "HDL_ROOT"]
+__all__ = ["source_map", "generated_lines", "split_attributes", "HDL_ROOT"]
 
 #: The folder whose Python files own lines: the ``hdl`` package of this checkout.
 HDL_ROOT = Path(__file__).resolve().parents[2] / "hdl"
@@ -130,7 +130,14 @@ def source_map(text, plain=None, *, root=HDL_ROOT):
         for j in [start, *body]:
             if j + 1 not in owner and fed is not None:
                 owner[j + 1] = fed
-    return owner
+    # Yosys' `dump_module` marker (an empty `if` on a constant) is no one's.
+    return {n: o for n, o in owner.items() if "dump_module" not in lines[n - 1]}
+
+
+def generated_lines(text):
+    """Line numbers of ``text`` (either export) holding Yosys' ``dump_module`` marker: the
+    points there can never be covered."""
+    return [n for n, line in enumerate(text.splitlines(), 1) if "dump_module" in line]
 
 
 def _reader(lines, owner, module, name):

@@ -58,6 +58,7 @@ def plot_closure(database, folder):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
     paths = {}
     for suite, entry in database.items():
         curve = functional.closure(entry)
@@ -69,6 +70,10 @@ def plot_closure(database, folder):
         ax.set_ylabel("bins covered (%)")
         ax.set_ylim(0, 102)
         ax.set_xlim(0.5, max(1.5, len(curve) + 0.5))
+        if len(curve) <= 16:
+            ax.set_xticks(range(1, len(curve) + 1))
+        else:
+            ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_title(f"{suite}: closure against seeds")
         ax.grid(alpha=0.3)
         fig.tight_layout()
@@ -161,9 +166,11 @@ def _source_section(campaign):
                else "") + ".</p><table>" + "\n".join(files) + "</table>")
 
 
-def _bin_rows(point):
+def _bin_rows(point, *, only_empty=False):
     rows = []
     for b in sorted(point.bins, key=lambda b: (b.hits >= point.at_least,)):
+        if only_empty and b.hits >= point.at_least:
+            continue
         label = " x ".join(b.label) if isinstance(b.label, tuple) else b.label
         rows.append(f"<tr><td class=l>{_e(label)}</td><td class="
                     f"{'ok' if b.hits >= point.at_least else 'bad'}>{b.hits:,}</td>"
@@ -213,7 +220,10 @@ def _suite_page(suite, entry, regression):
                      f"</h2>")
         if point.is_cross and len(point.axes) == 2:
             parts.append(_grid(point))
-        parts.append(_bin_rows(point))
+            if point.covered < len(point.bins):
+                parts.append(_bin_rows(point, only_empty=True))
+        else:
+            parts.append(_bin_rows(point))
     return _page(f"regress all: {suite} functional coverage", "\n".join(parts))
 
 

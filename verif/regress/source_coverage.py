@@ -14,9 +14,10 @@ the Python line owning its Verilog line:
 - **toggle**: each bit transition (0->1, 1->0) of a signal the line declares.
 
 Points of the same build are summed over seeds; builds differ by their Verilog file.
-Points Amaranth generates and no line owns (the ``$``-temporaries' own toggles, a
-``dump_module`` marker, ports and flops named only in Amaranth's files) are counted
-apart, as are points of runs without a source map.
+Points that can never be covered (the ``$``-temporaries' own toggles, the branches of
+Yosys' ``dump_module`` marker) are left out, as in :mod:`.code_coverage`. Points that no
+``hdl`` line owns (ports and flops named only in Amaranth's files) are counted apart,
+as are points of runs without a source map.
 
 :func:`write_lcov` writes the lcov tracefile (genhtml, Codecov and editors read it);
 :func:`write_cobertura` converts it with lcov-cobertura.
@@ -84,26 +85,27 @@ def _source_lines(path):
 def collect(dats):
     """The :class:`SourceCoverage` of the Verilator coverage files ``dats`` (each with its
     ``.src.json`` beside it)."""
-    owners_of, points = {}, Counter()
+    owners_of, generated_of, points = {}, {}, Counter()
     result = SourceCoverage()
     for dat in map(Path, dats):
         seen = code_coverage.read(dat)
         points.update(seen)
         result.runs += 1
         srcmap = dat.with_suffix(".src.json")
-        owners = json.loads(srcmap.read_text())["owners"] if srcmap.exists() else None
-        if owners is None:
+        mapped = json.loads(srcmap.read_text()) if srcmap.exists() else None
+        if mapped is None:
             result.unmapped_runs.append(str(dat))
         for key in seen:
             verilog = code_coverage.fields(key).get("f")
-            if owners is not None:
-                owners_of.setdefault(verilog, owners)
+            if mapped is not None:
+                owners_of.setdefault(verilog, mapped["owners"])
+                generated_of.setdefault(verilog, set(map(str, mapped.get("generated", ()))))
     unowned = {k: [0, 0] for k in KINDS}
     toggles = defaultdict(lambda: defaultdict(lambda: [0, 0]))
     lengths = {}
     for key, count in points.items():
         f = code_coverage.fields(key)
-        if code_coverage.generated(f):
+        if code_coverage.generated(f) or f.get("l") in generated_of.get(f.get("f"), ()):
             continue
         kind = f.get("t", "?")
         if kind not in KINDS:
