@@ -152,10 +152,28 @@ def test_usage_errors_are_one_line_and_status_2(tmp_path, args, message):
     assert not (tmp_path / "build").exists()
 
 
-def test_one_suite_refuses_the_options_of_all(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "verif.cli", "regress", "arith",
-                           "--until-covered"], capture_output=True, text=True, cwd=tmp_path)
+def _regress_one(*args, cwd):
+    env = dict(os.environ, TPU_RTL_CACHE=str((CHECKOUT / "build" / "sim").resolve()))
+    return subprocess.run([sys.executable, "-m", "verif.cli", "regress", *args],
+                          capture_output=True, text=True, cwd=cwd, env=env)
+
+
+def test_one_suite_until_covered(tmp_path):
+    proc = _regress_one("arith", "--suites", "arith", cwd=tmp_path)
     assert proc.returncode == 2 and "applies to regress all" in proc.stderr
+    proc = _regress_one("arith", "--until-covered", cwd=tmp_path)
+    assert proc.returncode == 2 and "give --seeds" in proc.stderr
+    proc = _regress_one("arith", "--only", "fp32_to_bf16-ieee", "--seeds", "3",
+                        "--until-covered", "--sim", "amaranth", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "passed 1 of 1 seeds" in proc.stdout
+    proc = _regress_one("arith", "--only", "fp32_to_bf16-ieee", "--seeds", "2",
+                        "--until-covered", "--sim", "amaranth", "--inject", "starve-nan",
+                        cwd=tmp_path)
+    assert proc.returncode == 1 and "passed 2 of 2 seeds" in proc.stdout
+    assert "3 bins stayed empty after 2 seeds: arith.fp32_to_bf16.ieee.a_class: +nan" in \
+        proc.stdout
+    assert "below the goal of 100% after 2 seeds" in proc.stderr
 
 
 class _Toy(wiring.Component):

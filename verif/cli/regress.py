@@ -19,10 +19,8 @@ def run(args):
     from verif.regress import EXHAUSTIVE_SUITES, SUITE_NAMES
     if args.suite == "all":
         return _run_all(args)
-    if args.suites is not None or args.until_covered:
-        raise CommandError(f"--{'suites' if args.suites is not None else 'until-covered'} "
-                           f"applies to regress all, not to one suite (try regress all "
-                           f"--suites {args.suite})", status=2)
+    if args.suites is not None:
+        raise CommandError(f"--suites applies to regress all, not to one suite", status=2)
     if args.suite not in SUITE_NAMES:
         raise ValueError(f"unknown suite {args.suite!r}; suites: {', '.join(SUITE_NAMES)}")
     check_backend(args.backend)
@@ -37,6 +35,10 @@ def run(args):
     if args.inject in ("kill-worker", "kill-worker-once") and args.cluster is None:
         raise CommandError(f"--inject {args.inject} kills a Dask worker; it needs --cluster",
                            status=2)
+    if args.until_covered and (args.suite in EXHAUSTIVE_SUITES or args.seed is not None
+                               or args.seeds is None):
+        raise CommandError("--until-covered adds seeds up to --seeds N: give --seeds (and no "
+                           "--seed; an exhaustive suite has no seeds)", status=2)
     if args.suite not in EXHAUSTIVE_SUITES:
         _check_seed_options(args)
     elif args.seeds is not None or args.seed is not None or args.inject is not None:
@@ -71,9 +73,26 @@ def run(args):
                            f"finished; the reports above cover those", status=130)
     if result.failed:
         raise CommandError(f"{len(result.failed)} of {len(result.outcomes)} {unit} failed")
-    if args.cover_goal is not None and (result.coverage or 0.0) < args.cover_goal:
+    goal = args.cover_goal if args.cover_goal is not None else \
+        (100.0 if args.until_covered else None)
+    if goal is not None and (result.coverage or 0.0) < goal:
+        if args.until_covered:
+            _print_holes(result)
         raise CommandError(f"functional coverage {result.coverage or 0.0:.2f}% is below the "
-                           f"goal of {args.cover_goal:g}%")
+                           f"goal of {goal:g}%"
+                           + (f" after {len(result.outcomes)} seeds" if args.until_covered
+                              else ""))
+
+
+def _print_holes(result):
+    """Name the bins that stayed empty (all of them are in coverage.txt)."""
+    from verif.regress import functional
+    entry = functional.collect({result.suite: result.out})[result.suite]
+    holes = [f"{p.name}: {' x '.join(b.label) if isinstance(b.label, tuple) else b.label}"
+             for p in entry["points"].values() for b in p.bins if b.hits < p.at_least]
+    print(f"{len(holes)} bins stayed empty after {len(entry['seeds'])} seeds: "
+          + "; ".join(holes[:12]) + ("; ..." if len(holes) > 12 else "")
+          + f" (all in {result.out / 'coverage.txt'})")
 
 
 def _run_all(args):
@@ -99,8 +118,7 @@ def _run_all(args):
     args.seeds = 4 if args.seeds is None else args.seeds
     for suite in suites:
         _check_seed_options(args, suite=suite)
-    workers = args.jobs if args.cluster is None else \
-        (int(args.cluster.split(":")[1]) if args.cluster.startswith("local:") else 2)
+    workers = args.jobs if args.cluster is None else _cluster_workers(args)
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         with open_executor(args.cluster, jobs=args.jobs,
@@ -244,7 +262,15 @@ def _regress_on(executor, args):
     return run_regression(args.suite, seeds=args.seeds, sim=args.backend, seed_base=args.seed_base,
                           only_seed=args.seed, waves=args.waves, timeout=args.timeout,
                           inject=args.inject, inject_seed=args.inject_seed, only=args.only,
-                          executor=executor), "seeds"
+                          executor=executor, until_covered=args.until_covered,
+                          cover_goal=args.cover_goal,
+                          step=args.jobs if args.cluster is None else _cluster_workers(args)), \
+        "seeds"
+
+
+def _cluster_workers(args):
+    """Seeds a round of --until-covered gives a cluster: its workers for local:N, else 2."""
+    return int(args.cluster.split(":")[1]) if args.cluster.startswith("local:") else 2
 
 
 def _percent(text):
@@ -322,9 +348,9 @@ def add_parser(subparsers, help):
     p.add_argument("--suites", type=_suite_list, metavar="A,B,...",
                    help="regress all: only these suites (default every one)")
     p.add_argument("--until-covered", action="store_true",
-                   help="regress all: add seeds in rounds (of -j, or the cluster's workers) "
-                        "until each suite reaches --cover-goal (default 100) or has had "
-                        "--seeds, and name the bins that stayed empty")
+                   help="add seeds in rounds (of -j, or the cluster's workers) until the "
+                        "suite (each suite, for all) reaches --cover-goal (default 100) or "
+                        "has had --seeds, and name the bins that stayed empty")
     p.add_argument("--inject", choices=("golden-no-flush", "golden-fault", "crash", "hang",
                                         "kill-worker", "kill-worker-once", "starve-nan"),
                    help="inject a fault, to test the regression itself")

@@ -443,13 +443,16 @@ def _out_folder(out, suite):
 
 def run_regression(suite, *, seeds, jobs=1, sim="amaranth", seed_base=1, only_seed=None,
                    waves=False, timeout=1800.0, inject=None, inject_seed=None, only=None,
-                   out=None, progress=None, executor=None):
+                   out=None, progress=None, executor=None, until_covered=False,
+                   cover_goal=None, step=None):
     """Run a regression; returns a :class:`Regression` (see the module docstring).
 
     ``executor`` (entered; see :func:`verif.regress.executor.open_executor`) runs the
     seeds; by default a :class:`~verif.regress.executor.local.LocalExecutor` of
     ``jobs`` workers. After Ctrl-C the result's ``interrupted`` is set and it
-    holds, and its reports cover, the seeds that finished.
+    holds, and its reports cover, the seeds that finished. ``until_covered`` runs
+    the seeds in rounds of ``step`` (default ``jobs``) and stops once the merged
+    functional coverage reaches ``cover_goal`` (default 100).
     """
     if suite not in SUITES:
         raise ValueError(f"unknown suite {suite!r}; suites: {', '.join(SUITE_NAMES)}")
@@ -460,7 +463,9 @@ def run_regression(suite, *, seeds, jobs=1, sim="amaranth", seed_base=1, only_se
             return run_regression(suite, seeds=seeds, sim=sim, seed_base=seed_base,
                                   only_seed=only_seed, waves=waves, timeout=timeout,
                                   inject=inject, inject_seed=inject_seed, only=only, out=out,
-                                  progress=progress, executor=local)
+                                  progress=progress, executor=local,
+                                  until_covered=until_covered, cover_goal=cover_goal,
+                                  step=step)
     seed_list = [only_seed] if only_seed is not None else \
         list(range(seed_base, seed_base + seeds))
     out = _out_folder(out, suite)
@@ -468,13 +473,31 @@ def run_regression(suite, *, seeds, jobs=1, sim="amaranth", seed_base=1, only_se
     run = SuiteRun(suite, sim, out, waves=waves, timeout=timeout, inject=inject,
                    inject_seed=inject_seed, only=only)
     interrupted = False
+    rounds = [seed_list]
+    if until_covered:
+        size = max(1, step or jobs)
+        rounds = [seed_list[i:i + size] for i in range(0, len(seed_list), size)]
+    goal = 100.0 if cover_goal is None else cover_goal
     try:
-        run_batches(executor, [(run, seed_list)], bar)
+        for batch in rounds:
+            run_batches(executor, [(run, batch)], bar)
+            if until_covered and _covered(out) >= goal:
+                if hasattr(bar, "line"):
+                    bar.line.total = len(run.seeds)
+                break
     except KeyboardInterrupt:
         interrupted = True
     finally:
         bar.close()
     return run.finish(interrupted=interrupted)
+
+
+def _covered(out):
+    """The percent of the bins covered so far by the seeds under ``out/seeds``."""
+    from verif.regress import functional
+    entry = functional.collect({"suite": out})["suite"]
+    hit, total = functional.suite_totals(entry)
+    return 100.0 * hit / total if total else 0.0
 
 
 class SuiteRun:
