@@ -66,6 +66,8 @@ def test_one_table_and_every_merged_report(tmp_path):
     rows = [line.split() for line in proc.stdout.splitlines() if line.startswith("arith ")]
     assert rows and rows[0][:6] == ["arith", "2", "2", "25", "/", "25"]
     assert "100.00%" in rows[0] and "toggle" in " ".join(rows[0])
+    # Yosys' marker branches are never taken and left out: every branch here is taken.
+    assert "branch 100.0%" in " ".join(rows[0])
     out = tmp_path / "build" / "regress" / "all" / "latest"
     # The merged database sums the two seeds' hits, bin by bin.
     database = functional.read_json(out / "coverage.json")

@@ -255,11 +255,12 @@ def _merge_code(out, seeds_dir):
     if not files:
         return None
     points = code_coverage.merge(files)
+    markers = code_coverage.marker_lines(files)
     code_coverage.write(points, out / "code_coverage.dat")
     (out / "code_coverage.txt").write_text(
         f"Verilator code coverage merged over {len(files)} runs\n"
-        + code_coverage.format_summary(points) + "\n")
-    return code_coverage.summary(points)
+        + code_coverage.format_summary(points, markers) + "\n")
+    return code_coverage.summary(points, markers)
 
 
 def merge_reports(out):
