@@ -167,14 +167,8 @@ def _header(block, params, modules):
     return "".join(f"// {line}\n" for line in lines) + "\n"
 
 
-def export(block, params=None, *, src=False):
-    """Export ``block`` with ``params`` (a dict, as from :func:`parse_params`).
-
-    ``src=True`` keeps Amaranth's source attributes (``(* src = "file:line" *)``), which
-    :func:`sim.verilog.source_map.source_map` turns into the Python line of each line of
-    the plain export; simulators build the plain text."""
-    if not isinstance(src, bool):
-        raise TypeError(f"src must be True or False, not {src!r}")
+def export(block, params=None):
+    """Export ``block`` with ``params`` (a dict, as from :func:`parse_params`)."""
     params = dict(params or {})
     started = time.perf_counter()
     if block == "mxu":
@@ -195,7 +189,7 @@ def export(block, params=None, *, src=False):
         parts = [(block, build(block, params))]
         shown = {k: v for k, v in block_params(block).items()} | params
     modules = [name for name, _ in parts]
-    text = emit(parts, header=_header(block, shown, modules), src=src)
+    text = emit(parts, header=_header(block, shown, modules))
     return Export(block, shown, text, parts[-1][1].signature, modules,
                   time.perf_counter() - started)
 

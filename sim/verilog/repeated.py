@@ -15,29 +15,26 @@ from amaranth.hdl import Const, Value
 __all__ = ["convert", "emit"]
 
 
-def convert(component, name, *, src=False):
+def convert(component, name):
     """The Verilog of ``component`` as module ``name``, as every export writes it: no
-    source attributes, no internal attributes. ``src=True`` keeps both (Amaranth's
-    ``(* src = "file:line" *)`` naming the Python statement of each item), for
-    :mod:`sim.verilog.source_map`: without them the text is the same, line for line."""
+    source attributes, no internal attributes."""
     values = [Value.cast(value) for _, _, value in component.signature.flatten(component)]
     # A constant member (the ready of an always-ready stream) is no port: name the others,
     # or Amaranth refuses the component.
     ports = [v for v in values if not isinstance(v, Const)] \
         if any(isinstance(v, Const) for v in values) else None
-    return verilog.convert(component, name=name, ports=ports, emit_src=src,
-                           strip_internal_attrs=not src)
+    return verilog.convert(component, name=name, ports=ports, emit_src=False,
+                           strip_internal_attrs=True)
 
 
-def emit(parts, *, header="", src=False):
+def emit(parts, *, header=""):
     """``header`` then the Verilog of ``parts``, ``[(module name, component)]`` with the
     top last, each module once. A part may carry functions after its component that edit
-    its text in turn (as :func:`sim.backends.self_loading.add_to_module` adds a loader).
-    ``src`` keeps the source attributes (see :func:`convert`)."""
+    its text in turn (as :func:`sim.backends.self_loading.add_to_module` adds a loader)."""
     texts = []
     for part in parts:
         name, component, *transform = part
-        text = convert(component, name, src=src)
+        text = convert(component, name)
         for edit in transform:
             text = edit(text)
         texts.append(text)

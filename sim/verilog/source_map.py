@@ -2,10 +2,10 @@
 
 Amaranth writes ``(* src = "file:line" *)`` attributes naming the Python statement
 that made each wire, register, cell and process; the export leaves them out
-(:func:`sim.verilog.export.export`), so the same export with ``src=True`` is the
-plain text plus attribute lines and inline attributes. :func:`source_map` removes
-them again, checks that what is left is the plain text line for line, and gives each
-plain line the ``hdl/`` line that owns it:
+(:func:`sim.verilog.export.export`), so the same export with them
+(:func:`export_with_source`) is the plain text plus attribute lines and inline
+attributes. :func:`source_map` removes them again, checks that what is left is the
+plain text line for line, and gives each plain line the ``hdl/`` line that owns it:
 
 1. an attribute on the line itself, or on the attribute lines just above it;
 2. else, for ``assign x = ...``, the line that declared ``x``;
@@ -17,9 +17,11 @@ lines (a reset synchronizer Amaranth adds, a port's buffer) have no source line.
 """
 
 import re
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["source_map", "generated_lines", "split_attributes", "HDL_ROOT"]
+__all__ = ["export_with_source", "source_map", "generated_lines", "split_attributes",
+           "HDL_ROOT"]
 
 #: The folder whose Python files own lines: the ``hdl`` package of this checkout.
 HDL_ROOT = Path(__file__).resolve().parents[2] / "hdl"
@@ -34,6 +36,40 @@ _DECL = re.compile(rf"^\s*(?:wire|reg|input|output|inout)\b(?:\s+signed)?(?:\s*\
 _ASSIGN = re.compile(rf"^\s*assign\s+{_NAME}")
 _LHS = re.compile(rf"^\s*{_NAME}\s*(?:\[[^\]]*\]\s*)?<?=")
 _MODULE = re.compile(r"^module\s+(\S+?)\s*\(")
+
+
+@contextmanager
+def _keeping_attributes():
+    """Make :func:`sim.verilog.repeated.convert` keep Amaranth's attributes for a while.
+
+    Done from here rather than by an argument of the export: the export's code is part of
+    the key of every cached simulator build (:mod:`sim.backends.compiled`), so editing it
+    would make every user rebuild every harness."""
+    from amaranth.back import verilog
+    from . import repeated
+
+    class Keeping:
+        @staticmethod
+        def convert(*args, **kwargs):
+            return verilog.convert(*args, **{**kwargs, "emit_src": True,
+                                             "strip_internal_attrs": False})
+
+    repeated.verilog = Keeping
+    try:
+        yield
+    finally:
+        repeated.verilog = verilog
+
+
+def export_with_source(block, params=None):
+    """``(plain, with attributes)``: the Verilog text of ``block`` as
+    :func:`sim.verilog.export.export` writes it, and the same export keeping Amaranth's
+    source attributes."""
+    from .export import export
+    plain = export(block, params).verilog
+    with _keeping_attributes():
+        attributed = export(block, params).verilog
+    return plain, attributed
 
 
 def split_attributes(text):
@@ -73,7 +109,7 @@ def _hdl_line(srcs, root):
 
 def source_map(text, plain=None, *, root=HDL_ROOT):
     """``{line number of the plain text: "hdl/<file>.py:<line>"}`` for the Verilog ``text``
-    exported with ``src=True``. ``plain`` (the export without them), when given, must be
+    exported with the source attributes (:func:`export_with_source`). ``plain`` (the export without them), when given, must be
     what is left of ``text`` once the attributes are removed; ValueError otherwise."""
     lines, srcs = split_attributes(text)
     if plain is not None and lines != plain.splitlines():

@@ -15,7 +15,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from sim.verilog.repeated import convert
-from sim.verilog.source_map import source_map
+from sim.verilog.source_map import _keeping_attributes, export_with_source, source_map
 from verif.regress import functional, source_coverage
 
 CHECKOUT = Path(__file__).resolve().parents[2]
@@ -196,7 +196,10 @@ class _Toy(wiring.Component):
 
 def test_source_map_names_the_python_lines_of_the_verilog():
     here = Path(__file__).resolve()
-    plain, text = convert(_Toy(), "toy"), convert(_Toy(), "toy", src=True)
+    plain = convert(_Toy(), "toy")
+    with _keeping_attributes():
+        text = convert(_Toy(), "toy")
+    assert 'src = "' not in convert(_Toy(), "toy")     # the export is itself again
     owners = source_map(text, plain, root=here.parent)
     lines = plain.splitlines()
     source = here.read_text().splitlines()
@@ -221,6 +224,23 @@ def test_source_map_names_the_python_lines_of_the_verilog():
     assert owner(r"dump_module\$1 \) begin end") == [None]
     with pytest.raises(ValueError, match="does not align"):
         source_map(text, plain.replace("total", "tot", 1), root=here.parent)
+
+
+def test_a_block_export_with_source_aligns_with_the_built_text():
+    plain, attributed = export_with_source("fp32_to_bf16", {"numerics": "ieee"})
+    owners = source_map(attributed, plain)
+    lines = plain.splitlines()
+    assert 'src = "' not in plain and 'src = "' in attributed
+    assert owners and all(o.startswith("hdl/") for o in owners.values())
+    # The rounding stage's output belongs to the rounding module.
+    assert any(o.startswith("hdl/arith/rounding.py:") for n, o in owners.items()
+               if lines[n - 1].lstrip().startswith("assign result ="))
+
+
+def test_a_suite_none_of_whose_seeds_began_still_gets_its_reports(tmp_path):
+    from verif.regress.runner import SuiteRun
+    regression = SuiteRun("arith", "verilator", tmp_path / "never").finish(interrupted=True)
+    assert regression.outcomes == [] and (tmp_path / "never" / "junit.xml").exists()
 
 
 def test_points_without_a_source_line_are_counted_apart(tmp_path):

@@ -545,6 +545,7 @@ class SuiteRun:
         :class:`Regression`."""
         for seed in set(self.seeds) - set(self.by_seed):  # cut short: partial files would merge
             shutil.rmtree(self.out / "seeds" / str(seed), ignore_errors=True)
+        self.out.mkdir(parents=True, exist_ok=True)       # a suite none of whose seeds began
         outcomes = [self.by_seed[seed] for seed in self.seeds if seed in self.by_seed]
         regression = Regression(self.suite, self.sim, self.out, outcomes,
                                 planned=len(self.seeds), interrupted=interrupted,

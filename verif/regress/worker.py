@@ -83,10 +83,9 @@ def run_seed(suite, seed, sim, out, *, waves=False, code_coverage=False, inject=
 def _write_source_map(block, params, path):
     """The ``hdl/`` line owning each line of the block's exported Verilog (the one the
     coverage build compiled), for :mod:`verif.regress.source_coverage`."""
-    from sim.verilog.export import export
-    from sim.verilog.source_map import generated_lines, source_map
-    plain = export(block, params).verilog
-    lines = source_map(export(block, params, src=True).verilog, plain)
+    from sim.verilog.source_map import export_with_source, generated_lines, source_map
+    plain, attributed = export_with_source(block, params)
+    lines = source_map(attributed, plain)
     path.write_text(json.dumps({"block": block, "params": params, "lines": plain.count("\n"),
                                 "owners": lines, "generated": generated_lines(plain)},
                                default=str))
