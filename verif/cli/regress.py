@@ -306,7 +306,11 @@ def add_parser(subparsers, help):
                                    "non-zero on any failure or when coverage is below the goal. "
                                    "An exhaustive suite runs modes instead of seeds (numerics, "
                                    "or function-numerics such as rsqrt-ieee) and ends with a "
-                                   "table of them.")
+                                   "table of them. 'regress all' runs every suite's seeds on "
+                                   "one set of workers, prints one closure table and writes "
+                                   "merged reports under build/regress/all/ (coverage.json, "
+                                   "UCIS XML, lcov and Cobertura on the hdl/ source) and an "
+                                   "HTML report, build/regress/report/index.html.")
     p.add_argument("suite", help="all (every suite below that runs seeds, one closure table "
                                  "and merged reports: HTML, UCIS, lcov), "
                                  "arith, mxu, dma, sparsecore, vpu (random vector programs "
