@@ -109,8 +109,10 @@ def _hdl_line(srcs, root):
 
 def source_map(text, plain=None, *, root=HDL_ROOT):
     """``{line number of the plain text: "hdl/<file>.py:<line>"}`` for the Verilog ``text``
-    exported with the source attributes (:func:`export_with_source`). ``plain`` (the export without them), when given, must be
-    what is left of ``text`` once the attributes are removed; ValueError otherwise."""
+    exported with the source attributes (:func:`export_with_source`). ``plain`` (the
+    export without them), when given, must be what is left of ``text`` once the
+    attributes are removed; ValueError otherwise. ``root`` is the folder whose files own
+    lines (named from its own name: ``hdl/...``)."""
     lines, srcs = split_attributes(text)
     if plain is not None and lines != plain.splitlines():
         first = next((i for i, (a, b) in enumerate(zip(lines, plain.splitlines())) if a != b),

@@ -20,7 +20,7 @@ def run(args):
     if args.suite == "all":
         return _run_all(args)
     if args.suites is not None:
-        raise CommandError(f"--suites applies to regress all, not to one suite", status=2)
+        raise CommandError("--suites applies to regress all, not to one suite", status=2)
     if args.suite not in SUITE_NAMES:
         raise ValueError(f"unknown suite {args.suite!r}; suites: {', '.join(SUITE_NAMES)}")
     check_backend(args.backend)

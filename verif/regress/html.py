@@ -174,13 +174,16 @@ def _source_section(campaign):
                else "") + ".</p><table>" + "\n".join(files) + "</table>")
 
 
+def _bin_label(b):
+    return " x ".join(b.label) if isinstance(b.label, tuple) else b.label
+
+
 def _bin_rows(point, *, only_empty=False):
     rows = []
     for b in sorted(point.bins, key=lambda b: (b.hits >= point.at_least,)):
         if only_empty and b.hits >= point.at_least:
             continue
-        label = " x ".join(b.label) if isinstance(b.label, tuple) else b.label
-        rows.append(f"<tr><td class=l>{_e(label)}</td><td class="
+        rows.append(f"<tr><td class=l>{_e(_bin_label(b))}</td><td class="
                     f"{'ok' if b.hits >= point.at_least else 'bad'}>{b.hits:,}</td>"
                     f"<td>{_e(b.closed_by if b.closed_by is not None else '-')}</td></tr>")
     return ("<table><tr><th class=l>bin</th><th>hits</th><th>closed by seed</th></tr>"
@@ -218,8 +221,8 @@ def _suite_page(suite, entry, regression):
     holes = [(p, b) for p in points for b in p.bins if b.hits < p.at_least]
     if holes:
         parts.append("<h2>Uncovered bins</h2><ul>" + "".join(
-            f"<li><code>{_e(p.name)}</code>: {_e(' x '.join(b.label) if isinstance(b.label, tuple) else b.label)}</li>"
-            for p, b in holes) + "</ul>")
+            f"<li><code>{_e(p.name)}</code>: {_e(_bin_label(b))}</li>" for p, b in holes)
+            + "</ul>")
     for point in points:
         kind = "cross" if point.is_cross else "coverpoint"
         parts.append(f"<h2 id=\"{_e(point.name)}\">{kind} <code>{_e(point.name)}</code>: "

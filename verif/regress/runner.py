@@ -34,7 +34,8 @@ from verif.progress import ProgressLine
 from verif.suites import SUITES
 
 __all__ = ["Outcome", "Regression", "SuiteRun", "run_regression", "run_batches",
-           "run_exhaustive", "functional_summary", "merge_reports", "run_folder", "EXHAUSTIVE", "TRANSCENDENTAL", "EXHAUSTIVE_SUITES", "SUITE_NAMES"]
+           "run_exhaustive", "functional_summary", "merge_reports", "run_folder", "EXHAUSTIVE",
+           "TRANSCENDENTAL", "EXHAUSTIVE_SUITES", "SUITE_NAMES"]
 
 #: The suite that checks the bf16 multiplier on every operand pair (no seeds).
 EXHAUSTIVE = "bf16_mul_exhaustive"
