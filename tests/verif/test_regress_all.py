@@ -160,11 +160,15 @@ def _regress_one(*args, cwd):
                           capture_output=True, text=True, cwd=cwd, env=env)
 
 
-def test_one_suite_until_covered(tmp_path):
+def test_one_suite_refuses_suites_and_needs_seeds_to_be_covered_until(tmp_path):
     proc = _regress_one("arith", "--suites", "arith", cwd=tmp_path)
     assert proc.returncode == 2 and "applies to regress all" in proc.stderr
     proc = _regress_one("arith", "--until-covered", cwd=tmp_path)
     assert proc.returncode == 2 and "give --seeds" in proc.stderr
+
+
+@pytest.mark.slow
+def test_one_suite_until_covered(tmp_path):
     proc = _regress_one("arith", "--only", "fp32_to_bf16-ieee", "--seeds", "3",
                         "--until-covered", "--sim", "amaranth", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -336,6 +336,7 @@ def test_exhaustive_check_runs_in_slices_on_the_cluster(tmp_path, scheduler):
     assert [name for name, *_ in _verdicts(tmp_path)] == ["tpu", "ieee"]   # the planned order
 
 
+@pytest.mark.slow
 def test_regress_all_on_a_cluster_merges_what_came_back_as_data(tmp_path, regress, scheduler):
     address, client = scheduler
     _both_workers(client)
