@@ -334,3 +334,21 @@ def test_exhaustive_check_runs_in_slices_on_the_cluster(tmp_path, scheduler):
         assert outcome.record["summary"].startswith(
             f"bf16_mul exhaustive ({outcome.seed}): {3 * 65536} pairs, ok")
     assert [name for name, *_ in _verdicts(tmp_path)] == ["tpu", "ieee"]   # the planned order
+
+
+@pytest.mark.slow
+def test_regress_all_on_a_cluster_merges_what_came_back_as_data(tmp_path, regress, scheduler):
+    address, client = scheduler
+    _both_workers(client)
+    args = ("all", "--suites", "arith", "--seeds", "2", "--sim", "verilator", "--only",
+            "fp32_to_bf16-ieee", "--cover-goal", "100")
+    status, out, err = regress(*args, "--cluster", address, cwd=tmp_path / "dask")
+    assert status == 0, out + err
+    local = regress(*args, "-j", "2", cwd=tmp_path / "local")
+    assert local[0] == 0, local[1] + local[2]
+    folders = [tmp_path / kind / "build" / "regress" / "all" / "latest"
+               for kind in ("dask", "local")]
+    # The seeds' coverage, code coverage and source maps came back: the same reports.
+    for name in ("coverage.json", "lcov.info", "source_coverage.json"):
+        assert (folders[0] / name).read_text() == (folders[1] / name).read_text(), name
+    assert (folders[0] / "arith" / "seeds" / "2" / "fp32_to_bf16-ieee.src.json").exists()

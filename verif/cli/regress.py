@@ -8,11 +8,19 @@ from verif.cli.common import CommandError, lo_hi_range, natural, number, positiv
 
 __all__ = ["add_parser", "run"]
 
+#: Injections that take stimulus away (a coverage hole on purpose), and the suites that
+#: know them (a suite's ``STIMULUS_INJECTIONS``).
+STIMULUS_INJECTIONS = ("starve-nan",)
+
 
 def run(args):
     from sim.backends import check_backend
     from verif.regress.executor import ClusterError, open_executor
     from verif.regress import EXHAUSTIVE_SUITES, SUITE_NAMES
+    if args.suite == "all":
+        return _run_all(args)
+    if args.suites is not None:
+        raise CommandError("--suites applies to regress all, not to one suite", status=2)
     if args.suite not in SUITE_NAMES:
         raise ValueError(f"unknown suite {args.suite!r}; suites: {', '.join(SUITE_NAMES)}")
     check_backend(args.backend)
@@ -27,6 +35,10 @@ def run(args):
     if args.inject in ("kill-worker", "kill-worker-once") and args.cluster is None:
         raise CommandError(f"--inject {args.inject} kills a Dask worker; it needs --cluster",
                            status=2)
+    if args.until_covered and (args.suite in EXHAUSTIVE_SUITES or args.seed is not None
+                               or args.seeds is None):
+        raise CommandError("--until-covered adds seeds up to --seeds N: give --seeds (and no "
+                           "--seed; an exhaustive suite has no seeds)", status=2)
     if args.suite not in EXHAUSTIVE_SUITES:
         _check_seed_options(args)
     elif args.seeds is not None or args.seed is not None or args.inject is not None:
@@ -61,9 +73,121 @@ def run(args):
                            f"finished; the reports above cover those", status=130)
     if result.failed:
         raise CommandError(f"{len(result.failed)} of {len(result.outcomes)} {unit} failed")
-    if args.cover_goal is not None and (result.coverage or 0.0) < args.cover_goal:
+    goal = args.cover_goal if args.cover_goal is not None else \
+        (100.0 if args.until_covered else None)
+    if goal is not None and (result.coverage or 0.0) < goal:
+        if args.until_covered:
+            _print_holes(result)
         raise CommandError(f"functional coverage {result.coverage or 0.0:.2f}% is below the "
-                           f"goal of {args.cover_goal:g}%")
+                           f"goal of {goal:g}%"
+                           + (f" after {len(result.outcomes)} seeds" if args.until_covered
+                              else ""))
+
+
+def _print_holes(result):
+    """Name the bins that stayed empty (all of them are in coverage.txt)."""
+    from verif.regress import functional
+    entry = functional.collect({result.suite: result.out})[result.suite]
+    holes = [f"{p.name}: {' x '.join(b.label) if isinstance(b.label, tuple) else b.label}"
+             for p in entry["points"].values() for b in p.bins if b.hits < p.at_least]
+    print(f"{len(holes)} bins stayed empty after {len(entry['seeds'])} seeds: "
+          + "; ".join(holes[:12]) + ("; ..." if len(holes) > 12 else "")
+          + f" (all in {result.out / 'coverage.txt'})")
+
+
+def _run_all(args):
+    """``regress all``: every suite (or ``--suites``) on one executor, one closure table."""
+    from sim.backends import check_backend
+    from verif.regress.executor import ClusterError, open_executor
+    from verif.suites import SUITES
+    check_backend(args.backend)
+    for flag, value in (("--seed", args.seed), ("--range", args.range)):
+        if value is not None:
+            raise CommandError(f"{flag} does not apply to regress all (give --seeds N, or "
+                               f"run one suite)", status=2)
+    if args.cluster is not None and args.jobs != 1:
+        raise CommandError("give -j (workers on this machine) or --cluster, not both", status=2)
+    suites = list(SUITES) if args.suites is None else args.suites
+    unknown = [s for s in suites if s not in SUITES]
+    if unknown or not suites:
+        raise CommandError(f"--suites {','.join(suites)}: {', '.join(unknown) or 'none'} "
+                           f"{'is' if len(unknown) == 1 else 'are'} not a suite of regress all "
+                           f"(suites: {','.join(SUITES)})", status=2)
+    if args.until_covered and args.seeds is None:
+        raise CommandError("--until-covered adds seeds up to --seeds N: give --seeds", status=2)
+    args.seeds = 4 if args.seeds is None else args.seeds
+    for suite in suites:
+        _check_seed_options(args, suite=suite)
+    workers = args.jobs if args.cluster is None else _cluster_workers(args)
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        with open_executor(args.cluster, jobs=args.jobs,
+                           connect_timeout=args.connect_timeout) as executor:
+            if executor.note:
+                print(executor.note, file=sys.stderr, flush=True)
+            mode = (f"up to {args.seeds} seeds each, until {args.cover_goal or 100:g}% "
+                    f"covered" if args.until_covered else f"{args.seeds} seeds each")
+            print(f"regress all: {len(suites)} suites ({', '.join(suites)}), {mode}, on "
+                  f"{args.backend}, {executor.describe()}", flush=True)
+            from verif.regress.campaign import run_all
+            campaign = run_all(seeds=args.seeds, jobs=args.jobs, sim=args.backend,
+                               suites=suites, seed_base=args.seed_base,
+                               until_covered=args.until_covered, cover_goal=args.cover_goal,
+                               step=workers, timeout=args.timeout, only=args.only,
+                               inject=args.inject, inject_seed=args.inject_seed,
+                               waves=args.waves, executor=executor)
+    except ClusterError as error:
+        raise CommandError(str(error)) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    _report_all(campaign)
+
+
+def _report_all(campaign):
+    from verif.regress import functional
+    from verif.regress.campaign import summary_table
+    print(summary_table(campaign), end="")
+    hit = sum(functional.suite_totals(e)[0] for e in campaign.database.values())
+    total = sum(functional.suite_totals(e)[1] for e in campaign.database.values())
+    if total:
+        print(f"merged functional coverage: {100 * hit / total:.2f}% of {total:,} bins "
+              f"({campaign.reports['coverage.json']}, UCIS {campaign.reports['ucis']})")
+    if campaign.source is not None:
+        sums = {}
+        for block in campaign.source.blocks().values():
+            for kind, (h, t) in block.items():
+                sums[kind] = (sums.get(kind, (0, 0))[0] + h, sums.get(kind, (0, 0))[1] + t)
+        parts = ", ".join(f"{kind} {100 * h / t:.1f}%" for kind, (h, t) in sums.items() if t)
+        print(f"code coverage on hdl/: {parts} ({campaign.reports['lcov']}, "
+              f"{campaign.reports['cobertura']})")
+    print(f"report: {campaign.reports.get('html_link', campaign.reports['html'])}")
+    print(f"wall time: {campaign.seconds:.0f} s")
+    failed = 0
+    for suite, regression in campaign.regressions.items():
+        for outcome in sorted(regression.failed, key=lambda o: str(o.seed)):
+            failed += 1
+            print(f"FAILED {suite} seed {outcome.seed} ({outcome.status}): "
+                  f"{outcome.message.splitlines()[0] if outcome.message else ''}")
+            print(f"  reproduce: {regression.repro[outcome.seed]}")
+    for suite in campaign.short:
+        entry = campaign.database.get(suite, {"points": {}})
+        holes = [f"{p.name}: {' x '.join(b.label) if isinstance(b.label, tuple) else b.label}"
+                 for p in entry["points"].values() for b in p.bins if b.hits < p.at_least]
+        print(f"{suite}: {len(holes)} bins stayed empty"
+              + (f" after {len(entry['seeds'])} seeds" if entry.get("seeds") else "")
+              + ": " + "; ".join(holes[:12]) + ("; ..." if len(holes) > 12 else "")
+              + f" (all in {campaign.regressions[suite].out / 'coverage.txt'})")
+    runs = sum(len(r.outcomes) for r in campaign.regressions.values())
+    planned = sum(r.planned for r in campaign.regressions.values())
+    if campaign.interrupted:
+        raise CommandError(f"interrupted: {runs} of {planned} seeds finished; the reports "
+                           f"above cover those", status=130)
+    if failed:
+        raise CommandError(f"{failed} of {runs} seeds failed (in {', '.join(campaign.failed)})")
+    if campaign.short:
+        raise CommandError(f"functional coverage below the goal of {campaign.goal:g}% in "
+                           + ", ".join(f"{s} ({campaign.percent(s):.2f}%)"
+                                       for s in campaign.short))
 
 
 class _Terminated(KeyboardInterrupt):
@@ -75,22 +199,28 @@ def _terminated(signum, frame):
     raise _Terminated()
 
 
-def _check_seed_options(args):
-    """Refuse, before anything runs, the options that would do nothing or fail every seed."""
+def _check_seed_options(args, suite=None):
+    """Refuse, before anything runs, the options that would do nothing or fail every seed
+    (of ``suite``, by default ``args.suite``)."""
     from verif.regress.executor.seed import CLUSTER_INJECTIONS
     from verif.suites import SUITES
     from verif.suites.case import WholeCase
+    name = args.suite if suite is None else suite
     if args.seed is not None and args.seeds is not None:
         raise CommandError("give --seeds N (a regression) or --seed S (one seed), not both",
                            status=2)
     first = args.seed if args.seed is not None else args.seed_base
     seeds = [args.seed] if args.seed is not None else \
         list(range(args.seed_base, args.seed_base + (args.seeds or 4)))
-    suite = SUITES[args.suite]
+    suite = SUITES[name]
     if args.inject in ("golden-no-flush", "golden-fault") and \
             args.inject != suite.GOLDEN_INJECTION:
-        raise CommandError(f"--inject {args.inject} does nothing in suite {args.suite}; its "
+        raise CommandError(f"--inject {args.inject} does nothing in suite {name}; its "
                            f"broken golden model is --inject {suite.GOLDEN_INJECTION}", status=2)
+    if args.inject in STIMULUS_INJECTIONS and args.inject not in \
+            getattr(suite, "STIMULUS_INJECTIONS", ()):
+        raise CommandError(f"--inject {args.inject} does nothing in suite {name} (it starves "
+                           f"the arith suite's stimulus)", status=2)
     if args.inject_seed is not None:
         if args.inject is None:
             raise CommandError("--inject-seed says which seed gets the fault of --inject; give "
@@ -104,8 +234,8 @@ def _check_seed_options(args):
     if args.only is not None:
         names = [run.name if isinstance(run, WholeCase) else run[2]
                  for run in suite.runs(first)]
-        if not any(args.only in name for name in names):
-            raise CommandError(f"--only {args.only!r} matches no run of suite {args.suite}; "
+        if not any(args.only in run_name for run_name in names):
+            raise CommandError(f"--only {args.only!r} matches no run of suite {name}; "
                                f"its runs: {', '.join(names)}", status=2)
 
 
@@ -132,7 +262,15 @@ def _regress_on(executor, args):
     return run_regression(args.suite, seeds=args.seeds, sim=args.backend, seed_base=args.seed_base,
                           only_seed=args.seed, waves=args.waves, timeout=args.timeout,
                           inject=args.inject, inject_seed=args.inject_seed, only=args.only,
-                          executor=executor), "seeds"
+                          executor=executor, until_covered=args.until_covered,
+                          cover_goal=args.cover_goal,
+                          step=args.jobs if args.cluster is None else _cluster_workers(args)), \
+        "seeds"
+
+
+def _cluster_workers(args):
+    """Seeds a round of --until-covered gives a cluster: its workers for local:N, else 2."""
+    return int(args.cluster.split(":")[1]) if args.cluster.startswith("local:") else 2
 
 
 def _percent(text):
@@ -150,6 +288,13 @@ def _seconds(text):
     return value
 
 
+def _suite_list(text):
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"must name suites, such as arith,mxu, not {text!r}")
+    return names
+
+
 def add_parser(subparsers, help):
     """Add ``regress`` to the ``tpu-rtl`` subcommands."""
     p = subparsers.add_parser("regress", help=help,
@@ -161,8 +306,14 @@ def add_parser(subparsers, help):
                                    "non-zero on any failure or when coverage is below the goal. "
                                    "An exhaustive suite runs modes instead of seeds (numerics, "
                                    "or function-numerics such as rsqrt-ieee) and ends with a "
-                                   "table of them.")
-    p.add_argument("suite", help="arith, mxu, dma, sparsecore, vpu (random vector programs "
+                                   "table of them. 'regress all' runs every suite's seeds on "
+                                   "one set of workers, prints one closure table and writes "
+                                   "merged reports under build/regress/all/ (coverage.json, "
+                                   "UCIS XML, lcov and Cobertura on the hdl/ source) and an "
+                                   "HTML report, build/regress/report/index.html.")
+    p.add_argument("suite", help="all (every suite below that runs seeds, one closure table "
+                                 "and merged reports: HTML, UCIS, lcov), "
+                                 "arith, mxu, dma, sparsecore, vpu (random vector programs "
                                  "against the golden executor), tensorcore (random "
                                  "programs on the chip against the instruction-set "
                                  "simulator), network (random topologies and traffic), "
@@ -198,8 +349,14 @@ def add_parser(subparsers, help):
                         "workers on this machine")
     p.add_argument("--connect-timeout", type=float, default=10.0, metavar="SECONDS",
                    help="how long to try to reach a --cluster scheduler (default 10)")
+    p.add_argument("--suites", type=_suite_list, metavar="A,B,...",
+                   help="regress all: only these suites (default every one)")
+    p.add_argument("--until-covered", action="store_true",
+                   help="add seeds in rounds (of -j, or the cluster's workers) until the "
+                        "suite (each suite, for all) reaches --cover-goal (default 100) or "
+                        "has had --seeds, and name the bins that stayed empty")
     p.add_argument("--inject", choices=("golden-no-flush", "golden-fault", "crash", "hang",
-                                        "kill-worker", "kill-worker-once"),
+                                        "kill-worker", "kill-worker-once", "starve-nan"),
                    help="inject a fault, to test the regression itself")
     p.add_argument("--inject-seed", type=natural, metavar="SEED",
                    help="inject only into this seed (default: every seed)")

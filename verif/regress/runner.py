@@ -33,8 +33,9 @@ from verif.regress.executor.seed import CLUSTER_INJECTIONS, Outcome, SeedTask
 from verif.progress import ProgressLine
 from verif.suites import SUITES
 
-__all__ = ["Outcome", "Regression", "run_regression", "run_exhaustive", "functional_summary",
-           "merge_reports", "EXHAUSTIVE", "TRANSCENDENTAL", "EXHAUSTIVE_SUITES", "SUITE_NAMES"]
+__all__ = ["Outcome", "Regression", "SuiteRun", "run_regression", "run_batches",
+           "run_exhaustive", "functional_summary", "merge_reports", "run_folder", "EXHAUSTIVE",
+           "TRANSCENDENTAL", "EXHAUSTIVE_SUITES", "SUITE_NAMES"]
 
 #: The suite that checks the bf16 multiplier on every operand pair (no seeds).
 EXHAUSTIVE = "bf16_mul_exhaustive"
@@ -80,12 +81,17 @@ def _repro_command(suite, sim, seed, inject, only):
 
 class _SeedProgress:
     """One progress line (seeds done, failed, running, workers, and the simulator builds
-    the seeds wait on), and a line of its own per seed and per build started."""
+    the seeds wait on), and a line of its own per seed and per build started.
 
-    def __init__(self, total, seeds=None):
-        self.line = ProgressLine("regress", total=total, unit="seeds")
+    ``seeds`` is the folder of the seeds' folders, or a list of them (several suites);
+    ``label`` the line's label."""
+
+    def __init__(self, total, seeds=None, *, label="regress"):
+        self.line = ProgressLine(label, total=total, unit="seeds")
         self.failed = self.running = self.workers = 0
-        self.seeds, self.announced, self.building = seeds, set(), []
+        self.folders = [] if seeds is None else [seeds] if isinstance(seeds, Path) else \
+            list(seeds)
+        self.announced, self.building = set(), []
         self.line.update(text=self._text())
 
     def _text(self):
@@ -96,7 +102,8 @@ class _SeedProgress:
         """Builds under way in the seeds' worker logs (``building X`` without ``built X``),
         each announced once: a seed's build happens in its own process."""
         under_way = []
-        for log in sorted(self.seeds.glob("*/worker.log")) if self.seeds else ():
+        logs = [log for folder in self.folders for log in sorted(folder.glob("*/worker.log"))]
+        for log in logs:
             try:
                 lines = log.read_text(errors="replace").splitlines()
             except OSError:
@@ -106,15 +113,22 @@ class _SeedProgress:
             for build in started:
                 if build not in done:
                     under_way.append(build)
-                    if (log.parent.name, build) not in self.announced:
-                        self.announced.add((log.parent.name, build))
-                        self.line.log(f"seed {log.parent.name} is building {build} (once for "
-                                      f"this design; later seeds reuse it)")
+                    if (log.parent, build) not in self.announced:
+                        self.announced.add((log.parent, build))
+                        self.line.log(f"{self._seed_name(log.parent)} is building {build} "
+                                      f"(once for this design; later seeds reuse it)")
         return sorted(set(under_way))
+
+    def _seed_name(self, folder):
+        """``seed 3``, or ``arith seed 3`` when the line follows several suites."""
+        suite = f"{folder.parent.parent.name} " if len(self.folders) > 1 else ""
+        return f"{suite}seed {folder.name}"
 
     def update(self, outcome):
         self.failed += outcome.status != "pass"
-        message = f"seed {outcome.seed}: {outcome.status} ({outcome.seconds:.1f} s)"
+        suite = f"{outcome.record['suite']} " if len(self.folders) > 1 and \
+            outcome.record.get("suite") else ""
+        message = f"{suite}seed {outcome.seed}: {outcome.status} ({outcome.seconds:.1f} s)"
         if outcome.status != "pass":
             message += f": {outcome.message.splitlines()[0][:200] if outcome.message else ''}"
         self.line.log(message)
@@ -242,11 +256,12 @@ def _merge_code(out, seeds_dir):
     if not files:
         return None
     points = code_coverage.merge(files)
+    markers = code_coverage.marker_lines(files)
     code_coverage.write(points, out / "code_coverage.dat")
     (out / "code_coverage.txt").write_text(
         f"Verilator code coverage merged over {len(files)} runs\n"
-        + code_coverage.format_summary(points) + "\n")
-    return code_coverage.summary(points)
+        + code_coverage.format_summary(points, markers) + "\n")
+    return code_coverage.summary(points, markers)
 
 
 def merge_reports(out):
@@ -430,13 +445,16 @@ def _out_folder(out, suite):
 
 def run_regression(suite, *, seeds, jobs=1, sim="amaranth", seed_base=1, only_seed=None,
                    waves=False, timeout=1800.0, inject=None, inject_seed=None, only=None,
-                   out=None, progress=None, executor=None):
+                   out=None, progress=None, executor=None, until_covered=False,
+                   cover_goal=None, step=None):
     """Run a regression; returns a :class:`Regression` (see the module docstring).
 
     ``executor`` (entered; see :func:`verif.regress.executor.open_executor`) runs the
     seeds; by default a :class:`~verif.regress.executor.local.LocalExecutor` of
     ``jobs`` workers. After Ctrl-C the result's ``interrupted`` is set and it
-    holds, and its reports cover, the seeds that finished.
+    holds, and its reports cover, the seeds that finished. ``until_covered`` runs
+    the seeds in rounds of ``step`` (default ``jobs``) and stops once the merged
+    functional coverage reaches ``cover_goal`` (default 100).
     """
     if suite not in SUITES:
         raise ValueError(f"unknown suite {suite!r}; suites: {', '.join(SUITE_NAMES)}")
@@ -447,47 +465,114 @@ def run_regression(suite, *, seeds, jobs=1, sim="amaranth", seed_base=1, only_se
             return run_regression(suite, seeds=seeds, sim=sim, seed_base=seed_base,
                                   only_seed=only_seed, waves=waves, timeout=timeout,
                                   inject=inject, inject_seed=inject_seed, only=only, out=out,
-                                  progress=progress, executor=local)
+                                  progress=progress, executor=local,
+                                  until_covered=until_covered, cover_goal=cover_goal,
+                                  step=step)
     seed_list = [only_seed] if only_seed is not None else \
         list(range(seed_base, seed_base + seeds))
     out = _out_folder(out, suite)
     bar = progress if progress is not None else _SeedProgress(len(seed_list), out / "seeds")
-    tasks = {}
-    for seed in seed_list:
-        seed_inject = inject if inject and (inject_seed is None or seed == inject_seed) \
-            else None
-        tasks[seed] = SeedTask(suite, seed, sim, waves=waves, timeout=timeout,
-                               inject=seed_inject, only=only)
-    calls = [executor.seed_call(task, out / "seeds" / str(seed)) for seed, task in tasks.items()]
-    seed_of = {call.name: seed for call, seed in zip(calls, tasks)}
-    by_seed = {}
-
-    def on_result(call, value):
-        seed = seed_of[call.name]
-        if seed in by_seed:             # an executor bug, not a seed's failure
-            raise RuntimeError(f"seed {seed} was reported twice")
-        outcome = value if isinstance(value, Outcome) else \
-            Outcome(seed, "crash", f"lost: {value.reason}")
-        outcome.record.setdefault("inject", tasks[seed].inject)
-        by_seed[seed] = outcome
-        bar.update(outcome)
-
+    run = SuiteRun(suite, sim, out, waves=waves, timeout=timeout, inject=inject,
+                   inject_seed=inject_seed, only=only)
     interrupted = False
+    rounds = [seed_list]
+    if until_covered:
+        size = max(1, step or jobs)
+        rounds = [seed_list[i:i + size] for i in range(0, len(seed_list), size)]
+    goal = 100.0 if cover_goal is None else cover_goal
     try:
-        executor.run(calls, on_result, on_tick=getattr(bar, "status", None))
+        for batch in rounds:
+            run_batches(executor, [(run, batch)], bar)
+            if until_covered and _covered(out) >= goal:
+                if hasattr(bar, "line"):
+                    bar.line.total = len(run.seeds)
+                break
     except KeyboardInterrupt:
         interrupted = True
     finally:
         bar.close()
-    for seed in set(seed_list) - set(by_seed):     # cut short: their partial files would merge
-        shutil.rmtree(out / "seeds" / str(seed), ignore_errors=True)
-    outcomes = [by_seed[seed] for seed in seed_list if seed in by_seed]
-    regression = Regression(suite, sim, out, outcomes, planned=len(seed_list),
-                            interrupted=interrupted, seeds=seed_list)
-    regression.repro = {o.seed: _repro_command(suite, sim, o.seed, o.record.get("inject"), only)
-                        for o in outcomes}
-    started = time.perf_counter()
-    regression.coverage, regression.code_coverage = merge_reports(out)
-    regression.merge_seconds = time.perf_counter() - started
-    _write_junit(regression, out / "junit.xml")
-    return regression
+    return run.finish(interrupted=interrupted)
+
+
+def _covered(out):
+    """The percent of the bins covered so far by the seeds under ``out/seeds``."""
+    from verif.regress import functional
+    entry = functional.collect({"suite": out})["suite"]
+    hit, total = functional.suite_totals(entry)
+    return 100.0 * hit / total if total else 0.0
+
+
+class SuiteRun:
+    """The seeds of one suite in one run folder ``out``: tasks for them, their outcomes as
+    they arrive (:meth:`calls`, possibly in several batches) and the merged reports
+    (:meth:`finish`). Several suites' batches can share one executor (:func:`run_batches`)."""
+
+    def __init__(self, suite, sim, out, *, waves=False, timeout=1800.0, inject=None,
+                 inject_seed=None, only=None):
+        self.suite, self.sim, self.out = suite, sim, Path(out)
+        self.waves, self.timeout, self.only = waves, timeout, only
+        self.inject, self.inject_seed = inject, inject_seed
+        self.seeds, self.by_seed, self.tasks = [], {}, {}
+
+    def calls(self, executor, seeds):
+        """The executor calls of ``seeds`` (added to this run's seeds), and
+        ``{call name: seed}``."""
+        calls, names = [], {}
+        for seed in seeds:
+            seed_inject = self.inject if self.inject and (
+                self.inject_seed is None or seed == self.inject_seed) else None
+            task = SeedTask(self.suite, seed, self.sim, waves=self.waves, timeout=self.timeout,
+                            inject=seed_inject, only=self.only)
+            self.tasks[seed] = task
+            self.seeds.append(seed)
+            call = executor.seed_call(task, self.out / "seeds" / str(seed))
+            calls.append(call)
+            names[call.name] = seed
+        return calls, names
+
+    def record(self, seed, value):
+        """Keep ``value`` (an :class:`Outcome` or a lost call) as ``seed``'s outcome."""
+        if seed in self.by_seed:             # an executor bug, not a seed's failure
+            raise RuntimeError(f"seed {seed} of {self.suite} was reported twice")
+        outcome = value if isinstance(value, Outcome) else \
+            Outcome(seed, "crash", f"lost: {value.reason}")
+        outcome.record.setdefault("inject", self.tasks[seed].inject)
+        outcome.record.setdefault("suite", self.suite)
+        self.by_seed[seed] = outcome
+        return outcome
+
+    def finish(self, *, interrupted=False):
+        """Merge the finished seeds' files into the run folder's reports; a
+        :class:`Regression`."""
+        for seed in set(self.seeds) - set(self.by_seed):  # cut short: partial files would merge
+            shutil.rmtree(self.out / "seeds" / str(seed), ignore_errors=True)
+        self.out.mkdir(parents=True, exist_ok=True)       # a suite none of whose seeds began
+        outcomes = [self.by_seed[seed] for seed in self.seeds if seed in self.by_seed]
+        regression = Regression(self.suite, self.sim, self.out, outcomes,
+                                planned=len(self.seeds), interrupted=interrupted,
+                                seeds=list(self.seeds))
+        regression.repro = {o.seed: _repro_command(self.suite, self.sim, o.seed,
+                                                   o.record.get("inject"), self.only)
+                            for o in outcomes}
+        started = time.perf_counter()
+        regression.coverage, regression.code_coverage = merge_reports(self.out)
+        regression.merge_seconds = time.perf_counter() - started
+        _write_junit(regression, self.out / "junit.xml")
+        return regression
+
+
+def run_batches(executor, batches, bar):
+    """Run ``[(suite run, seeds)]`` as one list of calls on ``executor``, so that the seeds
+    of several suites share the workers; ``bar.update(outcome)`` as each seed ends.
+    A ``KeyboardInterrupt`` propagates after the executor stopped the running seeds."""
+    calls, owner = [], {}
+    for run, seeds in batches:
+        more, names = run.calls(executor, seeds)
+        calls += more
+        owner |= {name: (run, seed) for name, seed in names.items()}
+
+    def on_result(call, value):
+        run, seed = owner[call.name]
+        bar.update(run.record(seed, value))
+
+    executor.run(calls, on_result, on_tick=getattr(bar, "status", None))

@@ -28,8 +28,9 @@ from verif.suites.case import WholeCase
 __all__ = ["run_seed", "main"]
 
 #: Faults a test of the regression runner itself can inject into one seed.
-#: ``golden-no-flush`` (arith, mxu) and ``golden-fault`` (dma) corrupt the expected results.
-INJECTIONS = ("golden-no-flush", "golden-fault", "crash", "hang")
+#: ``golden-no-flush`` (arith, mxu) and ``golden-fault`` (dma) corrupt the expected results;
+#: ``starve-nan`` (arith) takes every operation with a NaN operand out of the stimulus.
+INJECTIONS = ("golden-no-flush", "golden-fault", "crash", "hang", "starve-nan")
 
 
 def run_seed(suite, seed, sim, out, *, waves=False, code_coverage=False, inject=None,
@@ -63,6 +64,8 @@ def run_seed(suite, seed, sim, out, *, waves=False, code_coverage=False, inject=
                     backend=sim, waves=wave_file,
                     coverage=out / f"{name}.dat" if code_coverage else None,
                     run_dir=out / name if sim != "amaranth" else None)
+                if code_coverage:
+                    _write_source_map(block, params, out / f"{name}.src.json")
             case["status"] = "pass" if case["mismatches"] == 0 else "fail"
         except Exception as error:      # a hang, a protocol error, a simulator failure
             case |= {"status": "error", "error": f"{type(error).__name__}: {error}",
@@ -75,6 +78,17 @@ def run_seed(suite, seed, sim, out, *, waves=False, code_coverage=False, inject=
               "seconds": round(time.perf_counter() - started, 2)}
     (out / "result.json").write_text(json.dumps(record, indent=1, default=str))
     return record
+
+
+def _write_source_map(block, params, path):
+    """The ``hdl/`` line owning each line of the block's exported Verilog (the one the
+    coverage build compiled), for :mod:`verif.regress.source_coverage`."""
+    from sim.verilog.source_map import export_with_source, generated_lines, source_map
+    plain, attributed = export_with_source(block, params)
+    lines = source_map(attributed, plain)
+    path.write_text(json.dumps({"block": block, "params": params, "lines": plain.count("\n"),
+                                "owners": lines, "generated": generated_lines(plain)},
+                               default=str))
 
 
 def main(argv=None):

@@ -28,7 +28,7 @@ class LocalExecutor(Executor):
         return f"{self.jobs} local worker{'s' * (self.jobs > 1)}"
 
     def seed_call(self, task, folder):
-        return Call(f"seed-{task.seed}", run_seed, (replace(task, run_id=self.token), folder))
+        return Call(f"{task.suite}-seed-{task.seed}", run_seed, (replace(task, run_id=self.token), folder))
 
     def run(self, calls, on_result, *, on_tick=None):
         pool = cf.ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="regress")

@@ -24,7 +24,8 @@ __all__ = ["Outcome", "SeedTask", "run_seed", "kill_running", "pack", "unpack",
            "RESULT_FILES", "CLUSTER_INJECTIONS"]
 
 #: The files of a seed folder that the merged reports are made from (plus waves).
-RESULT_FILES = ("result.json", "worker.log", "*.cov.xml", "*.dat", "*.vcd", "*.fst")
+RESULT_FILES = ("result.json", "worker.log", "*.cov.xml", "*.dat", "*.src.json", "*.vcd",
+                "*.fst")
 
 #: Injections that the executor carries out rather than the seed's process:
 #: they kill the Dask worker running the seed (``-once``: on its first attempt only).

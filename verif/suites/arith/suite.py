@@ -15,7 +15,7 @@ import numpy as np
 from cocotb_coverage.coverage import coverage_db
 
 from golden import arith as golden
-from golden.formats import NUMERICS
+from golden.formats import BF16, FP32, NUMERICS, OperandClass, classify
 from sim.arith import UNITS
 from sim.transactors import run_transactors
 
@@ -29,6 +29,11 @@ __all__ = ["CASES", "COUNTS", "seed_operands", "check_unit"]
 #: What one seed runs: (block, numerics) pairs. The transcendental units (no
 #: ``golden.arith`` model) have their own exhaustive suite instead.
 CASES = [(unit, numerics) for unit in UNITS if hasattr(golden, unit) for numerics in NUMERICS]
+
+#: The format of each operand of each unit, for ``--inject starve-nan``.
+_OPERAND_FORMATS = {"fp32_add": (FP32, FP32), "bf16_mul": (BF16, BF16),
+                    "fp32_to_bf16": (FP32,), "fp32_mul": (FP32, FP32),
+                    "fp32_div": (FP32, FP32), "fp32_sqrt": (FP32,)}
 
 GAPS = (0.0, 0.1, 0.5)          # idle/stall probabilities a seed picks from
 
@@ -82,6 +87,10 @@ async def check_unit(bench, *, unit, numerics, seed, n_corpus=1000, n_random=100
     """
     rng = np.random.default_rng([seed, CASES.index((unit, numerics))])
     operands = seed_operands(unit, rng, n_corpus=n_corpus, n_random=n_random)
+    if inject == "starve-nan":          # a coverage hole on purpose: no NaN operand
+        keep = np.all([classify(x, fmt) != OperandClass.NAN
+                       for x, fmt in zip(operands, _OPERAND_FORMATS[unit])], axis=0)
+        operands = tuple(x[keep] for x in operands)
     info = UNITS[unit]
     beats = info.pack(operands)
     board = Scoreboard(f"{unit}/{numerics}", _expected(unit, numerics, operands, inject),
@@ -113,3 +122,5 @@ def runs(seed, *, inject=None):
 
 #: The broken golden model ``--inject`` can switch on in this suite.
 GOLDEN_INJECTION = "golden-no-flush"
+#: Stimulus taken away by ``--inject`` (a known coverage hole, to test the reports).
+STIMULUS_INJECTIONS = ("starve-nan",)
