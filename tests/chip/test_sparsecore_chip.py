@@ -36,8 +36,11 @@ def _item(*, op, weighted=0, lr=0, n_rows, n_ids, n_bags, flag):
     return [fields[name] for name in WORK_FIELDS]
 
 
-@pytest.mark.long
-@pytest.mark.parametrize("backend", ["amaranth", pytest.param("verilator", marks=pytest.mark.slow)])
+# Half a minute on the Amaranth simulator (most of it compiling the chip), minutes on a first
+# Verilator build: the slow tier. The default suite checks the engine alone
+# (tests/sparsecore/test_rtl_engine.py).
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["amaranth", "verilator"])
 def test_a_lookup_then_an_update_posted_by_the_core(backend, rng):
     b = stimulus.batch(rng, rows=20, width=ROW_WORDS, n_bags=4, longest=4)
     n_bags = len(b.offsets) - 1
