@@ -415,3 +415,18 @@ def test_bad_csr_names_the_rank():
         emb.step(np.zeros((8, 8), np.float32), [np.array([0])] * 4,
                  [np.array([0, 1])] * 2 + [np.array([0, 2])] + [np.array([0, 1])],
                  topology="2x2")
+
+
+def test_one_live_chip_is_the_single_chip_golden(rng):
+    """A 1x2 with a failed chip: one rank owns every row, nothing crosses a link."""
+    table = stimulus.table(rng, 12, 8)
+    indices, offsets, weights, grads = _batches(rng, 1, 12, 8, zipf=1.05)
+    run = emb.step(table, indices, offsets, grads=grads, weights=weights,
+                   topology=torus("1x2", failed=[1]), combiner="mean", optimizer="adagrad")
+    assert_bits(run.out[0], sc.lookup(table, indices[0], offsets[0], combiner="mean",
+                                      weights=weights[0]), "out")
+    want_table, want_state = sc.update(table, indices[0], offsets[0], grads[0],
+                                       optimizer="adagrad", lr=0.01)
+    assert_bits(run.table, want_table, "table")
+    assert_bits(run.state, want_state, "state")
+    assert run.ici_words == 0 and run.hbm_reads.tolist() == [len(set(indices[0].tolist()))]
