@@ -172,7 +172,7 @@ vector_queue, ops
                 wiring.connect(m, wiring.flipped(port(self, "receive", j)),
                                port(system, "receive", j))
             m.d.comb += system.chip.eq(self.chip)
-        sparse_idle = 1
+        drained, done = core.drained & system.finished, core.done & system.finished
         if self.sparsecores:
             m.submodules.sparsecore = engine = self.engine
             m.submodules.sparse_issue = issue = self.sparse_issue
@@ -183,13 +183,12 @@ vector_queue, ops
             m.d.comb += [issue.start.eq(self.start), self.sparse_status.eq(engine.status),
                          self.sparse_batches.eq(engine.batches),
                          self.sparse_hbm_reads.eq(engine.hbm_reads)]
-            sparse_idle = engine.idle & issue.idle
+            drained, done = drained & engine.idle & issue.idle, done & engine.idle & issue.idle
         m.d.comb += [
             system.errors.ready.eq(1),                  # counted in ``rejected``
             core.flag_values.eq(system.flags), core.start.eq(self.start),
             self.flags.eq(system.flags), self.dma_rejected.eq(system.rejected),
-            self.drained.eq(core.drained & system.finished & sparse_idle),
-            self.done.eq(core.done & system.finished & sparse_idle),
+            self.drained.eq(drained), self.done.eq(done),
             *(getattr(self, name).eq(getattr(core, name)) for name in _FROM_CORE),
             self.busy.eq(~self.done & ~(core.waiting & self.drained)),
         ]
