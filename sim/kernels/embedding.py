@@ -44,7 +44,7 @@ from golden import embedding as ge
 from golden import memory as gm
 from golden import sparsecore as gs
 from golden import tensorcore as tc
-from hdl.sparsecore import LANES, ONE, WORK_FIELDS
+from hdl.sparsecore import LANES, WORK_FIELDS
 from hdl.tensorcore.sparse_issue import doorbell_address, work_address
 
 __all__ = ["EmbeddingPlan", "plan_embedding", "FLAGS"]
@@ -257,7 +257,7 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
                        n_bags=len(offs) - 1, table=received_base, ids=w.areas["slots"],
                        weights=w.areas["weights"], ends=w.areas["ends"], grads=0,
                        out=w.areas["out"], flag=FLAGS["lookup"], per_line=per_line)
-        w.lines += ["li s1, 1", f"sw s1, DOORBELL(s0)", f"wait f{FLAGS['lookup']}, 1"]
+        w.lines += ["li s1, 1", "sw s1, DOORBELL(s0)", f"wait f{FLAGS['lookup']}, 1"]
         update = None
         if backward:
             # 5. gradients: headers and bag rows to each owner.

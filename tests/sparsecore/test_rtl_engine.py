@@ -9,17 +9,14 @@ sets the status and still signals the flag."""
 import numpy as np
 import pytest
 from amaranth.hdl import Module
-from amaranth.lib import wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from golden import sparsecore as golden
-from hdl.lib.memory_port import WORD_BITS
 from hdl.memory import HBM
 from hdl.memory.layouts import flag_add_layout
 from hdl.sparsecore.engine import STATUSES, SparseCoreEngine, work_layout
 from sim.sparsecore import hbm_image
-
-from amaranth.lib import stream
 
 from ..support import assert_bits, pack_lines, simulate, unpack_lines
 from . import stimulus
@@ -59,11 +56,11 @@ def _tile(rows=ROWS, combiners="sum", optimizers="sgd"):
 
 def _work(dut, *, op, combiner=0, optimizer=0, weighted=0, lr=0, n_rows, n_ids, n_bags,
           flag, out=OUT):
-    line = lambda word: word // dut.wpc                      # noqa: E731
+    lines = {name: word // dut.wpc for name, word in dict(
+        table=TABLE, ids=IDS, weights=WEIGHTS, ends=ENDS, grads=GRADS, out=out).items()}
     return {"op": op, "combiner": combiner, "optimizer": optimizer, "weighted": weighted,
-            "lr": lr, "n_rows": n_rows, "n_ids": n_ids, "n_bags": n_bags,
-            "table": line(TABLE), "ids": line(IDS), "weights": line(WEIGHTS),
-            "ends": line(ENDS), "grads": line(GRADS), "out": line(out), "flag": flag}
+            "lr": lr, "n_rows": n_rows, "n_ids": n_ids, "n_bags": n_bags, **lines,
+            "flag": flag}
 
 
 def _run(dut, image, works):
@@ -173,4 +170,3 @@ def test_parameters_are_checked():
         SparseCoreEngine(tile=dict(hbm="model"), addr_width=12)
     with pytest.raises(ValueError, match="addr_width"):
         SparseCoreEngine(tile=_tile(rows=64), addr_width=3)
-    assert WORD_BITS == 32
