@@ -34,7 +34,7 @@ import numpy as np
 
 from verif.cli.common import add_fail, check_outputs, natural, parse_size, positive
 from verif.report import collective_table, plot_links
-from verif.suites.system.inputs import random_inputs
+from verif.suites.system.inputs import embedding_inputs, random_inputs
 
 __all__ = ["add_parser", "cmd_collective", "cmd_step", "cmd_embedding"]
 
@@ -310,21 +310,6 @@ def cmd_step(args):
                    f"{args.backend}")
         raise CommandError(f"mismatch: {wrong_products} wrong product words, {wrong} wrong "
                            f"all-reduce words (reproduce: {again})")
-
-
-def embedding_inputs(rng, chips, *, rows, dim, batch, bag, alpha):
-    """Random step inputs: a table, and per chip ``batch`` bags of ``bag`` Zipf ids (with
-    weights and gradients)."""
-    from verif.suites.sparsecore.stimulus import fp32_values
-    table = fp32_values(rng, (rows, dim), special_density=0.02).view(np.float32)
-    indices = [((rng.zipf(alpha, batch * bag) - 1) % rows).astype(np.int64)
-               for _ in range(chips)]
-    offsets = [np.arange(0, batch * bag + 1, bag, dtype=np.int64) for _ in range(chips)]
-    weights = [fp32_values(rng, batch * bag, special_density=0.02).view(np.float32)
-               for _ in range(chips)]
-    grads = [fp32_values(rng, (batch, dim), special_density=0.02).view(np.float32)
-             for _ in range(chips)]
-    return table, indices, offsets, weights, grads
 
 
 def cmd_embedding(args):
