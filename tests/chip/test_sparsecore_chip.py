@@ -1,3 +1,5 @@
+# amaranth: UnusedElaboratable=no
+# (The parameter tests build chips they never elaborate.)
 """A chip with a SparseCore (TensorCoreSystem(sparsecores=1)): the core posts work items in
 SMEM, the SparseCore runs them on the chip's HBM (shared with the DMA engine, which moves
 data in the same program) and signals their flags; the whole HBM is bit-exact against
