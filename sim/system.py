@@ -27,10 +27,8 @@ from golden import topology as topo
 from hdl.ici.layouts import MAX_VCS, max_local_ports
 from hdl.lib.blackbox import BlackBox
 from hdl.lib.params import check_int
-from hdl.memory.dma_push_ports import DEFAULT_PUSH_BEATS
 from hdl.ocs import STATUSES
 from hdl.system import ChipNode, ChipSystem, chip_node_signature, chip_system_signature
-from hdl.system.chip_node import FLIT_WORDS
 from hdl.tensorcore.isa import ERROR_CODES
 from hdl.tensorcore.sequencer import State
 
@@ -39,6 +37,8 @@ from .backends.self_loading import add_to_module, loader_verilog
 from .backends.whole_run import WholeRun, check_run, memory_depth, pack_words, unpack_words
 from .blocks import MemoryImage
 from .checks import check_tracing, wave_format
+from .system_chip import (LINK_BYTES_PER_CYCLE, SYSTEM_CHIP, collective_chip, cost_params,
+                          plan_push_words)
 from .verilog.export import mxu_of_instances, vpu_of_instances
 from .verilog.repeated import emit
 from .network import CONFIG_WATCHDOG, _lit, _ocs_beats, _rows, _topology
@@ -50,34 +50,6 @@ __all__ = ["run_programs", "collective", "data_parallel_step", "SystemRun", "Col
 
 #: The block name of the system top in whole runs and builds.
 BLOCK = "system"
-#: One link's bandwidth each way, bytes per cycle: a one-word flit per cycle.
-LINK_BYTES_PER_CYCLE = 4 * FLIT_WORDS
-#: Every system chip's TensorCore parameters, unless a run gives others: 8 lanes (a
-#: reduce reads two VMEM lines and writes one for every line received, one line a
-#: cycle, so 8 lanes add 2.7 words a cycle, ahead of the 2 words a cycle two network
-#: ports receive; 4 lanes, 1.3 words a cycle, held a 1x4 reduce-scatter to 0.44 of its
-#: bound), no MXU, only the VPU operations collectives use,
-#: a small HBM (collectives work in VMEM), a VMEM line per cycle for the DMA, 4 DMAs in
-#: flight, two network ports (two push and two receive engines on two router local
-#: ports, so a chip sends both ways round a ring at once), and memories and flags that
-#: hold the programs and data of every test size, so that one build per topology serves
-#: them all (a larger run grows them to the next power of two).
-SYSTEM_CHIP = dict(numerics="tpu", lanes=8, mxu=False, ops=("add", "iadd"), hbm_words=1024,
-                   words_per_cycle=4, read_latency=4, outstanding=4, network_ports=2,
-                   vector_queue=8, n_flags=64, vmem_lines=512, smem_words=1024,
-                   imem_depth=1024)
-
-
-def plan_push_words(chip):
-    """Words per push descriptor in the collective programs for ``chip`` (TensorCore
-    parameters): with several network ports, half a push port's queue of VMEM lines
-    (``hdl.memory.dma_push_ports``), so that the pushes a chip deals to its ports in turn
-    are queued while the others send; with one, None (a descriptor per run of words)."""
-    if chip.get("network_ports", 1) == 1:
-        return None
-    return DEFAULT_PUSH_BEATS * chip["lanes"] // 2
-
-
 #: The most output bits a system may have: Amaranth numbers a netlist cell's output bits
 #: in 16 bits, and the whole-run harness holds the system as one cell.
 MAX_READ_OUT_BITS = 1 << 16
@@ -113,7 +85,9 @@ class CollectiveRun:
     cycle, nccl-tests definitions), ``bus_bound`` (the link-bandwidth bound on busbw, bytes
     per cycle), ``link_utilization`` (float [n_chips, 2*D]: the fraction of the cycles
     each directed link carried a flit) and the simulator's ``seconds`` (loading and
-    read-back included, the build not)."""
+    read-back included, the build not); then what ran: ``chunks`` per transfer, the
+    ``chip``'s TensorCore parameters, and the cycles ``golden.collective_cost`` predicted
+    when ``chunks="auto"`` chose (else None)."""
     out: np.ndarray
     cycles: int
     algbw: float
@@ -121,6 +95,9 @@ class CollectiveRun:
     bus_bound: float
     link_utilization: np.ndarray
     seconds: float = 0.0
+    chunks: int = 1
+    chip: dict = None
+    predicted_cycles: float = None
 
 
 def system_params(topology, chip, *, vcs=2, buffer_flits=8, link_latency=2):
@@ -314,36 +291,54 @@ def _explain(topology, words, out, chip, what):
 
 
 def collective(kind, inputs, *, topology, dtype="float32", backend="verilator", seed=0,
-               numerics="tpu", chunks=1, chip=None, vcs=2, buffer_flits=8, link_latency=2,
-               waves=None, progress=None):
+               numerics="tpu", chunks="auto", chip=None, vcs=2, buffer_flits=8,
+               link_latency=2, waves=None, progress=None):
     """Run collective ``kind`` on ``inputs`` over the chips of ``topology`` (SPEC section 6).
 
     ``inputs`` [C, n] (all_to_all [C, C, m]) for the C live chips, float32/int32 values or
-    uint32 bit patterns; ``dtype`` "float32" or "int32". The chips run the programs of
+    uint32 bit patterns, any n >= 1 (reduce_scatter: a multiple of C) and m >= 1;
+    ``dtype`` "float32" or "int32". The chips run the programs of
     :func:`sim.kernels.collective.plan_collective` (bidirectional rings per dimension,
-    the shards of a 2-D/3-D torus in rotated dimension orders; ``chunks`` pieces per
-    transfer); ``out`` equals ``golden.collectives.collective(kind, inputs, topology=...,
-    dtype=..., numerics=...)`` bit for bit. Returns a :class:`CollectiveRun`.
+    the shards of a 2-D/3-D torus in rotated dimension orders, each reduce block from a
+    VMEM line); ``out`` equals ``golden.collectives.collective(kind, inputs, topology=...,
+    dtype=..., numerics=...)`` bit for bit. Returns a :class:`CollectiveRun`, which says
+    the chip and chunking it ran.
 
-    ``chip`` overrides :data:`SYSTEM_CHIP` (memories larger than a run needs let runs of
-    several sizes share one build); ``vcs``, ``buffer_flits`` and ``link_latency`` are the
-    routers' and links' (:func:`run_programs`).
+    ``chip``: TensorCore parameters over :data:`SYSTEM_CHIP`; by default the collectives'
+    chip of the topology (``sim.system_chip.collective_chip``: a network port per torus
+    link direction, 2*D; the lanes whose reduce keeps up with them, 8, 16 or 32; two DMA
+    descriptors in flight a port; memories for a 1 MiB all-reduce), so that every size on a topology shares one build. A
+    message that needs larger memories grows them to the next power of two (a new
+    build).
+
+    ``chunks``: pieces per transfer, or "auto" (the default), the chunking
+    ``golden.collective_cost`` predicts fastest on that chip within its flags
+    (``sim.kernels.collective.choose_chunks``).
+
+    ``vcs``, ``buffer_flits`` and ``link_latency`` are the routers' and links'
+    (:func:`run_programs`).
 
     Raises
     ------
     ValueError
-        On bad input (kind, shape, dtype, a size the programs cannot cut into VMEM lines).
+        On bad input (kind, shape, dtype, chunks; a message larger than the chips' memories
+        can address).
     SystemRunError
         A chip faulted or the run hung.
     """
     from .kernels.collective import plan_collective
     topology = _topology(topology)
     bits, as_type = _bits(inputs, dtype)
-    chip = dict(SYSTEM_CHIP) | dict(chip or {}) | {"numerics": numerics}
+    if chunks != "auto" and (isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer))
+                             or chunks < 1):
+        raise ValueError(f"chunks must be a positive integer or 'auto', not {chunks!r}")
+    chip = (collective_chip(topology) if chip is None else dict(SYSTEM_CHIP) | dict(chip)) | \
+        {"numerics": numerics}
     _check_system(topology, chip, vcs=vcs, buffer_flits=buffer_flits)
     plan = plan_collective(kind, bits, topology=topology, dtype=dtype, lanes=chip["lanes"],
                            chunks=chunks, push_words=plan_push_words(chip),
-                           push_ports=chip["network_ports"])
+                           push_ports=chip["network_ports"],
+                           cost=cost_params(chip, topology), max_flags=chip["n_flags"])
     need = dict(n_flags=plan.n_flags, vmem_lines=plan.vmem_lines, smem_words=plan.smem_words,
                 imem_depth=plan.imem_bundles)
     chip |= {name: max(chip[name], memory_depth(value)) for name, value in need.items()}
@@ -357,7 +352,8 @@ def collective(kind, inputs, *, topology, dtype="float32", backend="verilator", 
         out=out.view(as_type) if as_type is not None else out, cycles=run.cycles,
         algbw=algbw, busbw=busbw,
         bus_bound=gc_golden.bus_bound(kind, topology, LINK_BYTES_PER_CYCLE),
-        link_utilization=run.link_flits / cycles, seconds=run.seconds)
+        link_utilization=run.link_flits / cycles, seconds=run.seconds, chunks=plan.chunks,
+        chip=chip, predicted_cycles=plan.predicted_cycles)
 
 
 #: The data-parallel step's chips: :data:`SYSTEM_CHIP` with an 8x8 MXU (the matmul kernel's

@@ -95,9 +95,11 @@ def common_load_points(curves):
 
 def collective_table(rows):
     """The nccl-tests-style table of ``rows`` (dicts of size, cycles, algbw, busbw,
-    fraction, wrong; algbw, busbw and fraction may be None, shown as "-"), as lines."""
+    fraction, wrong, and optionally the chunks chosen; algbw, busbw and fraction may be
+    None, shown as "-"), as lines."""
+    chunks = any("chunks" in r for r in rows)
     lines = [f"  {'size (B)':>10}{'cycles':>10}{'algbw B/c':>11}{'busbw B/c':>11}"
-             f"{'of bound':>10}{'#wrong':>8}"]
+             f"{'of bound':>10}{'#wrong':>8}" + (f"{'chunks':>8}" if chunks else "")]
 
     def cell(value, width, spec):
         return f"{'-':>{width}}" if value is None else f"{value:>{width}{spec}}"
@@ -105,7 +107,7 @@ def collective_table(rows):
     for r in rows:
         lines.append(f"  {r['size']:>10,}{r['cycles']:>10,}{cell(r['algbw'], 11, '.3f')}"
                      f"{cell(r['busbw'], 11, '.3f')}{cell(r['fraction'], 10, '.1%')}"
-                     f"{r['wrong']:>8}")
+                     f"{r['wrong']:>8}" + (f"{r.get('chunks', '-'):>8}" if chunks else ""))
     return lines
 
 

@@ -38,9 +38,11 @@ LENGTH_BITS = 9
 MAX_VCS = 4
 #: Words per flit, bounded by the 3-bit ``pad`` field (``golden.ici.MAX_FLIT_WORDS``).
 MAX_FLIT_WORDS = 8
-#: Torus dimensions: at most 3, so ports ``0 .. 6`` (eject is 6 in 3-D) fit ``PORT_BITS``.
+#: Torus dimensions: at most 3. A router's switch outputs (its ``2*dims`` torus ports, then
+#: its local ones) are numbered in ``PORT_BITS``: 16, so a 3-D chip may have a network port
+#: per torus link direction (6) and more.
 MAX_DIMS = 3
-PORT_BITS = 3
+PORT_BITS = 4
 
 
 def max_local_ports(dims):

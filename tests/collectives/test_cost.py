@@ -197,7 +197,7 @@ def test_bad_chunks_and_params_are_refused():
 
 
 def test_a_push_port_queues_64_lines_with_several_ports():
-    from verif.bench.calibration import queue_words
+    from sim.system_chip import queue_words
     assert queue_words(dict(network_ports=4, lanes=16)) == 64 * 16
     assert queue_words(dict(network_ports=2, lanes=8)) == 64 * 8
     assert queue_words(dict(network_ports=1, lanes=8)) == 0

@@ -101,7 +101,7 @@ def test_bad_arguments_are_one_line_errors(rng):
     shards, w = _operands(rng, t)
     with pytest.raises(ValueError, match=r"shards must be \[C, M, K\] with C = 4"):
         plan_data_parallel(shards[:3], w, topology=t)
-    with pytest.raises(ValueError, match="the all-reduce of 3x8 products: .* cuts a reduce"):
+    with pytest.raises(ValueError, match="the all-reduce of 3x8 products: .* M\\*N must be a multiple of C\\*K\\*2\\*lanes = 128, not 24"):
         plan_data_parallel(shards[:, :3], w, topology=t)
     with pytest.raises(ValueError, match="their K differ"):
         plan_data_parallel(shards, w[:5], topology=t)

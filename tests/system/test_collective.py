@@ -21,6 +21,9 @@ from .collective_data import collective_inputs
 def _check(kind, topology, n, dtype="float32", seed=1, **kwargs):
     chips = int(topology.alive.sum())
     inputs = collective_inputs(kind, chips, n, dtype, np.random.default_rng(seed))
+    # The system chip unless a test says otherwise: one build per topology with the other
+    # system tests.
+    kwargs = dict(chip=system.SYSTEM_CHIP, chunks=1) | kwargs
     run = system.collective(kind, inputs, topology=topology, dtype=dtype, seed=seed, **kwargs)
     want = collectives.collective(kind, inputs, topology=topology, dtype=dtype)
     got = run.out.view(np.uint32)
@@ -73,11 +76,8 @@ def test_pipelined_chunks_give_the_same_bits():
 
 @pytest.mark.slow
 def test_float32_values_are_accepted_and_returned_as_float32():
-    x = np.arange(8, dtype=np.float32).reshape(4, 2) - 3.5
-    with pytest.raises(ValueError, match="multiple"):
-        system.collective("all_reduce", x, topology="2x2")
     x = np.linspace(-1, 1, 4 * 128, dtype=np.float32).reshape(4, 128)
-    run = system.collective("all_reduce", x, topology="2x2")
+    run = system.collective("all_reduce", x, topology="2x2", chip=system.SYSTEM_CHIP)
     assert run.out.dtype == np.float32
     assert run.out.view(np.uint32).tobytes() == \
         collectives.collective("all_reduce", x, topology="2x2").view(np.uint32).tobytes()
@@ -108,3 +108,24 @@ def test_every_collective_on_larger_systems(shape, twist, failed, kind):
     chips = int(topology.alive.sum())
     n = 2 * 2 * 3 * 2 * 16 * chips if kind in ("all_reduce", "reduce_scatter") else 16 * chips
     _check(kind, topology, n)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind, n, dtype", [
+    ("all_reduce", 7, "float32"), ("all_reduce", 1000, "int32"),
+    ("reduce_scatter", 4 * 7, "float32"), ("all_gather", 7, "float32"),
+    ("all_to_all", 4 * 7, "int32"),
+])
+def test_defaults_take_any_size_on_the_default_chip(kind, n, dtype):
+    """The public defaults on the RTL: no chip, no chunks; sizes whose reduce blocks are not
+    whole lines; one build (the 1x4's default chip) for every case."""
+    topology = topo.torus((1, 4))
+    rng = np.random.default_rng(7)
+    inputs = collective_inputs(kind, 4, n, dtype, rng)
+    run = system.collective(kind, inputs, topology=topology, dtype=dtype, seed=7)
+    want = collectives.collective(kind, inputs, topology=topology, dtype=dtype)
+    assert run.out.view(np.uint32).tobytes() == want.view(np.uint32).tobytes(), \
+        f"{kind} {dtype} n={n} on 1x4 with the defaults (seed 7)"
+    # The 1x4's default chip (2 ports, 8 lanes) and a chunking the model chose.
+    assert (run.chip["network_ports"], run.chip["lanes"]) == (2, 8)
+    assert run.chunks >= 1 and run.predicted_cycles > 0

@@ -44,10 +44,11 @@ def test_a_wrong_word_fails_the_command_with_a_reproducer(monkeypatch, tmp_path,
     (["--size", "3"], 2, "at least one 4-byte word"),
     (["--size", "12XB"], 2, "a size looks like"),
     (["--sizes", "4KiB:1KiB"], 2, "from low to high"),
-    (["--chunks", "0"], 2, "argument --chunks: must be a positive integer, not 0"),
+    (["--chunks", "0"], 2, "argument --chunks: must be a positive integer or auto, not '0'"),
+    (["--chunks", "many"], 2, "argument --chunks: must be a positive integer or auto, not 'many'"),
     (["--fail", "9"], 2, "chip 9 is outside 0..3"),
     (["--twist"], 2, "a twisted torus is"),
-    (["--network-ports", "5"], 2, "network_ports must be at most 4, not 5"),
+    (["--network-ports", "13"], 2, "network_ports must be at most 12, not 13"),
     (["--network-ports", "0"], 2, "argument --network-ports: must be a positive integer, not 0"),
     (["--vcs", "1"], 2, "vcs must be at least 2, not 1"),
     (["--buffer-flits", "0"], 2, "argument --buffer-flits: must be a positive integer, not 0"),
@@ -67,11 +68,18 @@ def test_chip_options_reach_the_run_and_the_header(monkeypatch, capsys):
         raise system.SystemRunError("stopped by the test")
     monkeypatch.setattr(system, "collective", record)
     assert cli.main(["system", "collective", "all_reduce", "--topology", "4x4",
-                     "--network-ports", "4", "--lanes", "16"]) == 1
+                     "--network-ports", "2"]) == 1
     captured = capsys.readouterr()
-    assert seen == [{"network_ports": 4, "lanes": 16}]
-    assert "4 network ports and 16 lanes a chip, 2 VCs of 8 flits a link" in captured.out
+    # Two ports: the rule's lanes for them (8) and VMEM lines for those lanes (2**19 / 8).
+    assert [(c["network_ports"], c["lanes"], c["vmem_lines"]) for c in seen] == [(2, 8, 65536)]
+    assert ("chips of 2 network ports, 8 lanes and 524,288 VMEM words, 2 VCs of 8 flits a "
+            "link") in captured.out
     assert "stopped by the test" in captured.err
+    # No chip option: the run takes sim.system.collective's own default chip.
+    assert cli.main(["system", "collective", "all_reduce", "--topology", "4x4"]) == 1
+    assert seen[-1] is None
+    assert ("chips of 4 network ports, 16 lanes and 524,288 VMEM words (the default for the "
+            "topology)") in capsys.readouterr().out
 
 
 def test_router_and_dma_options_reach_the_run_and_the_header(monkeypatch, capsys):
@@ -83,7 +91,8 @@ def test_router_and_dma_options_reach_the_run_and_the_header(monkeypatch, capsys
     monkeypatch.setattr(system, "collective", record)
     assert cli.main(["system", "collective", "all_to_all", "--topology", "4x4",
                      "--outstanding", "8", "--vcs", "4", "--buffer-flits", "72"]) == 1
-    assert seen == [{"chip": {"outstanding": 8}, "vcs": 4, "buffer_flits": 72}]
+    assert [(c["chip"]["outstanding"], c["chip"]["network_ports"], c["vcs"], c["buffer_flits"])
+            for c in seen] == [(8, 4, 4, 72)]
     assert "4 VCs of 72 flits a link" in capsys.readouterr().out
 
 

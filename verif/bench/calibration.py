@@ -15,28 +15,21 @@ runs' start and halt overheads cancel:
 The rest come from the chip's parameters: ports, lanes, the collective programs' push size
 (``sim.system.plan_push_words``), packet size and header flits (``golden.ici``), the DMA's
 queue and in-flight slots (``outstanding`` each), and the push ports' queues
-(:func:`queue_words`). ``event_cycles`` is the one fitted constant (:data:`EVENT_CYCLES`).
+(``sim.system_chip.queue_words``). ``event_cycles`` is the one fitted constant
+(:data:`EVENT_CYCLES`).
 """
 
 import numpy as np
 
-__all__ = ["calibrate", "queue_words", "EVENT_CYCLES"]
+from sim.system_chip import MEASURED_CYCLES
 
-#: A receive event's own cycles (its ``wait`` and the reduce's set-up): not isolated by a
-#: microbenchmark, chosen as the value that puts the most runs of the 1x4 chunk sweep of
-#: ``tpu-rtl system bench`` within +-5% of the RTL, and then the least mean error (13
-#: puts as many in, with more error; 12 and 15 one fewer).
-EVENT_CYCLES = 14
+__all__ = ["calibrate", "EVENT_CYCLES"]
+
+#: A receive event's own cycles (its ``wait`` and the reduce's set-up), the one constant not
+#: isolated by a microbenchmark: ``sim.system_chip.MEASURED_CYCLES`` says how it was fitted.
+EVENT_CYCLES = MEASURED_CYCLES["event_cycles"]
 
 _IDLE = "halt\n"
-
-
-def queue_words(chip):
-    """Words each push port's queue holds on a chip with TensorCore parameters ``chip``
-    (``hdl.memory.dma_push_ports``: ``DEFAULT_PUSH_BEATS`` VMEM lines), or 0 for a chip
-    with one network port, whose pushes go straight to its packetizer."""
-    from hdl.memory.dma_push_ports import DEFAULT_PUSH_BEATS
-    return DEFAULT_PUSH_BEATS * chip["lanes"] if chip.get("network_ports", 1) > 1 else 0
 
 
 def _run(programs, chip, backend, *, smem=None, vmem_words=8):
@@ -92,6 +85,7 @@ def calibrate(chip, *, backend="verilator"):
     from golden.collectives import WORD_BYTES
     from hdl.memory.dma_push import DEFAULT_MAX_PAYLOAD
     from sim import system
+    from sim.system_chip import queue_words
     chip = dict(system.SYSTEM_CHIP) | dict(chip)
     idle = _run([_IDLE] * 4, chip, backend)
     alpha = _push_run([(0, 1, 64, 1)], chip, backend) - idle

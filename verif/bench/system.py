@@ -136,7 +136,8 @@ def measure(path=Path("docs/system.md"), *, backend="verilator", seed=1, quick=F
             link_bytes_per_cycle=b)
         sizes.append((words, result.cycles, lockstep, model))
     inputs = _inputs("all_reduce", 4, 1024, rng)
-    small = system.collective("all_reduce", inputs, topology="2x2", backend=backend, seed=seed)
+    small = system.collective("all_reduce", inputs, topology="2x2", backend=backend, seed=seed,
+                              chip=system.SYSTEM_CHIP, chunks=1)
     speed["2x2"] = (small.cycles, small.seconds)
     text = _markdown(rows, params, sweep, sizes, speed, seed=seed, backend=backend,
                      quick=quick)
@@ -158,7 +159,7 @@ def _for_chip(params, chip):
     lanes do not change."""
     from sim import system
 
-    from verif.bench.calibration import queue_words
+    from sim.system_chip import queue_words
     return dataclasses.replace(params, ports=chip["network_ports"], lanes=chip["lanes"],
                                push_words=system.plan_push_words(chip),
                                queue_words=queue_words(chip))
@@ -208,7 +209,7 @@ def _markdown(rows, params, sweep, sizes, speed, *, seed, backend, quick):
         "dma_slots": "the DMA's queue and in-flight descriptors (`outstanding` each)",
         "push_words": "the programs' push size (`sim.system.plan_push_words`)",
         "packet_words": "the DMA's packets", "header_flits": "`golden.ici`'s write packet",
-        "queue_words": "a push port's queue, 64 lines (`verif.bench.calibration.queue_words`)"}
+        "queue_words": "a push port's queue, 64 lines (`sim.system_chip.queue_words`)"}
     for name, source in sources.items():
         lines.append(f"| `{name}` | {getattr(params, name):g} | {source} |")
     within = sum(abs(c / m - 1) <= TOLERANCE for _, _, c, _, m in sweep)

@@ -33,6 +33,7 @@ COMMANDS = {
                   "them against golden",
     "export": "export a block's Verilog (hierarchical, lint-clean)",
     "fpga": "synthesize, place and route a block for a Lattice ECP5",
+    "board": "build an FPGA board's bitstream (the ULX3S-85F) with the pip tools",
     "regress": "run a seeded, coverage-driven regression",
     "bench": "measure speed, utilization and the goals of docs/*.md",
 }

@@ -31,6 +31,8 @@ SECTIONS = {
                    "benchmarks.md, replaced in place)", "benchmarks.md"),
     "system": ("collectives on the 1x4 ring and the 4x4 torus, against the cost model",
                "system.md"),
+    "collectives": ("collectives through sim.system.collective's defaults: the goals, and "
+                    "busbw against size on the 4x4 (a section of system.md)", "system.md"),
     "network": ("latency-load curves and the twisted torus against the regular one",
                 "network.md"),
     "regression": ("seeds per minute on the local executor and a Dask LocalCluster (a "
@@ -86,6 +88,10 @@ def run(args):
         from verif.bench.system import measure
         measure(path, seed=args.seed, quick=bool(args.quick),
                 out=lambda text: print(text, flush=True))
+    elif section == "collectives":
+        from verif.bench.collectives import measure
+        measure(path, seed=args.seed, out=lambda text: print(text, flush=True),
+                plot=None if args.update_docs else path.with_name("busbw_4x4.png"))
     elif section == "network":
         from verif.bench.network import measure_goals
         twisted = [x for x in (args.twisted or "4x4x8,4x8x8").split(",") if x.strip()]

@@ -28,6 +28,7 @@ the ids (what dedup saved), the ICI words against a step that sends every occurr
 writes the heat map. A mismatch prints the command that reproduces it.
 """
 
+import argparse
 from pathlib import Path
 
 import numpy as np
@@ -59,12 +60,14 @@ def add_parser(subparsers, help):
                                                     "four sizes up to --size)")
     c.add_argument("--dtype", choices=DTYPES, default="float32")
     c.add_argument("--numerics", choices=("tpu", "ieee"), default="tpu")
-    c.add_argument("--chunks", type=positive, default=1, help="pieces per transfer (default 1)")
+    c.add_argument("--chunks", type=chunks_or_auto, default="auto",
+                   help="pieces per transfer, or auto (the default): the chunking the cost "
+                        "model predicts fastest, printed with each size")
     c.add_argument("--network-ports", type=positive, metavar="P",
-                   help="network ports a chip (default 2: sim.system.SYSTEM_CHIP); a port "
-                        "per torus link (4 on a 2-D torus) lifts busbw past 2B")
-    c.add_argument("--lanes", type=positive, help="VMEM lanes a chip (default 8); with 4 ports, "
-                                             "16, so that the reduce keeps up")
+                   help="network ports a chip (default: one per torus link direction, 2*D, "
+                        "sim.system_chip.collective_chip)")
+    c.add_argument("--lanes", type=positive, help="VMEM lanes a chip (default: 8, 16 or 32, "
+                                                  "so that the reduce keeps up with the ports)")
     c.add_argument("--outstanding", type=positive, metavar="N",
                    help="DMA descriptors in flight a chip (default 4)")
     c.add_argument("--vcs", type=positive, default=2, metavar="N",
@@ -164,6 +167,17 @@ def cmd_bench(args):
     bench.run(args)
 
 
+def chunks_or_auto(text):
+    """``--chunks``: a positive integer, or "auto"."""
+    if text == "auto":
+        return text
+    try:
+        return positive(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer or auto, not "
+                                         f"{text!r}") from None
+
+
 def _topology(args):
     from golden import topology as topo
     try:
@@ -192,6 +206,7 @@ def cmd_collective(args):
     check_outputs(args, folders=("out",))
     from golden import collectives
     from sim import system
+    from sim.system_chip import collective_chip
 
     from verif.cli.common import CommandError
     from verif.progress import ProgressLine
@@ -204,14 +219,16 @@ def cmd_collective(args):
                                              ("outstanding", args.outstanding))
             if value is not None}
     network = dict(vcs=args.vcs, buffer_flits=args.buffer_flits)
-    whole = dict(system.SYSTEM_CHIP) | chip
+    whole = collective_chip(topology, **chip)
     rng = np.random.default_rng(args.seed)
     print(f"system {args.kind} on {topology.shape}{' twisted' if args.twist else ''}"
           f"{' failed ' + ','.join(map(str, args.fail)) if args.fail else ''} ({chips} chips, "
           f"{args.dtype}, numerics {args.numerics}, chunks {args.chunks}, seed {args.seed}, "
-          f"backend {args.backend}); {whole['network_ports']} network ports and "
-          f"{whole['lanes']} lanes a chip, {args.vcs} VCs of {args.buffer_flits} flits a "
-          f"link; B = {system.LINK_BYTES_PER_CYCLE} bytes/cycle per link direction", flush=True)
+          f"backend {args.backend}); chips of {whole['network_ports']} network ports, "
+          f"{whole['lanes']} lanes and {whole['vmem_lines'] * whole['lanes']:,} VMEM words"
+          f"{'' if chip else ' (the default for the topology)'}, {args.vcs} VCs of "
+          f"{args.buffer_flits} flits a link; B = {system.LINK_BYTES_PER_CYCLE} bytes/cycle "
+          f"per link direction", flush=True)
     rows, last = [], None
     progress = ProgressLine(f"system {args.kind}", total=len(sizes), unit="sizes")
     try:
@@ -220,7 +237,8 @@ def cmd_collective(args):
             try:
                 run = system.collective(args.kind, inputs, topology=topology, dtype=args.dtype,
                                         numerics=args.numerics, chunks=args.chunks,
-                                        chip=chip, backend=args.backend, seed=args.seed,
+                                        chip=whole if chip else None,
+                                        backend=args.backend, seed=args.seed,
                                         **network)
             except system.SystemRunError as error:
                 raise CommandError(str(error)) from None
@@ -229,9 +247,11 @@ def cmd_collective(args):
             wrong = int(np.count_nonzero(run.out.view(np.uint32) != want.view(np.uint32)))
             rows.append(dict(size=collectives.message_bytes(args.kind, inputs.shape),
                              cycles=run.cycles, algbw=run.algbw, busbw=run.busbw,
-                             fraction=run.busbw / run.bus_bound, wrong=wrong))
+                             fraction=run.busbw / run.bus_bound, wrong=wrong,
+                             chunks=run.chunks))
             last = run
-            progress.update(advance=1, text=f"{size:,} B: {run.cycles:,} cycles")
+            progress.update(advance=1, text=f"{size:,} B: {run.cycles:,} cycles in "
+                                            f"{run.chunks} chunks")
     finally:
         progress.close()
     print("\n".join(collective_table(rows)))

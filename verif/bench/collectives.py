@@ -1,0 +1,148 @@
+"""``tpu-rtl bench collectives``: the collectives as users call them, through
+``sim.system.collective``'s defaults only (no ``chip=``, no ``chunks=``), written to
+docs/system.md between its ``<!-- bench collectives -->`` markers, with the busbw curve of
+the 4x4 all-reduce against message size as a plot.
+
+Every run is checked bit for bit against ``golden.collectives``. The default chip and the
+chunking each run chose are reported beside the figures, with the cycles the cost model
+predicted for that choice.
+"""
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["measure", "GOALS", "SWEEP_BYTES"]
+
+#: (label, topology, kind, message bytes S, the goal's fraction of the link bound).
+GOALS = (("1x4 ring all-reduce", "1x4", "all_reduce", 32 << 10, 0.90),
+         ("4x4 all-reduce", "4x4", "all_reduce", 256 << 10, 0.85),
+         ("4x4 reduce-scatter", "4x4", "reduce_scatter", 256 << 10, 0.85),
+         ("4x4 all-gather", "4x4", "all_gather", 256 << 10, 0.85),
+         ("2x2x2 all-reduce", "2x2x2", "all_reduce", 64 << 10, 0.80))
+#: The 4x4 all-reduce's sizes, 1 KiB to 1 MiB, doubling (nccl-tests' S).
+SWEEP_BYTES = tuple(1 << e for e in range(10, 21))
+
+BEGIN, END = "<!-- bench collectives -->", "<!-- /bench collectives -->"
+
+
+def _run(kind, topology, size, *, backend, seed, rng):
+    """One checked collective through the defaults: its row. A progress line on stderr
+    names the build or run it waits on, with a heartbeat (a build takes minutes)."""
+    from golden import collectives
+    from sim import system
+
+    from verif.progress import ProgressLine
+    from verif.suites.system.inputs import random_inputs
+    chips = int(topology.alive.sum())
+    inputs = random_inputs(kind, chips, size, "float32", rng)
+    started = time.perf_counter()
+    line = ProgressLine(f"{kind} {topology.shape} {size:,} B")
+
+    def progress(cycle, status):
+        line.update(text=f"cycle {cycle:,}: {status}")
+    try:
+        run = system.collective(kind, inputs, topology=topology, backend=backend, seed=seed,
+                                progress=progress)
+    finally:
+        line.close()
+    want = collectives.collective(kind, inputs, topology=topology)
+    wrong = int(np.count_nonzero(run.out.view(np.uint32) != want.view(np.uint32)))
+    if wrong:
+        raise RuntimeError(f"{kind} on {topology.shape}, S = {size:,} B: {wrong} words differ "
+                           f"from golden (seed {seed}; reproduce: tpu-rtl system collective "
+                           f"{kind} --topology {topology.shape} --size {size} --seed {seed})")
+    return dict(size=collectives.message_bytes(kind, inputs.shape), cycles=run.cycles,
+                busbw=run.busbw, bound=run.bus_bound, fraction=run.busbw / run.bus_bound,
+                chunks=run.chunks, predicted=run.predicted_cycles,
+                ports=run.chip["network_ports"], lanes=run.chip["lanes"],
+                seconds=time.perf_counter() - started)
+
+
+def measure(path=Path("docs/system.md"), *, backend="verilator", seed=1, out=print,
+            plot=None):
+    """Run the goals and the 4x4 sweep, print each row, write the section into ``path``
+    and the busbw plot to ``plot`` (default: ``img/busbw_4x4.png`` beside ``path``).
+    Returns ``(goal rows, sweep rows)``."""
+    from golden import topology as topo
+    rng = np.random.default_rng(seed)
+    tori = {}
+    goals = []
+    for label, shape, kind, size, goal in GOALS:
+        topology = tori.setdefault(shape, topo.torus(shape))
+        row = _run(kind, topology, size, backend=backend, seed=seed, rng=rng)
+        goals.append(dict(row, label=label, goal=goal))
+        out(f"  {label}, S = {row['size']:,} B: {row['cycles']:,} cycles in {row['chunks']} "
+            f"chunks, {row['fraction']:.3f} of the bound (goal {goal}) "
+            f"({row['seconds']:.0f} s)")
+    sweep = []
+    for size in SWEEP_BYTES:
+        row = _run("all_reduce", tori["4x4"], size, backend=backend, seed=seed, rng=rng)
+        sweep.append(row)
+        out(f"  4x4 all-reduce S = {size:,} B: {row['cycles']:,} cycles in {row['chunks']} "
+            f"chunks, busbw {row['busbw']:.3f} ({row['seconds']:.0f} s)")
+    path = Path(path)
+    plot = Path(plot) if plot is not None else path.parent / "img" / "busbw_4x4.png"
+    _plot(sweep, plot)
+    text = _markdown(goals, sweep, plot.relative_to(path.parent) if plot.is_relative_to(
+        path.parent) else plot, seed=seed, backend=backend)
+    _write(path, text)
+    out(text)
+    return goals, sweep
+
+
+def _plot(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    sizes = [r["size"] for r in rows]
+    ax.plot(sizes, [r["busbw"] for r in rows], "o-", label="busbw (RTL)")
+    ax.axhline(rows[0]["bound"], color="grey", linestyle="--", label="link bound")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("message size S (bytes)")
+    ax.set_ylabel("bytes / cycle")
+    ax.set_title("4x4 all-reduce through sim.system.collective's defaults")
+    ax.legend(loc="lower right")
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _markdown(goals, sweep, plot, *, seed, backend):
+    lines = [f"Measured by `tpu-rtl bench collectives --seed {seed}` ({backend}): "
+             f"`sim.system.collective(kind, x, topology=...)` with no `chip=` and no `chunks=`, "
+             f"every run bit-exact against `golden.collectives`. Chips: the default of each "
+             f"topology; chunks: what `chunks=\"auto\"` chose, and the cycles the cost model "
+             f"predicted for it.", "",
+             "| goal | S (bytes) | chip (ports, lanes) | chunks | cycles | model | busbw | "
+             "link bound | fraction | goal |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in goals:
+        met = "met" if r["fraction"] >= r["goal"] else "**not met**"
+        lines.append(f"| {r['label']} | {r['size']:,} | {r['ports']}, {r['lanes']} | "
+                     f"{r['chunks']} | {r['cycles']:,} | {r['predicted']:,.0f} | "
+                     f"{r['busbw']:.3f} | {r['bound']:.2f} | {r['fraction']:.3f} | "
+                     f">= {r['goal']:.2f} {met} |")
+    lines += ["", "The 4x4 all-reduce against message size, as nccl-tests prints it "
+              f"(bytes per cycle; plot: `{plot}`):", "",
+              "| size (B) | chunks | cycles | algbw | busbw | of bound |",
+              "|---:|---:|---:|---:|---:|---:|"]
+    for r in sweep:
+        algbw = r["size"] / max(r["cycles"], 1)
+        lines.append(f"| {r['size']:,} | {r['chunks']} | {r['cycles']:,} | {algbw:.3f} | "
+                     f"{r['busbw']:.3f} | {r['fraction']:.3f} |")
+    lines += ["", f"![busbw of the 4x4 all-reduce against message size]({plot})", ""]
+    return "\n".join(lines)
+
+
+def _write(path, text):
+    old = path.read_text() if path.exists() else f"# Multi-chip systems\n\n{BEGIN}\n{END}\n"
+    if BEGIN not in old or END not in old:
+        old = old.rstrip("\n") + f"\n\n{BEGIN}\n{END}\n"
+    head, rest = old.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    path.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")
