@@ -46,7 +46,7 @@ from .transactors import SimulationHang
 
 __all__ = ["run_programs", "collective", "data_parallel_step", "SystemRun", "CollectiveRun",
            "StepRun", "SystemRunError", "SYSTEM_CHIP", "STEP_CHIP", "LINK_BYTES_PER_CYCLE",
-           "BLOCK", "plan_push_words"]
+           "BLOCK", "plan_push_words", "embedding_step", "EmbeddingRun", "EMBEDDING_CHIP"]
 
 #: The block name of the system top in whole runs and builds.
 BLOCK = "system"
@@ -531,3 +531,86 @@ def _simulate(whole, *, backend, waves, progress, threads=None):
                                 hierarchical=_hierarchical(waves))
     return compiled.run_built(folder, whole, images, simulator=backend, waves=waves,
                               progress=progress)
+
+
+# ------------------------------------------------------------------------------ embedding
+
+#: The embedding step's chips: :data:`SYSTEM_CHIP` with a VPU of one operation (the
+#: programs use none; a smaller chip builds faster). The SparseCore's parameters are the
+#: plan's (``sim.kernels.embedding``).
+EMBEDDING_CHIP = dict(SYSTEM_CHIP, ops=("iadd",))
+
+
+@dataclass(frozen=True)
+class EmbeddingRun:
+    """Result of :func:`embedding_step` (SPEC section 6): ``out`` (list of float32 [B_c, D]
+    per live chip in rank order), ``table`` and ``state`` (the whole table and optimizer
+    state after the update; unchanged without ``grads``), ``cycles``, ``hbm_reads`` (int64
+    [C]: the rows each owner's gather read, the unique ids it serves), ``ici_words`` (the
+    words the step's all-to-alls carried between chips), and, beyond the contract,
+    ``link_utilization`` (float [n_chips, 2*D], the fraction of the cycles each directed
+    link carried a flit) and the simulator's ``seconds``."""
+    out: list
+    table: np.ndarray
+    state: object
+    cycles: int
+    hbm_reads: np.ndarray
+    ici_words: int
+    link_utilization: np.ndarray = None
+    seconds: float = 0.0
+
+
+def embedding_step(table, indices, offsets, *, grads=None, weights=None, topology,
+                   combiner="sum", optimizer="sgd", lr=0.01, state=None, mode="exact",
+                   capacity=None, numerics="tpu", backend="verilator", seed=0, chip=None,
+                   vcs=2, buffer_flits=8, link_latency=2, waves=None, progress=None):
+    """The multi-chip embedding step (SPEC sections 4.9 and 6) on the system RTL, with a
+    SparseCore on every chip: the programs of :func:`sim.kernels.embedding.plan_embedding`.
+    Results equal :func:`golden.embedding.step`'s bit for bit, on every topology.
+
+    Arguments as :func:`golden.embedding.step` (checked by it, so a bad id or a capacity
+    overflow raises its error before anything is built or run); ``backend``, ``seed``,
+    ``chip`` (overrides of :data:`EMBEDDING_CHIP`), ``vcs``, ``buffer_flits``,
+    ``link_latency``, ``waves`` and ``progress`` as :func:`collective`'s.
+
+    The RTL runs ``mode="exact"`` with ``"sgd"`` or ``"adagrad"`` (the tile's optimizers);
+    ``"prereduced"`` and ``"rowwise_adagrad"`` are ValueErrors here (golden has them).
+
+    Raises
+    ------
+    ValueError
+        On bad input, as golden does, or a step the programs cannot hold.
+    SystemRunError
+        A chip faulted or the run hung.
+    """
+    from golden import embedding as golden_embedding
+    from .kernels.embedding import plan_embedding
+    topology = _topology(topology)
+    # golden's checks of every argument, ids and capacity included, before anything is
+    # planned or built (its result is not needed here).
+    golden_embedding.step(table, indices, offsets, grads=grads, weights=weights,
+                          topology=topology, combiner=combiner, optimizer=optimizer, lr=lr,
+                          state=state, mode=mode, capacity=capacity, numerics=numerics)
+    chip = dict(EMBEDDING_CHIP) | dict(chip or {}) | {"numerics": numerics}
+    _check_system(topology, chip, vcs=vcs, buffer_flits=buffer_flits)
+    plan = plan_embedding(table, indices, offsets, grads=grads, weights=weights,
+                          topology=topology, combiner=combiner, optimizer=optimizer, lr=lr,
+                          state=state, mode=mode, capacity=capacity, chip=chip)
+    run = run_programs(topology, plan.programs, vmem=[None] * topology.n_chips,
+                       smem=plan.smem, hbm=plan.hbm, chip=plan.chip, vcs=vcs,
+                       buffer_flits=buffer_flits, link_latency=link_latency, backend=backend,
+                       seed=seed, waves=waves, progress=progress)
+    bits = np.asarray(table).view(np.uint32)
+    state_bits = None if state is None else np.asarray(state).view(np.uint32)
+    if grads is not None and optimizer == "adagrad" and state_bits is None:
+        from golden.sparsecore import DEFAULT_INITIAL_ACCUMULATOR, fp32_scalar
+        state_bits = np.full(bits.shape, fp32_scalar(DEFAULT_INITIAL_ACCUMULATOR,
+                                                     name="initial_accumulator"), np.uint32)
+    out, new_table, new_state = plan.results(run.hbm, table=bits, state=state_bits,
+                                             optimizer=optimizer)
+    if grads is None and state is None:
+        new_state = None
+    cycles = max(run.cycles, 1)
+    return EmbeddingRun(out=out, table=new_table, state=new_state, cycles=run.cycles,
+                        hbm_reads=plan.plan.hbm_reads, ici_words=plan.ici_words,
+                        link_utilization=run.link_flits / cycles, seconds=run.seconds)

@@ -12,7 +12,7 @@ from .suites.mxu.scenarios import bf16_matrix, fp32_matrix
 from .progress import ProgressLine
 from .scoreboard import Scoreboard
 
-__all__ = ["mxu_demo", "arith_demo", "MXU_CASES"]
+__all__ = ["mxu_demo", "arith_demo", "embedding_demo", "MXU_CASES"]
 
 #: (M, K, N, numerics, start from acc, special-value density) on the demo array.
 MXU_CASES = (
@@ -166,3 +166,56 @@ def system_demo(*, seed, backend="verilator", out=print, plots=None):
     out(f"  busbw in bytes/cycle (a link carries {system.LINK_BYTES_PER_CYCLE} each way); "
         f"link heat map: {path}")
     return ok
+
+
+#: The demo's embedding step: a table of EMBEDDING_TABLE rows x columns sharded over the
+#: 2x2 chips, each with EMBEDDING_BAGS bags of ids from Zipf(EMBEDDING_ALPHA).
+EMBEDDING_TABLE = (64, 8)
+EMBEDDING_BAGS = (4, 4)
+EMBEDDING_ALPHA = 1.05
+
+
+def embedding_demo(*, seed, backend="verilator", out=print):
+    """On a 2x2 torus of chips with a SparseCore each: one embedding step (the lookup of
+    every chip's bags of Zipf ids, then the Adagrad update, sum-then-apply), checked bit
+    for bit against ``golden.embedding.step`` (``sim.system.embedding_step``); True if it
+    is. The line says the cycles, the HBM row reads against the ids and the ICI words
+    against a step that sends every occurrence."""
+    from golden import embedding as ge
+    from golden import topology as topo
+    from sim import system
+
+    from verif.suites.system.inputs import embedding_inputs
+
+    topology = topo.torus(tuple(int(x) for x in SYSTEM_TOPOLOGY.split("x")))
+    chips = topology.n_chips
+    (rows, dim), (batch, bag) = EMBEDDING_TABLE, EMBEDDING_BAGS
+    rng = np.random.default_rng(seed)
+    table, indices, offsets, _, grads = embedding_inputs(
+        rng, chips, rows=rows, dim=dim, batch=batch, bag=bag, alpha=EMBEDDING_ALPHA)
+    kwargs = dict(grads=grads, topology=topology, optimizer="adagrad", lr=0.1)
+    out(f"Embedding step on {SYSTEM_TOPOLOGY}: chips with a SparseCore each, a {rows}x{dim} "
+        f"table sharded by rows, {batch} bags of {bag} Zipf({EMBEDDING_ALPHA}) ids a chip, "
+        f"Adagrad (seed {seed}, backend {backend}; the first run builds the system, minutes)")
+    line = ProgressLine("demo")
+
+    def progress(cycle, status):
+        line.update(text=f"embedding step, cycle {cycle:,}: {status}")
+    try:
+        line.update(text="embedding step")
+        run = system.embedding_step(table, indices, offsets, backend=backend, seed=seed,
+                                    progress=progress, **kwargs)
+    finally:
+        line.close()
+    want = ge.step(table, indices, offsets, **kwargs)
+    wrong = sum(int(np.count_nonzero(a.view(np.uint32) != b.view(np.uint32)))
+                for a, b in zip([*run.out, run.table, run.state],
+                                [*want.out, want.table, want.state]))
+    plan = ge.plan(indices, offsets, num_rows=rows, n_chips=chips)
+    no_dedup = ge.traffic(plan, dim, backward=True, dedup=False).total
+    out(f"  {'step':<20}{'cycles':>10}{'row reads':>11}{'ids':>6}{'ICI words':>11}"
+        f"{'no dedup':>10}{'#wrong':>8}  verdict")
+    out(f"  {'embedding step':<20}{run.cycles:>10,}{int(run.hbm_reads.sum()):>11}"
+        f"{sum(len(i) for i in indices):>6}{run.ici_words:>11,}{no_dedup:>10,}{wrong:>8}"
+        f"  {'bit-exact' if not wrong else 'MISMATCH'}")
+    return wrong == 0

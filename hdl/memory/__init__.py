@@ -22,13 +22,14 @@ from .layouts import (ADDRESS_BITS, CHIP_BITS, DIMS, ERROR_ADDRESS_BITS, FLAG_BI
                       REASONS, SPACES, STRIDE_BITS, Reason, descriptor_layout, error_layout,
                       flag_add_layout, flag_set_layout, flag_wait_layout, target_word_layout)
 from .port_merge import WriterMerge
+from .port_share import PortShare
 from .sync_flags import SyncFlags
 from .vmem import VMEM
 
 __all__ = [
     "HBM", "VMEM", "SyncFlags", "DMA", "DmaSystem", "core_signature",
     "DescriptorCheck", "AddressGenerator", "BurstEngine", "ROUND_TRIP", "Packetizer",
-    "PushPorts", "Receiver", "WriterMerge", "max_payload_words",
+    "PushPorts", "Receiver", "WriterMerge", "PortShare", "max_payload_words",
     "descriptor_layout", "error_layout", "flag_add_layout", "flag_set_layout",
     "flag_wait_layout", "job_layout", "beat_layout", "inflight_layout", "push_beat_layout",
     "push_done_layout", "target_word_layout",

@@ -17,9 +17,10 @@ from .dma_push import DEFAULT_MAX_PAYLOAD
 from .dma_push_ports import DEFAULT_PUSH_BEATS
 from .dma_receive import Receiver
 from .hbm import HBM
-from .layouts import (CHIP_BITS, descriptor_layout, error_layout, flag_set_layout,
-                      flag_wait_layout)
+from .layouts import (CHIP_BITS, descriptor_layout, error_layout, flag_add_layout,
+                      flag_set_layout, flag_wait_layout)
 from .port_merge import WriterMerge
+from .port_share import PortShare
 from .sync_flags import SyncFlags
 from .vmem import VMEM
 from ..lib.params import check_int
@@ -89,6 +90,11 @@ class DmaSystem(wiring.Component):
         Push ports and receive ports, 1 to 6 (default 1): the DMA's ``push_ports``.
     push_beats : int
         The DMA's.
+    guests : int
+        Other initiators on the HBM, 0 (the default) or 1 (a SparseCore): with 1, the
+        ``guest_hbm`` port shares the HBM with the DMA and receive engines (a
+        :class:`~hdl.memory.port_share.PortShare`, turn by turn) and ``guest_flag`` adds to
+        the flags.
 
     Ports
     -----
@@ -105,6 +111,8 @@ class DmaSystem(wiring.Component):
         harness leaves it idle).
     seed : In(32)
         Seed of the HBM jitter, loaded until the first descriptor is taken.
+    guest_hbm : In(MemoryPortSignature(addr_width, words=words_per_cycle)), with ``guests=1``
+    guest_flag : In(stream.Signature(flag_add_layout)), with ``guests=1``
     idle, received, completed, rejected, bus_errors : Out
         The DMA's status (:class:`~hdl.memory.dma.DMA`).
     landed, malformed : Out(32)
@@ -141,7 +149,7 @@ class DmaSystem(wiring.Component):
                  read_latency=4, max_outstanding=None, jitter=0, error_ranges=(), n_flags=16,
                  n_chips=1, flit_words=1, max_payload=DEFAULT_MAX_PAYLOAD, network_ports=1,
                  push_beats=DEFAULT_PUSH_BEATS, outstanding=4, queue_depth=None,
-                 max_reads=None):
+                 max_reads=None, guests=0):
         check_int("read_latency", read_latency, least=1)
         check_int("jitter", jitter, least=0)
         check_int("words_per_cycle", words_per_cycle, least=1)
@@ -168,14 +176,21 @@ class DmaSystem(wiring.Component):
         # receiver j in merge j.
         self.merges = {space: [WriterMerge(signature=sig) for _ in range(network_ports)]
                        for space, sig in self.dma.port_signatures.items()}
-        self.sync_flags = SyncFlags(n_flags=n_flags, add_ports=2 + network_ports)
+        self.guests = check_int("guests", guests, least=0, most=1)
+        self.hbm_signature = self.dma.port_signatures[0]
+        self.sync_flags = SyncFlags(n_flags=n_flags, add_ports=2 + network_ports + guests)
         self.hbm_words = self.hbm.words
         self.vmem_words = self.vmem.words
         # What a whole run may load and read back (sim.blocks.memory_images).
         self.memory_images = {"hbm": (self.hbm_words, "hbm.words"),
                               "vmem": (self.vmem_words, "vmem.words")}
         self.n_flags = n_flags
+        guest = {}
+        if guests:
+            guest = {"guest_hbm": In(self.hbm_signature),
+                     "guest_flag": In(stream.Signature(flag_add_layout))}
         super().__init__({
+            **guest,
             "descriptors": In(stream.Signature(descriptor_layout)),
             "errors": Out(stream.Signature(error_layout)),
             **{port_name("push", j): Out(stream.Signature(flit_layout(flit_words)))
@@ -218,7 +233,16 @@ class DmaSystem(wiring.Component):
                 wiring.connect(m, initiators[space], merge.main)
                 wiring.connect(m, getattr(receiver, name), merge.writer)
                 initiators[space] = merge.memory
-        wiring.connect(m, initiators[0], hbm.port)
+        if self.guests:
+            m.submodules.hbm_share = share = PortShare(
+                signature=self.hbm_signature, initiators=2, depth=self.hbm.slots + 1)
+            wiring.connect(m, initiators[0], share.initiators[0])
+            wiring.connect(m, wiring.flipped(self.guest_hbm), share.initiators[1])
+            wiring.connect(m, share.memory, hbm.port)
+            wiring.connect(m, wiring.flipped(self.guest_flag),
+                           getattr(flags, flags.add_names[-1]))
+        else:
+            wiring.connect(m, initiators[0], hbm.port)
         wiring.connect(m, initiators[1], vmem.dma)
         wiring.connect(m, wiring.flipped(self.core.vmem), vmem.core)
         wiring.connect(m, wiring.flipped(self.core.flag_set), flags.set)
@@ -237,7 +261,8 @@ class DmaSystem(wiring.Component):
                              & Cat(*(receiver.idle for receiver in self.receivers)).all()),
             self.busy.eq(Cat(*[handshake.valid & handshake.ready for handshake in (
                 hbm.port.req, hbm.port.resp, vmem.dma.req, vmem.dma.resp, dma.flag_add,
-                dma.sent_add, *(receiver.flag_add for receiver in self.receivers))]).any()),
+                dma.sent_add, *(receiver.flag_add for receiver in self.receivers),
+                *([self.guest_flag] if self.guests else []))]).any()),
             self.landed.eq(sum(receiver.packets for receiver in self.receivers)[:COUNT_BITS]),
             self.malformed.eq(
                 sum(receiver.malformed for receiver in self.receivers)[:COUNT_BITS]),

@@ -6,13 +6,15 @@ The units, in data order: :class:`BagWalker` (CSR bags) -> :class:`Dedup` (uniqu
 occurrence chains, errors) -> :class:`FetchUnit` (HBM -> Spmem) -> :class:`LookupSequencer`
 or :class:`UpdateSequencer` -> :class:`CombineRing` (multiply and fold) ->
 :class:`FinishPipeline` (divide, optimizer) -> output stream or :class:`FlushUnit`
-(Spmem -> HBM). :class:`SparseCoreTile` joins them around an HBM model.
+(Spmem -> HBM). :class:`SparseCoreTile` joins them around an HBM model, or behind a port to
+a chip's HBM; :class:`SparseCoreEngine` runs such a tile from work items on a chip's HBM.
 """
 
 from .bag_walker import BagWalker
 from .chunk_buffer import ChunkBuffer
 from .combine_ring import CombineRing
 from .dedup import Dedup
+from .engine import WORK_FIELDS, SparseCoreEngine, work_layout
 from .fetch import FetchUnit
 from .finish_pipeline import FinishPipeline
 from .flush import FlushUnit
@@ -22,7 +24,7 @@ from .lookup_sequencer import LookupSequencer
 from .tile import STAMPS, SparseCoreTile
 from .update_sequencer import UpdateSequencer
 
-__all__ = ["SparseCoreTile", "STAMPS", "BagWalker", "Dedup", "FetchUnit", "ChunkBuffer",
+__all__ = ["SparseCoreTile", "STAMPS", "SparseCoreEngine", "work_layout", "WORK_FIELDS", "BagWalker", "Dedup", "FetchUnit", "ChunkBuffer",
            "LookupSequencer", "UpdateSequencer", "CombineRing", "FinishPipeline", "FlushUnit",
            "Geometry", "LANES", "ONE", "SIGN", "Op", "Combiner", "Optimizer", "OPS", "COMBINERS",
            "OPTIMIZERS", "chunk_layout",

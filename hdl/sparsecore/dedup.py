@@ -33,6 +33,9 @@ class Dedup(wiring.Component):
     Parameters
     ----------
     geometry : Geometry
+    wipe : bool
+        Add the ``wipe`` ports, so the map can be cleared for another batch (default
+        False: a batch after reset, on the map's initial zeros).
 
     Ports
     -----
@@ -52,12 +55,14 @@ class Dedup(wiring.Component):
         Ids out of range.
     uniq_fetch, uniq_seq, tail_read, occ_read, next_read : Out(ReadPort.Signature)
         Synchronous read ports of the records.
+    wipe, wipe_row : In(1), In(range(rows)), with ``wipe=True``
+        While ``wipe`` is high, map entry ``wipe_row`` is cleared (no id may be offered).
 
     Latency: two cycles from an id taken to its records written. The map read is
     transparent to the map write of the id before, so back-to-back equal ids chain.
     """
 
-    def __init__(self, *, geometry):
+    def __init__(self, *, geometry, wipe=False):
         self.geometry = g = geometry
         self.map_layout = data.StructLayout({"seen": 1, "slot": g.slot_shape,
                                              "last": g.pos_shape})
@@ -67,7 +72,10 @@ class Dedup(wiring.Component):
         self.occ_mem = MemoryData(shape=g.occ_layout, depth=g.max_ids, init=[])
         self.next_mem = MemoryData(shape=g.pos_shape, depth=g.max_ids, init=[])
         slot_bits, pos_bits = index_bits(g.max_unique), index_bits(g.max_ids)
+        self.wipes = bool(wipe)
+        wipe_ports = {"wipe": In(1), "wipe_row": In(range(g.rows))} if wipe else {}
         super().__init__({
+            **wipe_ports,
             "tagged": In(stream.Signature(g.tagged_layout)),
             "n_rows": In(range(g.rows + 1)),
             "unique": Out(range(g.max_unique + 1)),
@@ -141,6 +149,10 @@ class Dedup(wiring.Component):
             writes["uniq"].addr.eq(self.unique), writes["uniq"].en.eq(new),
             writes["uniq"].data.id.eq(held.id), writes["uniq"].data.head.eq(k1),
         ]
+        if self.wipes:
+            with m.If(self.wipe):
+                m.d.comb += [writes["map"].addr.eq(self.wipe_row), writes["map"].en.eq(1),
+                             writes["map"].data.eq(0)]
         with m.If(new):
             m.d.sync += self.unique.eq(self.unique + 1)
         with m.If(valid & ~ok):

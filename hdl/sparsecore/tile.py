@@ -5,7 +5,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.params import check_int, check_numerics
-from ..lib.memory_port import WORD_BITS
+from ..lib.memory_port import WORD_BITS, MemoryPortSignature
 from ..memory.hbm import HBM, check_hbm_params
 from .bag_walker import BagWalker
 from .chunk_buffer import ChunkBuffer
@@ -19,7 +19,11 @@ from .layouts import (COMBINERS, OPTIMIZERS, Combiner, Geometry, Op, Optimizer, 
 from .lookup_sequencer import LookupSequencer
 from .update_sequencer import UpdateSequencer
 
-__all__ = ["SparseCoreTile", "STAMPS"]
+__all__ = ["SparseCoreTile", "STAMPS", "HBM_CHOICES"]
+
+#: Where the tile's table lives: in its own HBM model, or behind its ``hbm`` port (a chip's
+#: HBM, shared with the DMA engine).
+HBM_CHOICES = ("model", "port")
 
 #: Cycle stamps and counts a run reads back to measure the gather and the combine.
 STAMPS = ("gather_first", "gather_last", "gather_lines", "combine_first", "combine_last",
@@ -62,6 +66,13 @@ class SparseCoreTile(wiring.Component):
     read_latency, jitter, max_outstanding : int
         The HBM model's (:class:`~hdl.memory.hbm.HBM`); ``max_outstanding`` defaults to
         ``words_per_cycle * (read_latency + jitter)``, enough to stream at full bandwidth.
+        Not used with ``hbm="port"``.
+    hbm : "model" or "port"
+        ``"model"`` (the default): the tile owns an HBM model, loaded through
+        :attr:`hbm_words`. ``"port"``: no model; the tile's table and state regions (the
+        same line addresses) are reached through the ``hbm`` port, whose memory holds them
+        (a chip's HBM, shared with its DMA engine: the chip adds a base address). The
+        values do not change, only the cycles; ``seed`` is then unused.
     numerics : "tpu" or "ieee"
     combiners, optimizers : str
         The features built, comma-separated (default ``"sum,mean,sqrtn"`` and
@@ -92,6 +103,13 @@ class SparseCoreTile(wiring.Component):
         Table rows in use (ids must be below it), ids and bags in the batch.
     seed : In(32)
         HBM jitter seed, loaded until the first input beat is taken.
+    hbm : Out(MemoryPortSignature(addr_width=hbm_addr_width, words=words_per_cycle))
+        With ``hbm="port"``: the table and state regions' memory, read (the gather) while
+        loading and written (the flush) while combining, never both at once.
+    wipe, wiped : In(1), Out(1), with ``hbm="port"``
+        For a batch after the first (the tile reset between batches): while ``wipe`` is
+        high the dedup map's first ``n_rows`` entries are cleared, one a cycle, and then
+        ``wiped`` rises; offer no input before it.
     finished : Out(1)
         The batch is over: every output beat sent and every write accepted.
     busy : Out(1)
@@ -110,18 +128,23 @@ combine_slots : Out(32)
 
     Attributes
     ----------
-    hbm_words : MemoryData
+    hbm_words : MemoryData or None
         The HBM model's storage: the table (line ``id * lines_per_row + j`` is words
-        ``j * words_per_cycle ...`` of row ``id``) then the state region.
+        ``j * words_per_cycle ...`` of row ``id``) then the state region. None with
+        ``hbm="port"``.
     memory_images : dict
-        ``{"hbm": (hbm_words, "hbm.words")}``.
+        ``{"hbm": (hbm_words, "hbm.words")}`` (empty with ``hbm="port"``).
     """
 
     def __init__(self, *, rows=64, row_words=8, words_per_cycle=8, max_ids=256, max_bags=64,
                  max_unique=None, read_latency=4, jitter=0, max_outstanding=None,
                  numerics="tpu", combiners="sum,mean,sqrtn", optimizers="sgd,adagrad",
-                 add_stages=2, sqrt_stages=14, div_stages=16):
+                 add_stages=2, sqrt_stages=14, div_stages=16, hbm="model"):
         check_numerics(numerics)
+        if hbm not in HBM_CHOICES:
+            raise ValueError(f"hbm must be one of {', '.join(map(repr, HBM_CHOICES))}, "
+                             f"not {hbm!r}")
+        self.shared_hbm = hbm == "port"
         self.combiners = feature_list("combiners", combiners, COMBINERS)
         self.optimizers = feature_list("optimizers", optimizers, OPTIMIZERS)
         check_int("max_ids", max_ids, least=1)
@@ -146,11 +169,15 @@ combine_slots : Out(32)
                            div_stages=div_stages)
         check_finish_stages(**self.stages)
         # The table's storage, kept from here so runs load and read it before elaboration.
-        self.hbm_words = MemoryData(shape=WORD_BITS * words_per_cycle,
-                                    depth=g.hbm_size // words_per_cycle, init=[])
+        self.hbm_words = None if self.shared_hbm else MemoryData(
+            shape=WORD_BITS * words_per_cycle, depth=g.hbm_size // words_per_cycle, init=[])
         # What a whole run may load and read back (sim.blocks.memory_images).
-        self.memory_images = {"hbm": (self.hbm_words, "hbm.words")}
+        self.memory_images = {} if self.shared_hbm else {"hbm": (self.hbm_words, "hbm.words")}
+        port = {"hbm": Out(MemoryPortSignature(addr_width=g.hbm_addr_width,
+                                               words=words_per_cycle)),
+                "wipe": In(1), "wiped": Out(1)} if self.shared_hbm else {}
         super().__init__({
+            **port,
             "ids": In(stream.Signature(id_layout)),
             "ends": In(stream.Signature(range(max_ids + 1))),
             "grads": In(stream.Signature(chunk_layout)),
@@ -170,9 +197,18 @@ combine_slots : Out(32)
     def elaborate(self, platform):
         m = Module()
         g = self.geometry
-        m.submodules.hbm = hbm = HBM(**self.hbm_params, words=self.hbm_words)
+        if self.shared_hbm:
+            hbm = None
+        else:
+            m.submodules.hbm = hbm = HBM(**self.hbm_params, words=self.hbm_words)
         m.submodules.walker = walker = BagWalker(geometry=g)
-        m.submodules.dedup = dedup = Dedup(geometry=g)
+        m.submodules.dedup = dedup = Dedup(geometry=g, wipe=self.shared_hbm)
+        if self.shared_hbm:
+            row = Signal(range(g.rows + 1))
+            m.d.comb += [self.wiped.eq(row >= self.n_rows),
+                         dedup.wipe.eq(self.wipe & ~self.wiped), dedup.wipe_row.eq(row)]
+            with m.If(dedup.wipe):
+                m.d.sync += row.eq(row + 1)
         m.submodules.fetch = fetch = FetchUnit(geometry=g)
         m.submodules.grads_buffer = grads_buffer = ChunkBuffer(depth=g.max_bags * g.chunks)
         m.submodules.lookup_seq = lseq = LookupSequencer(geometry=g)
@@ -242,7 +278,7 @@ combine_slots : Out(32)
         # conditional connect: an event simulator would leave a process whose inputs never
         # change, such as a constant ready, undriven from time 0.)
         combining = Signal()
-        port = hbm.port
+        port = self.hbm if hbm is None else hbm.port
         m.d.comb += [
             port.req.valid.eq(Mux(combining, flush.hbm.req.valid, fetch.hbm.req.valid)),
             port.req.payload.eq(Mux(combining, flush.hbm.req.payload.as_value(),
@@ -276,10 +312,11 @@ combine_slots : Out(32)
                                     | (self.grads.valid & self.grads.ready))
         with m.If(inputs_moved):
             m.d.sync += running.eq(1)
-        m.d.comb += [hbm.seed.eq(self.seed), hbm.start.eq(running)]
+        if hbm is not None:
+            m.d.comb += [hbm.seed.eq(self.seed), hbm.start.eq(running)]
 
-        fired = [hbm.port.req.valid & hbm.port.req.ready,
-                 hbm.port.resp.valid & hbm.port.resp.ready,
+        fired = [port.req.valid & port.req.ready,
+                 port.resp.valid & port.resp.ready,
                  ring.taking, ring.records.valid & ring.records.ready,
                  finish.results.valid & finish.results.ready, dedup.pending]
         m.d.comb += self.busy.eq(_any(fired))

@@ -7,9 +7,11 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..lib.memory_port import MemoryPortSignature, line_addr_width
 from ..lib.params import check_int, check_numerics
 from ..memory.dma_system import core_signature
 from ..memory.layouts import descriptor_layout
+from ..memory.port_share import PortShare
 from ..memory.vmem import VMEM
 from ..mxu.matrix_unit import MXU
 from ..vpu import Error as VpuError
@@ -59,11 +61,16 @@ class TensorCore(wiring.Component):
         The VPU's optional instructions to build (:class:`~hdl.vpu.vpu.VPU`'s ``ops``):
         a program may use only these; another stops the VPU with ``vpu_error``
         ``unsupported``, a reason the ISS does not have.
+    smem_guests : int
+        0 (the default) or 1: with 1, ``smem_guest`` reads SMEM through its second port,
+        in turns with the DMA issue's descriptor reads (a chip's SparseCore reading its
+        work items).
 
     Ports
     -----
     start : In(1)
         Starts the core at pc 0 (once, from reset).
+    smem_guest : In(MemoryPortSignature(addr_width, words=1)), with ``smem_guests=1``
     memory : Out(core_signature(vmem_lines=vmem_lines, lanes=lanes))
         VMEM (the VPU's loads and stores), flag set and flag wait.
     flag_values : In(ArrayLayout(32, n_flags))
@@ -91,7 +98,7 @@ class TensorCore(wiring.Component):
 
     def __init__(self, *, imem_depth=256, smem_words=1024, n_flags=16, lanes=8,
                  numerics="tpu", vmem_lines=256, mxu=None, mxu_results=16, vector_queue=4,
-                 ops=None, hbm_words=1 << 16, n_chips=1):
+                 ops=None, hbm_words=1 << 16, n_chips=1, smem_guests=0):
         check_int("lanes", lanes, least=1)
         check_numerics(numerics)
         if mxu is None:
@@ -103,6 +110,12 @@ class TensorCore(wiring.Component):
         self.queue = VectorQueue(depth=vector_queue)
         self.imem = VMEM(lines=imem_depth, lanes=BUNDLE_WORDS)
         self.smem = VMEM(lines=smem_words, lanes=1)
+        self.smem_guests = check_int("smem_guests", smem_guests, least=0, most=1)
+        guest = {}
+        if smem_guests:
+            self.smem_signature = MemoryPortSignature(addr_width=line_addr_width(smem_words),
+                                                      words=1)
+            guest = {"smem_guest": In(self.smem_signature)}
         self.vpu = VPU(lanes=lanes, numerics=numerics, vmem_lines=vmem_lines, mxu=mxu,
                        mxu_results=mxu_results, ops=ops)
         # Two rows of headroom, as hdl.vpu.VPUSystem: the MXU holds its array while its
@@ -116,6 +129,7 @@ class TensorCore(wiring.Component):
             "vregs": (self.vpu.regfile, "vpu.regfile"),
         }
         super().__init__({
+            **guest,
             "start": In(1),
             "memory": Out(core_signature(vmem_lines=vmem_lines, lanes=lanes)),
             "flag_values": In(data.ArrayLayout(32, n_flags)),
@@ -151,7 +165,16 @@ class TensorCore(wiring.Component):
         m.submodules.vpu = vpu = self.vpu
         wiring.connect(m, seq.imem, imem.core)
         wiring.connect(m, seq.smem, smem.core)
-        wiring.connect(m, seq.smem_record, smem.dma)
+        if self.smem_guests:
+            # The DMA issue's descriptor reads and a guest's (the SparseCore's work items)
+            # take turns on SMEM's second port.
+            m.submodules.smem_share = share = PortShare(signature=self.smem_signature,
+                                                        initiators=2, depth=2)
+            wiring.connect(m, seq.smem_record, share.initiators[0])
+            wiring.connect(m, wiring.flipped(self.smem_guest), share.initiators[1])
+            wiring.connect(m, share.memory, smem.dma)
+        else:
+            wiring.connect(m, seq.smem_record, smem.dma)
         wiring.connect(m, seq.vector, queue.bundles)
         wiring.connect(m, queue.program, vpu.program)
         wiring.connect(m, seq.dma, wiring.flipped(self.dma))

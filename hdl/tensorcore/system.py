@@ -8,13 +8,16 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..ici.layouts import CHIP_BITS, flit_layout
+from ..lib.params import check_int
 from ..memory.dma import COUNT_BITS
 from ..lib.numbered_ports import port, port_name
 from ..memory.dma_system import DmaSystem
+from ..sparsecore.engine import SparseCoreEngine
 from .core import TensorCore
 from .encoding import Error
 from .isa import DEFAULT_HBM_WORDS
 from .sequencer import STALL_CAUSES, State
+from .sparse_issue import SparseIssue
 
 __all__ = ["TensorCoreSystem"]
 
@@ -50,10 +53,21 @@ vector_queue, ops
     network_ports : int
         Push ports and receive ports, with ``n_chips`` above 1 (default 1): the memory
         system's (:class:`~hdl.memory.dma_system.DmaSystem`).
+    sparsecores : int
+        0 (the default: the chip as it was) or 1: a SparseCore
+        (:class:`~hdl.sparsecore.SparseCoreEngine`) on the chip's HBM, shared with the DMA
+        engine turn by turn; the core posts its work items in SMEM
+        (:class:`~hdl.tensorcore.sparse_issue.SparseIssue`: the item below a doorbell in the
+        last SMEM words) and waits for the item's flag.
+    sparsecore : dict, optional
+        The SparseCore tile's parameters (``hdl.sparsecore.SparseCoreTile``; ``numerics``
+        and ``words_per_cycle`` are the chip's).
 
     Ports
     -----
     start : In(1)
+    sparse_status, sparse_batches, sparse_hbm_reads : Out, with ``sparsecores=1``
+        The SparseCore engine's ``status``, ``batches`` and ``hbm_reads``.
     state, pc, error, error_pc, bundles, waiting, dma_busy, vpu_error : Out
         The core's.
     flags : Out(ArrayLayout(32, n_flags))
@@ -64,7 +78,8 @@ vector_queue, ops
     drained : Out(1)
         The VPU has finished and the memory system holds no transfer.
     done : Out(1)
-        The core has stopped and the system is ``drained``.
+        The core has stopped and the system is ``drained`` (and the SparseCore idle, with
+        no work item posted and not taken).
     busy : Out(1)
         Not ``done``, and not a wait that nothing in flight can end (the core waits on
         a flag while the system is ``drained``): a run's watchdog counts the cycles it
@@ -92,16 +107,32 @@ vector_queue, ops
     def __init__(self, *, imem_depth=256, smem_words=1024, n_flags=16, lanes=8,
                  numerics="tpu", vmem_lines=256, mxu=None, mxu_results=16, vector_queue=4,
                  ops=None, hbm_words=DEFAULT_HBM_WORDS, read_latency=4, words_per_cycle=1,
-                 outstanding=4, n_chips=1, flit_words=1, network_ports=1):
+                 outstanding=4, n_chips=1, flit_words=1, network_ports=1, sparsecores=0,
+                 sparsecore=None):
+        self.sparsecores = check_int("sparsecores", sparsecores, least=0, most=1)
+        if sparsecore is not None and not sparsecores:
+            raise ValueError("sparsecore= gives the SparseCore's parameters: it needs "
+                             "sparsecores=1")
+        tile = dict(sparsecore or {})
+        for name in ("numerics", "words_per_cycle", "hbm"):
+            if name in tile:
+                raise TypeError(f"the SparseCore's {name} is the chip's, not sparsecore=")
         self.core = TensorCore(imem_depth=imem_depth, smem_words=smem_words, n_flags=n_flags,
                                lanes=lanes, numerics=numerics, vmem_lines=vmem_lines, mxu=mxu,
                                mxu_results=mxu_results, vector_queue=vector_queue, ops=ops,
-                               hbm_words=hbm_words, n_chips=n_chips)
+                               hbm_words=hbm_words, n_chips=n_chips, smem_guests=sparsecores)
         self.system = DmaSystem(hbm_size=hbm_words, vmem_lines=vmem_lines, lanes=lanes,
                                 n_flags=n_flags, read_latency=read_latency,
                                 words_per_cycle=words_per_cycle, outstanding=outstanding,
                                 n_chips=n_chips, flit_words=flit_words,
-                                network_ports=network_ports)
+                                network_ports=network_ports, guests=sparsecores)
+        self.engine = self.sparse_issue = None
+        if sparsecores:
+            addr_width = self.system.hbm_signature.addr_width
+            self.engine = SparseCoreEngine(
+                tile=dict(tile, numerics=numerics, words_per_cycle=words_per_cycle),
+                addr_width=addr_width)
+            self.sparse_issue = SparseIssue(smem_words=smem_words, addr_width=addr_width)
         self.networked = n_chips > 1
         self.network_ports = self.system.network_ports
         self.sequencer, self.lanes = self.core.sequencer, lanes
@@ -115,8 +146,12 @@ vector_queue, ops
             packets = {"chip": In(CHIP_BITS)}
             for j in range(network_ports):
                 packets |= {port_name("push", j): Out(flits), port_name("receive", j): In(flits)}
+        sparse = {}
+        if sparsecores:
+            sparse = {"sparse_status": Out(self.engine.status.shape()),
+                      "sparse_batches": Out(32), "sparse_hbm_reads": Out(32)}
         super().__init__({
-            **packets, "start": In(1), "state": Out(State), "pc": Out(32), "error_pc": Out(32),
+            **packets, **sparse, "start": In(1), "state": Out(State), "pc": Out(32), "error_pc": Out(32),
             "bundles": Out(32), "error": Out(Error), "waiting": Out(1),
             "dma_busy": Out(1), "vpu_error": Out(self.core.vpu_error.shape()),
             "flags": Out(data.ArrayLayout(32, n_flags)), "dma_rejected": Out(COUNT_BITS),
@@ -137,12 +172,23 @@ vector_queue, ops
                 wiring.connect(m, wiring.flipped(port(self, "receive", j)),
                                port(system, "receive", j))
             m.d.comb += system.chip.eq(self.chip)
+        drained, done = core.drained & system.finished, core.done & system.finished
+        if self.sparsecores:
+            m.submodules.sparsecore = engine = self.engine
+            m.submodules.sparse_issue = issue = self.sparse_issue
+            wiring.connect(m, issue.smem, core.smem_guest)
+            wiring.connect(m, issue.work, engine.work)
+            wiring.connect(m, engine.hbm, system.guest_hbm)
+            wiring.connect(m, engine.flag_add, system.guest_flag)
+            m.d.comb += [issue.start.eq(self.start), self.sparse_status.eq(engine.status),
+                         self.sparse_batches.eq(engine.batches),
+                         self.sparse_hbm_reads.eq(engine.hbm_reads)]
+            drained, done = drained & engine.idle & issue.idle, done & engine.idle & issue.idle
         m.d.comb += [
             system.errors.ready.eq(1),                  # counted in ``rejected``
             core.flag_values.eq(system.flags), core.start.eq(self.start),
             self.flags.eq(system.flags), self.dma_rejected.eq(system.rejected),
-            self.drained.eq(core.drained & system.finished),
-            self.done.eq(core.done & system.finished),
+            self.drained.eq(drained), self.done.eq(done),
             *(getattr(self, name).eq(getattr(core, name)) for name in _FROM_CORE),
             self.busy.eq(~self.done & ~(core.waiting & self.drained)),
         ]

@@ -66,6 +66,7 @@ def test_matmul_exits_non_zero_on_a_mismatch(monkeypatch, capsys):
 def test_demo_reports_and_fails_on_a_mismatch(monkeypatch, capsys):
     # The system part has tests of its own (tests/system/test_system_cli.py).
     monkeypatch.setattr(demo, "system_demo", lambda **kwargs: True)
+    monkeypatch.setattr(demo, "embedding_demo", lambda **kwargs: True)
     monkeypatch.setattr(demo, "MXU_CASES", ((3, 2, 2, "tpu", True, 0.2),))
     monkeypatch.setattr(demo.corpus, "binary_corpus", lambda op, rng, n: (
         np.array([0x3F80, 0x0001], np.uint16 if op == "bf16_mul" else np.uint32),) * 2)

@@ -1,5 +1,6 @@
 """``tpu-rtl demo``: the main job, a data-parallel step, an all-reduce and an all-to-all on a
-2x2 torus of chips, each checked against golden."""
+2x2 torus of chips, then an embedding step on a 2x2 torus of chips with SparseCores, each
+checked against golden."""
 
 import os
 
@@ -15,10 +16,12 @@ __all__ = ["add_parser", "run"]
 
 def run(args):
     from sim.toolchain import OPT_VARIABLE
-    from verif.demo import arith_demo, mxu_demo, system_demo
+    from verif.demo import arith_demo, embedding_demo, mxu_demo, system_demo
     # The demo's runs are a few thousand cycles: its builds favour compile time.
     os.environ.setdefault(OPT_VARIABLE, DEMO_OPT)
     ok = system_demo(seed=args.seed, out=flushed)
+    flushed()
+    ok &= embedding_demo(seed=args.seed, out=flushed)
     if args.blocks:
         flushed()
         ok &= mxu_demo(seed=args.seed, backend=args.backend, out=flushed)
@@ -35,8 +38,9 @@ def add_parser(subparsers, help):
         description="The main job, each part checked bit for bit against golden: on a 2x2 "
                     "torus of chips, a data-parallel step (a matmul on every chip's MXU, then "
                     "the all-reduce of the products, one program a chip), an all-reduce and an "
-                    "all-to-all; with --blocks, odd-shaped matmuls and arithmetic corner cases "
-                    "too. Exits 1 if any result differs.")
+                    "all-to-all, then an embedding step on chips with SparseCores; with "
+                    "--blocks, odd-shaped matmuls and arithmetic corner cases too. Exits 1 if "
+                    "any result differs.")
     p.add_argument("--seed", type=natural, default=0,
                    help="seed of every random choice (default 0)")
     p.add_argument("--blocks", action="store_true",

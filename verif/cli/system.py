@@ -6,6 +6,7 @@
     tpu-rtl system collective all_to_all --topology 2x2x2 --twist --sizes 1KiB:16KiB
     tpu-rtl system collective reduce_scatter --topology 4x4 --fail 5 --dtype int32
     tpu-rtl system step --topology 2x2 --batch 64 --k 40 --n 8
+    tpu-rtl system embedding --topology 2x2 --rows 64 --dim 8 --batch 4 --alpha 1.05
 
 ``collective`` runs ``sim.system.collective`` over a range of message sizes (doubling up
 to ``--size``, or ``--sizes LO:HI``), checks every output word against
@@ -18,6 +19,13 @@ the largest run (PNG) under ``build/system/``. The exit status is 1 on any wrong
 random bf16 batch by shared weights on its MXU, then the all-reduce of the products, one
 program per chip; it checks each chip's product against ``golden.mxu.matmul`` and the
 all-reduce against ``golden.collectives.collective``, and writes the heat map.
+
+``embedding`` runs ``sim.system.embedding_step``: one embedding step (forward, and the
+update unless ``--forward``) of a table sharded over the chips, each chip's bags of Zipf ids
+(``--alpha``) combined on its SparseCore; it checks every output, the whole table and state
+against ``golden.embedding.step``, prints the verdict, the cycles, the HBM row reads against
+the ids (what dedup saved), the ICI words against a step that sends every occurrence, and
+writes the heat map. A mismatch prints the command that reproduces it.
 """
 
 import argparse
@@ -27,9 +35,9 @@ import numpy as np
 
 from verif.cli.common import add_fail, check_outputs, natural, parse_size, positive
 from verif.report import collective_table, plot_links
-from verif.suites.system.inputs import random_inputs
+from verif.suites.system.inputs import embedding_inputs, random_inputs
 
-__all__ = ["add_parser", "cmd_collective", "cmd_step"]
+__all__ = ["add_parser", "cmd_collective", "cmd_step", "cmd_embedding"]
 
 
 def add_parser(subparsers, help):
@@ -99,6 +107,35 @@ def add_parser(subparsers, help):
     s.add_argument("--out", type=Path, default=Path("build/system"),
                    help="folder of the heat map (default build/system)")
     s.set_defaults(func=cmd_step)
+    e = sub.add_parser("embedding", help="an embedding step: sharded table, ids and rows "
+                                         "all-to-all, SparseCores, sum-then-apply",
+                       description="Run one embedding step (sim.system.embedding_step) on "
+                                   "chips with a SparseCore, on Zipf ids; check it against "
+                                   "golden.embedding and report cycles, HBM row reads and "
+                                   "ICI words against a step without dedup.")
+    _add_topology(e)
+    e.add_argument("--rows", type=positive, default=64, help="table rows V (default 64)")
+    e.add_argument("--dim", type=positive, default=8, help="row width D (default 8)")
+    e.add_argument("--batch", type=positive, default=4, metavar="B",
+                   help="bags a chip (default 4)")
+    e.add_argument("--bag", type=positive, default=4, metavar="L",
+                   help="ids a bag (default 4)")
+    e.add_argument("--alpha", type=float, default=1.05,
+                   help="Zipf exponent of the ids, > 1 (default 1.05)")
+    e.add_argument("--combiner", choices=("sum", "mean", "sqrtn"), default="sum")
+    e.add_argument("--optimizer", choices=("sgd", "adagrad"), default="sgd")
+    e.add_argument("--mode", choices=("exact",), default="exact",
+                   help="the backward (default exact; golden.embedding also has prereduced, "
+                        "not the RTL)")
+    e.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01)")
+    e.add_argument("--forward", action="store_true", help="the forward only")
+    e.add_argument("--numerics", choices=("tpu", "ieee"), default="tpu")
+    e.add_argument("--backend", choices=("verilator", "amaranth", "icarus"),
+                   default="verilator")
+    e.add_argument("--seed", type=natural, default=0, help="seed of the data (default 0)")
+    e.add_argument("--out", type=Path, default=Path("build/system"),
+                   help="folder of the heat map (default build/system)")
+    e.set_defaults(func=cmd_embedding)
     b = sub.add_parser("bench", help="the same as tpu-rtl bench system",
                        description="The same as `tpu-rtl bench system`: the collective "
                                    "benchmarks (1x4 and 4x4; the cost model's constants; the "
@@ -293,3 +330,67 @@ def cmd_step(args):
                    f"{args.backend}")
         raise CommandError(f"mismatch: {wrong_products} wrong product words, {wrong} wrong "
                            f"all-reduce words (reproduce: {again})")
+
+
+def cmd_embedding(args):
+    check_outputs(args, folders=("out",))
+    from golden import embedding as ge
+    from sim import system
+
+    from verif.cli.common import CommandError, progress_printer
+
+    if not args.alpha > 1:
+        raise CommandError(f"--alpha must be above 1 (a Zipf exponent), not {args.alpha}", 2)
+    topology = _topology(args)
+    chips = int(topology.alive.sum())
+    rng = np.random.default_rng(args.seed)
+    table, indices, offsets, weights, grads = embedding_inputs(
+        rng, chips, rows=args.rows, dim=args.dim, batch=args.batch, bag=args.bag,
+        alpha=args.alpha)
+    kwargs = dict(grads=None if args.forward else grads,
+                  weights=weights if args.combiner != "sum" else None, topology=topology,
+                  combiner=args.combiner, optimizer=args.optimizer, lr=args.lr,
+                  mode=args.mode, numerics=args.numerics)
+    print(f"system embedding step on {topology.shape}{' twisted' if args.twist else ''}"
+          f"{' failed ' + ','.join(map(str, args.fail)) if args.fail else ''} ({chips} chips, "
+          f"table {args.rows}x{args.dim}, {args.batch} bags of {args.bag} Zipf({args.alpha}) "
+          f"ids a chip, {args.combiner}, {'forward only' if args.forward else args.optimizer}"
+          f", numerics {args.numerics}, seed {args.seed}, backend {args.backend}; the first "
+          f"run of a shape builds the system, minutes)", flush=True)
+    want = ge.step(table, indices, offsets, **kwargs)
+    progress = progress_printer("system embedding")
+    try:
+        run = system.embedding_step(table, indices, offsets, backend=args.backend,
+                                    seed=args.seed, progress=progress, **kwargs)
+    except system.SystemRunError as error:
+        raise CommandError(str(error)) from None
+    finally:
+        progress.close()
+    wrong = sum(int(np.count_nonzero(a.view(np.uint32) != b.view(np.uint32)))
+                for a, b in zip(run.out, want.out))
+    wrong += int(np.count_nonzero(run.table.view(np.uint32) != want.table.view(np.uint32)))
+    if want.state is not None:
+        wrong += int(np.count_nonzero(run.state.view(np.uint32) != want.state.view(np.uint32)))
+    plan = ge.plan(indices, offsets, num_rows=args.rows, n_chips=chips)
+    no_dedup = ge.traffic(plan, args.dim, backward=not args.forward, dedup=False).total
+    ids = sum(len(i) for i in indices)
+    print(f"  {'verdict':>10}{'cycles':>10}{'HBM row reads':>15}{'ids':>7}"
+          f"{'ICI words':>11}{'without dedup':>15}")
+    print(f"  {'bit-exact' if not wrong else 'MISMATCH':>10}{run.cycles:>10,}"
+          f"{int(run.hbm_reads.sum()):>15}{ids:>7}{run.ici_words:>11,}{no_dedup:>15,}")
+    print(f"  row reads per owner: {run.hbm_reads.tolist()}")
+    name = f"links_embedding_{topology.shape}{'_twist' if args.twist else ''}.png"
+    path = plot_links(run.link_utilization, topology, args.out / name,
+                      f"embedding step {args.rows}x{args.dim}, Zipf({args.alpha})")
+    print(f"  link heat map: {path}")
+    if wrong:
+        again = (f"tpu-rtl system embedding --topology {args.topology}"
+                 f"{' --twist' if args.twist else ''}"
+                 + "".join(f" --fail {c}" for c in args.fail)
+                 + f" --rows {args.rows} --dim {args.dim} --batch {args.batch} --bag "
+                   f"{args.bag} --alpha {args.alpha} --combiner {args.combiner} --optimizer "
+                   f"{args.optimizer} --mode {args.mode} --lr {args.lr}"
+                   f"{' --forward' if args.forward else ''} --numerics {args.numerics} "
+                   f"--seed {args.seed} --backend {args.backend}")
+        raise CommandError(f"mismatch: {wrong} wrong words against golden.embedding "
+                           f"(reproduce: {again})")

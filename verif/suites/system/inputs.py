@@ -1,8 +1,9 @@
-"""Random collective inputs of a given nccl-tests size, with special values."""
+"""Random collective inputs of a given nccl-tests size, with special values; random
+embedding-step inputs on Zipf ids."""
 
 import numpy as np
 
-__all__ = ["random_inputs"]
+__all__ = ["random_inputs", "embedding_inputs"]
 
 
 def random_inputs(kind, chips, size, dtype, rng):
@@ -23,3 +24,20 @@ def random_inputs(kind, chips, size, dtype, rng):
     pick = rng.random(shape) < 0.02
     values[pick] = rng.choice(specials, size=int(pick.sum()))
     return values
+
+
+def embedding_inputs(rng, chips, *, rows, dim, batch, bag, alpha):
+    """A table fp32 [rows, dim] and, per chip, ``batch`` bags of ``bag`` Zipf(``alpha``) ids
+    (folded into the table), their weights and the bags' gradients: ``(table, indices,
+    offsets, weights, grads)`` as ``golden.embedding.step`` takes them, about 2% of every
+    value special."""
+    from verif.suites.sparsecore.stimulus import fp32_values
+    table = fp32_values(rng, (rows, dim), special_density=0.02).view(np.float32)
+    indices = [((rng.zipf(alpha, batch * bag) - 1) % rows).astype(np.int64)
+               for _ in range(chips)]
+    offsets = [np.arange(0, batch * bag + 1, bag, dtype=np.int64) for _ in range(chips)]
+    weights = [fp32_values(rng, batch * bag, special_density=0.02).view(np.float32)
+               for _ in range(chips)]
+    grads = [fp32_values(rng, (batch, dim), special_density=0.02).view(np.float32)
+             for _ in range(chips)]
+    return table, indices, offsets, weights, grads

@@ -1,0 +1,50 @@
+"""``tpu-rtl system embedding``: the verdict, cycles, row reads and ICI words, the heat map,
+a reproducer on a mismatch, and one-line usage errors."""
+
+import numpy as np
+import pytest
+
+from sim import system
+from verif import cli
+
+ARGS = ["system", "embedding", "--topology", "2x2", "--rows", "40", "--dim", "8", "--batch",
+        "3", "--bag", "3", "--backend", "amaranth"]
+
+
+@pytest.mark.slow
+def test_the_step_prints_its_verdict_and_writes_a_heat_map(tmp_path, capsys):
+    status = cli.main(ARGS + ["--optimizer", "adagrad", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert status == 0
+    row = next(line.split() for line in out.splitlines() if "bit-exact" in line)
+    reads, ids, words, no_dedup = (int(x.replace(",", "")) for x in row[2:6])
+    assert reads <= ids == 4 * 3 * 3 and words <= no_dedup
+    assert (tmp_path / "links_embedding_2x2.png").stat().st_size > 1000
+
+
+@pytest.mark.slow
+def test_a_wrong_word_fails_with_a_reproducer(monkeypatch, tmp_path, capsys):
+    real = system.embedding_step
+
+    def corrupt(*args, **kwargs):
+        run = real(*args, **kwargs)
+        run.table.view(np.uint32)[0, 0] ^= 1
+        return run
+    monkeypatch.setattr(system, "embedding_step", corrupt)
+    status = cli.main(ARGS + ["--forward", "--out", str(tmp_path)])
+    captured = capsys.readouterr()
+    assert status == 1
+    assert "mismatch: 1 wrong words against golden.embedding" in captured.err
+    assert "tpu-rtl system embedding --topology 2x2 --rows 40" in captured.err
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--alpha", "1.0"], "--alpha must be above 1"),
+    (["--rows", "0"], "--rows"),
+    (["--combiner", "max"], "--combiner"),
+])
+def test_usage_errors_are_one_line_with_status_2(flags, message, tmp_path, capsys):
+    status = cli.main(ARGS + flags + ["--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2
+    assert message in err[-1]
