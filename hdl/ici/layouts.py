@@ -14,7 +14,8 @@ Routing-table entry (``route_entry_layout``), one per destination chip ``d`` at 
     ``b + 1`` when ``straight`` and the packet arrived in VC ``b + 1`` on port
     ``port ^ 1``, else ``b``; here ``b`` is the entry's ``vc`` (``tables.vc_base[d]``,
     the first VC of d's class: 0 unless the tables use VC classes). ``straight`` is
-    ``tables.escape_vc != 1``. An all-zero entry is unreachable, so a router whose table
+    ``tables.escape_vc != 1``. Adaptive tables (``golden.routing``, "Adaptive routing")
+    give their escape sub-network: every hop ``fixed`` to its ``hop_vc``. An all-zero entry is unreachable, so a router whose table
     was never written drops everything.
 """
 
@@ -145,11 +146,17 @@ def table_entries(tables, chip, *, vcs):
     need = max(base) + (2 if tables.dateline.any() else 1)   # a class's ring VCs b, b + 1
     if need > vcs:
         raise ValueError(f"the tables' VC classes need {need} VCs, more than vcs={vcs}")
+    hop_vc = getattr(tables, "hop_vc", None)
+    if hop_vc is not None and int(max(hop_vc[chip], default=0)) >= vcs:
+        raise ValueError(f"the tables' escape VCs need more than vcs={vcs}")
     out = []
     for d in range(n):
         port = int(tables.port[chip, d])
         if port < 0 or port == ports:
             out.append(encode_route_entry(port=port))
+            continue
+        if hop_vc is not None:          # adaptive tables' escape hops: a VC per entry
+            out.append(encode_route_entry(port=port, fixed=True, vc=int(hop_vc[chip, d])))
             continue
         escape = bool(tables.escape[chip, d])
         dateline = bool(tables.dateline[chip, port])
