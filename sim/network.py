@@ -49,7 +49,7 @@ from typing import NamedTuple
 import numpy as np
 
 from golden import topology as topo
-from golden.routing import walk
+from golden.routing import check_routing, walk
 from hdl.ici import table_entries
 from hdl.ici.layouts import route_entry_layout
 from hdl.lib.blackbox import BlackBox
@@ -382,10 +382,21 @@ def _check_params(traffic, rate, packet_flits, vcs, buffer_flits, link_latency,
     _int("malformed_every", malformed_every, 0, (1 << 16) - 1)
 
 
+def _routing(routing):
+    """``routing`` checked (``golden.routing.ROUTINGS``); "adaptive" needs the adaptive
+    router, not built yet (issue 44), so it stops here with one line."""
+    if check_routing(routing) == "adaptive":
+        raise NotImplementedError("routing='adaptive' needs the adaptive router RTL, not "
+                                  "built yet (issue 44); golden.topology.routing_tables(..., "
+                                  "routing='adaptive') gives its proven tables")
+    return routing
+
+
 def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flits=8,
               link_latency=2, cycles, warmup, seed=0, backend="verilator", local_ports=1,
               message_packets=8, source_queue=64, watchdog=None, corrupt_every=0,
-              malformed_every=0, stall=0.0, link_down=None, waves=None, progress=None):
+              malformed_every=0, stall=0.0, link_down=None, waves=None, progress=None,
+              routing="dor"):
     """One network run; returns :class:`NetworkStats` (no integrity check: see
     :meth:`NetworkStats.problems`). Parameters as :func:`run`, and the test knobs:
 
@@ -410,6 +421,7 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
         message names the phase, the packets outstanding and where flits and packets wait.
     """
     topology = _topology(topology)
+    _routing(routing)
     if watchdog is None:
         watchdog = 1000 + 20 * (link_latency + packet_flits)
     _check_params(traffic, rate, packet_flits, vcs, buffer_flits, link_latency,
@@ -448,7 +460,8 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
 
 def run(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flits=8,
         link_latency=2, cycles, warmup, seed=0, backend="verilator", local_ports=1,
-        message_packets=8, source_queue=64, watchdog=None, waves=None, progress=None):
+        message_packets=8, source_queue=64, watchdog=None, waves=None, progress=None,
+        routing="dor"):
     """Run ``traffic`` at ``rate`` on ``topology`` and measure it (module docstring).
 
     Parameters
@@ -481,6 +494,11 @@ def run(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flit
         Write a VCD of the run (Verilator builds a traced model once).
     progress : callable, optional
         ``progress(cycle, status)`` while the simulation runs.
+    routing : "dor" (default) or "adaptive"
+        ``"dor"``: dimension order with dateline VC classes (``golden.routing``).
+        ``"adaptive"`` (SPEC 4.4) raises NotImplementedError until the adaptive router
+        is built (issue 44); its tables are ``golden.topology.routing_tables(...,
+        routing="adaptive")``.
 
     Returns
     -------
@@ -497,7 +515,7 @@ def run(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flit
                       buffer_flits=buffer_flits, link_latency=link_latency, cycles=cycles,
                       warmup=warmup, seed=seed, backend=backend, local_ports=local_ports,
                       message_packets=message_packets, source_queue=source_queue,
-                      watchdog=watchdog, waves=waves, progress=progress)
+                      watchdog=watchdog, waves=waves, progress=progress, routing=routing)
     problems = stats.problems()
     if problems:
         raise NetworkIntegrityError(f"{traffic} traffic at rate {rate} on "
@@ -524,6 +542,7 @@ def sweep(topology, *, rates=None, stop_at_saturation=True, progress=None, **kwa
     rates = list(rates)
     if not rates:
         raise ValueError("rates must name at least one rate")
+    _routing(kwargs.get("routing", "dor"))
     curve = []
     for index, rate in enumerate(rates):
         point = run(topology, rate=rate, **kwargs)
