@@ -114,7 +114,7 @@ import numpy as np
 
 __all__ = ["UNREACHABLE", "ROUTINGS", "RoutingTables", "DeadlockError", "build_tables",
            "next_vc", "eject_port", "check_pairing", "walk", "deadlock_free", "distances",
-           "minimal_ports", "check_routing"]
+           "minimal_ports", "check_routing", "escape_dependencies"]
 
 UNREACHABLE = -1
 #: The routing modes (SPEC 4.4): dimension order, and minimal adaptive over escape VCs.
@@ -709,8 +709,19 @@ def _adaptive_reach(topology, mask, dist, d):
     return reach
 
 
-def _deadlock_free_adaptive(topology, tables, vcs):
-    """Duato's condition for adaptive tables (module docstring)."""
+def escape_dependencies(topology, tables, vcs):
+    """The escape channels' extended dependency graph of adaptive tables (module
+    docstring, "Adaptive routing"), after checking the tables.
+
+    Returns
+    -------
+    int64 array [E, 2] of ``(A, B)`` channel ids, ``(chip * 2D + port) * vcs + vc``,
+    sorted and unique: a packet may hold escape channel A while it asks for B.
+    """
+    vcs = _check_vcs(vcs)
+    check_pairing(topology, tables)
+    if tables.routing != "adaptive":
+        raise ValueError("escape_dependencies needs adaptive tables")
     esc_vcs = int(tables.escape_vcs)
     if esc_vcs >= vcs:
         raise ValueError(f"adaptive routing with {esc_vcs} escape VCs needs more than "
@@ -756,7 +767,13 @@ def _deadlock_free_adaptive(topology, tables, vcs):
             i, j = np.nonzero(reach)
             keys.append(held[sel][i] * n_channels + entry[j, d])
     keys = np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
-    cycle = _find_cycle(n_channels, np.stack([keys // n_channels, keys % n_channels], 1))
+    return np.stack([keys // n_channels, keys % n_channels], 1)
+
+
+def _deadlock_free_adaptive(topology, tables, vcs):
+    """Duato's condition for adaptive tables (module docstring)."""
+    edges = escape_dependencies(topology, tables, vcs)
+    cycle = _find_cycle(topology.n_chips * topology.n_ports * vcs, edges)
     if cycle is None:
         return True
     _raise_cycle(topology, cycle, vcs,

@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from golden import routing
 from golden import topology as topo
 from hdl.ici.layouts import route_entry_layout, table_entries
 
@@ -236,3 +237,82 @@ def test_adaptive_table_entries_fix_every_escape_vc():
                 continue
             assert (e["reachable"], e["port"], e["fixed"], e["vc"]) == \
                 (1, tables.port[c, d], 1, tables.hop_vc[c, d])
+
+
+# ---------------------------------------------------------------- the proof, by brute force
+
+def ref_escape_dependencies(t, tables, vcs):
+    """The extended dependency graph, enumerated here: per destination d and chip c, the
+    escape channel E(c, d) = (c, port[c, d], hop_vc[c, d]); E(c, d) -> E(c', d) for the
+    chip c' it leads to (direct), and with re-entry E(c, d) -> E(x, d) for every chip x
+    reached from c' by one or more adaptive hops toward d (indirect)."""
+    n, ports = t.n_chips, t.n_ports
+    nbrs = neighbor_lists(t)
+
+    def channel(c, d):
+        return (c * ports + int(tables.port[c, d])) * vcs + int(tables.hop_vc[c, d])
+
+    edges = set()
+    for d in range(n):
+        for c in range(n):
+            p = int(tables.port[c, d])
+            if c == d or p < 0:
+                continue
+            nxt = nbrs[c][p]
+            if nxt == d:
+                continue
+            edges.add((channel(c, d), channel(nxt, d)))
+            if not tables.reenter:
+                continue
+            todo, seen = [nxt], set()
+            while todo:
+                x = todo.pop()
+                for q, ok in zip(nbrs[x], tables.adaptive[x, d]):
+                    if ok and q not in seen:
+                        seen.add(q)
+                        todo.append(q)
+            for x in seen - {d}:
+                edges.add((channel(c, d), channel(x, d)))
+    return edges
+
+
+def neighbor_lists(t):
+    return [[None if q < 0 else int(q) for q in row] for row in t.neighbor]
+
+
+def has_cycle(edges):
+    succ = {}
+    for a, b in edges:
+        succ.setdefault(a, []).append(b)
+    state = {}
+
+    def visit(a):
+        state[a] = 1
+        for b in succ.get(a, ()):
+            if state.get(b) == 1 or (b not in state and visit(b)):
+                return True
+        state[a] = 2
+        return False
+    return any(a not in state and visit(a) for a in list(succ))
+
+
+@pytest.mark.parametrize("shape, kwargs, vcs, reenter", [
+    ("4x4", {}, 3, None), ("3x5", {}, 3, None), ("3x4", {"wrap": False}, 2, None),
+    ("2x4", {"twist": True}, 3, None), ("8x4", {"twist": True}, 3, True),
+    ("4x4", {"failed": (5,)}, 3, True), ("4x4", {"failed": (5,)}, 3, None),
+    ("2x2x4", {"twist": True}, 3, None)])
+def test_extended_graph_against_enumeration(shape, kwargs, vcs, reenter):
+    t = topo.torus(shape, **kwargs)
+    tables = topo.routing_tables(t, vcs=vcs, routing="adaptive")
+    if reenter is not None:
+        tables = dataclasses.replace(tables, reenter=reenter)
+    got = {tuple(e) for e in routing.escape_dependencies(t, tables, vcs).tolist()}
+    want = ref_escape_dependencies(t, tables, vcs)
+    assert got == want
+    cyclic = has_cycle(want)
+    if cyclic:
+        with pytest.raises(topo.DeadlockError):
+            topo.deadlock_free(t, tables, vcs)
+    else:
+        assert topo.deadlock_free(t, tables, vcs) is True
+    assert cyclic == (reenter is True)      # the two forced re-entries are the cyclic ones
