@@ -171,8 +171,8 @@ class RoutingTables:
         adaptive = self.routing == "adaptive"
         given = [x is not None for x in (self.adaptive, self.escape_vcs, self.reenter)]
         if given != [adaptive] * 3 or (self.hop_vc is not None and not adaptive):
-            raise ValueError(f"adaptive, escape_vcs and reenter (and hop_vc) are given for adaptive "
-                             f"routing and only then, not for routing={self.routing!r}")
+            raise ValueError(f"adaptive, escape_vcs and reenter (and hop_vc) are given for "
+                             f"adaptive routing and only then, not for routing={self.routing!r}")
         if adaptive:
             hop_vc = np.zeros((n, n), np.int64) if self.hop_vc is None else \
                 np.asarray(self.hop_vc)
