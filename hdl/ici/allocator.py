@@ -1,7 +1,7 @@
 """The router's allocator: VC and switch allocation in one step, with the output VCs'
 credits and wormhole ownership."""
 
-from amaranth.hdl import C, Cat, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -78,9 +78,9 @@ class Allocator(wiring.Component):
     ``escape_vcs`` up, or its escape hop (``port``, ``vc``); a candidate needs its output
     VC free and credits for the whole packet (``length``), and for packets from an
     injection input for two packets when two fit (``2 * length <= buffer_flits``; the
-    injection rule). Among the adaptive candidates the one with the most credits wins (the
-    lowest port, then VC, on a tie); the escape hop only when no adaptive candidate
-    qualifies. The granted header's choice is kept per input VC, and its body flits follow
+    injection rule). Among the candidates the one with the most credits wins: the escape
+    hop on a torus output competes with the adaptive ones, which win ties (the highest
+    port, then VC, among them). The granted header's choice is kept per input VC, and its body flits follow
     it. Ejection outputs are as without ``adaptive``.
 
     All outputs are combinational from ``heads``, ``eject_free`` and the registered
@@ -210,13 +210,23 @@ class Allocator(wiring.Component):
                                                                  room[o][w]))
                     with m.Default():
                         m.d.comb += ok_direct.eq(0)
-                # The adaptive candidate with the most credits.
-                best_ok, best_credits, best_port, best_vc = C(0, 1), C(0, 1), C(0, 1), C(0, 1)
+                # The candidate with the most credits: the escape hop's output VC (when it
+                # is a torus output), then each adaptive one, which wins a tie.
+                escape_credits = Signal(range(depth + 1), name=f"escape_credits{i}_{v}")
+                escape_torus = Signal(name=f"escape_torus{i}_{v}")
+                with m.Switch(Cat(h.vc, h.port)):
+                    for o in range(eject):
+                        for w in range(vcs):
+                            with m.Case(o * MAX_VCS + w):
+                                m.d.comb += [escape_credits.eq(credits[o][w]),
+                                             escape_torus.eq(1)]
+                best_ok = h.head & escape_torus & ok_direct
+                best_credits, best_port, best_vc = escape_credits, h.port, h.vc
                 for o in range(eject):
                     for w in range(self.escape_vcs, vcs):
                         ok = h.adapt & h.minimal[o] & free[o][w] & (credits[o][w] >= need)
                         better = Signal(name=f"better{i}_{v}_{o}_{w}")
-                        m.d.comb += better.eq(ok & (~best_ok | (credits[o][w] > best_credits)))
+                        m.d.comb += better.eq(ok & (~best_ok | (credits[o][w] >= best_credits)))
                         nxt = [Signal(name=f"best{k}{i}_{v}_{o}_{w}", shape=shape)
                                for k, shape in (("ok", 1), ("credits", range(depth + 1)),
                                                 ("port", h.port.shape()), ("vc", 2))]
@@ -226,7 +236,7 @@ class Allocator(wiring.Component):
                                      nxt[3].eq(Mux(better, w, best_vc))]
                         best_ok, best_credits, best_port, best_vc = nxt
                 adaptive = Signal(name=f"adaptive{i}_{v}")
-                m.d.comb += adaptive.eq(h.head & best_ok)
+                m.d.comb += adaptive.eq(h.head & best_ok)      # the best of the candidates
                 request = Signal(head_layout, name=f"request{i}_{v}")
                 m.d.comb += [request.valid.eq(h.valid), request.head.eq(h.head),
                              request.tail.eq(h.tail),

@@ -121,7 +121,10 @@ class InputPort(wiring.Component):
     fields of ``adaptive_head_layout``: ``adapt`` is high for packets injected here, for
     packets that arrived in an adaptive VC (``escape_vcs`` or above) and, with
     ``reenter``, for all. A header whose length is above ``buffer_flits`` is malformed
-    (cut-through needs a packet to fit a buffer). Ports ``minimal`` and ``reenter``
+    (cut-through needs a packet to fit a buffer). With ``local_ports`` above 1 a packet
+    ejects on output ``n_ports + src % local_ports`` (by its source, not ``eject_to``:
+    a flow's packets may arrive on any input, and its sink must see all of them).
+    Ports ``minimal`` and ``reenter``
     (In(2*MAX_DIMS), In(1)) carry the rest of the route lookup, combinationally from
     ``dst`` like ``entry``; ``heads`` are then ``adaptive_head_layout``.
 
@@ -131,7 +134,7 @@ class InputPort(wiring.Component):
     """
 
     def __init__(self, *, vcs, out_vcs, flit_words, buffer_flits, port, n_ports, bypass,
-                 eject_to=None, routing="dor", escape_vcs=2):
+                 eject_to=None, routing="dor", escape_vcs=2, local_ports=1):
         check_int("out_vcs", out_vcs, least=1, most=4)
         check_int("buffer_flits", buffer_flits, least=1)
         check_int("n_ports", n_ports, least=2, most=6)
@@ -144,6 +147,7 @@ class InputPort(wiring.Component):
         if routing not in ("dor", "adaptive"):
             raise ValueError(f"routing must be 'dor' or 'adaptive', not {routing!r}")
         self.adaptive, self.escape_vcs = routing == "adaptive", escape_vcs
+        self.local_ports = local_ports
         self.entry_layout = buffer_entry_layout(flit_words, self.adaptive)
         extra = {"minimal": In(2 * MAX_DIMS), "reenter": In(1)} if self.adaptive else {}
         super().__init__({
@@ -184,7 +188,9 @@ class InputPort(wiring.Component):
                            | ~((word.opcode == OPCODES["write"])
                                | (word.opcode == OPCODES["flag_add"])))
         port = entry.port
-        if self.eject_to != self.n_ports:
+        if self.adaptive and self.local_ports > 1:
+            port = Mux(eject, self.n_ports + word.src % self.local_ports, entry.port)
+        elif self.eject_to != self.n_ports:
             port = Mux(eject, self.eject_to, entry.port)
         return port, vc, bad, word.length
 

@@ -117,9 +117,10 @@ class Router(wiring.Component):
     injection port has ``min(2*dims, vcs)`` queues: a packet joins queue
     ``hdl.ici.layouts.injection_queue(escape port)`` (a queue per direction on a 2-D
     torus with 4 VCs), so a blocked packet stalls only packets of its own queue, and
-    ``ready`` then follows the arriving header's queue. Order: packets of one pair may
-    arrive out of order (they may take different paths and eject on different ports);
-    every packet is still delivered once, intact. Deadlock freedom is
+    ``ready`` then follows the arriving header's queue. A packet ejects on local port
+    ``src % local_ports``, whatever input it arrives on. Order: packets of one pair may
+    arrive out of order (they may take different paths); every packet is still
+    delivered once, intact. Deadlock freedom is
     ``golden.topology.deadlock_free``'s proof of the escape sub-network (Duato's
     condition).
 
@@ -260,7 +261,8 @@ class Router(wiring.Component):
                              bypass=self.pipeline == 1,
                              eject_to=n_ports + (i - n_ports if local else eject_port(
                                  i, torus_ports=n_ports, local_ports=k)),
-                             routing=self.routing, escape_vcs=self.escape_vcs)
+                             routing=self.routing, escape_vcs=self.escape_vcs,
+                             local_ports=k)
             m.submodules[self.local_name("inject", i - n_ports) if local
                          else f"input{i}"] = port
             lookup = table.read_port(domain="comb")
