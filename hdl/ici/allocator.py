@@ -79,8 +79,9 @@ class Allocator(wiring.Component):
     VC free and credits for the whole packet (``length``), and for packets from an
     injection input for two packets when two fit (``2 * length <= buffer_flits``; the
     injection rule). Among the candidates the one with the most credits wins: the escape
-    hop on a torus output competes with the adaptive ones, which win ties (the highest
-    port, then VC, among them). The granted header's choice is kept per input VC, and its body flits follow
+    hop on a torus output competes with the adaptive ones and wins ties (then the lowest
+    port, then VC, among them), so an idle network routes in dimension order and a
+    packet turns off it only where its dimension-order output VC is fuller. The granted header's choice is kept per input VC, and its body flits follow
     it. Ejection outputs are as without ``adaptive``.
 
     All outputs are combinational from ``heads``, ``eject_free`` and the registered
@@ -211,7 +212,7 @@ class Allocator(wiring.Component):
                     with m.Default():
                         m.d.comb += ok_direct.eq(0)
                 # The candidate with the most credits: the escape hop's output VC (when it
-                # is a torus output), then each adaptive one, which wins a tie.
+                # is a torus output), which wins a tie, then each adaptive one.
                 escape_credits = Signal(range(depth + 1), name=f"escape_credits{i}_{v}")
                 escape_torus = Signal(name=f"escape_torus{i}_{v}")
                 with m.Switch(Cat(h.vc, h.port)):
@@ -226,7 +227,7 @@ class Allocator(wiring.Component):
                     for w in range(self.escape_vcs, vcs):
                         ok = h.adapt & h.minimal[o] & free[o][w] & (credits[o][w] >= need)
                         better = Signal(name=f"better{i}_{v}_{o}_{w}")
-                        m.d.comb += better.eq(ok & (~best_ok | (credits[o][w] >= best_credits)))
+                        m.d.comb += better.eq(ok & (~best_ok | (credits[o][w] > best_credits)))
                         nxt = [Signal(name=f"best{k}{i}_{v}_{o}_{w}", shape=shape)
                                for k, shape in (("ok", 1), ("credits", range(depth + 1)),
                                                 ("port", h.port.shape()), ("vc", 2))]
