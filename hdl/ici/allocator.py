@@ -81,8 +81,9 @@ class Allocator(wiring.Component):
     injection rule). Among the candidates the one with the most credits wins: the escape
     hop on a torus output competes with the adaptive ones and wins ties (then the lowest
     port, then VC, among them), so an idle network routes in dimension order and a
-    packet turns off it only where its dimension-order output VC is fuller. The granted header's choice is kept per input VC, and its body flits follow
-    it. Ejection outputs are as without ``adaptive``.
+    packet turns off it only where its dimension-order output VC is fuller. The granted
+    header's choice is kept per input VC, and its body flits follow it. Ejection outputs
+    are as without ``adaptive``.
 
     All outputs are combinational from ``heads``, ``eject_free`` and the registered
     state (ownership, credits, arbiter pointers), which they update at the clock edge;
