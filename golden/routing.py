@@ -65,6 +65,40 @@ Routing rule, and why it is deadlock-free
 
     ``routing_tables`` proves every table with ``deadlock_free`` before returning it.
 
+Adaptive routing (``routing="adaptive"``, SPEC 4.4; Duato's protocol)
+    The VCs split into escape VCs ``0 .. escape_vcs-1`` and adaptive VCs ``escape_vcs ..
+    vcs-1``. The escape sub-network is the "dor" tables' routes above (``port``,
+    ``escape``, ``dateline``), built on the fewest VCs they need (2 on a torus or with
+    failed chips, 1 on a mesh), so adaptive routing needs one VC more. An adaptive VC may
+    take any minimal port (``adaptive[c, d]``, ``minimal_ports``: every port on a shortest
+    path over the live links; on a twisted torus that includes the twist). A packet in an
+    adaptive VC may always fall back to the escape VC of its next hop.
+
+    The escape VC of a hop is ``hop_vc[c, d]``, a function of chip and destination alone
+    (a packet coming from an adaptive VC has no escape history): on a ring, VC 0 while the
+    ring's dateline link is still ahead on the route's stretch along that axis, VC 1 on
+    the dateline link, after it, and on stretches that never cross it; the up*/down* hops
+    around failed chips keep their escape VC. (The "dor" rule, VC 1 only after a crossing
+    made in VC 1, is not enough: a packet that crossed the dateline, went on in an
+    adaptive VC and fell back would take VC 0 beyond the dateline, and the 4x4 torus then
+    has the cycle ``(3, 2) +x vc1 -> (0, 3) +x vc0 -> (1, 3) +x vc0 -> (2, 3) +x vc0``.)
+
+    Deadlock freedom (Duato): the routing function is connected (every packet can go on in
+    the escape network, whose routes reach every destination), and the escape channels'
+    extended dependency graph is acyclic. Its edges are the direct dependencies (escape
+    hop A then escape hop B on one route) and, when escape packets may re-enter adaptive
+    VCs (``reenter``), the indirect ones: a packet holding escape channel A takes one or
+    more adaptive hops and then asks for escape channel B. No escape channel is ever
+    taken as an adaptive one, so there are no cross dependencies. The proof is for
+    wormhole switching (a packet may hold A while it asks for B); cut-through needs no
+    more. ``build_tables`` allows re-entry when that graph is acyclic (regular tori,
+    meshes, the 2x4 and 3x3x6 twisted tori) and otherwise makes the escape VCs absorbing
+    (``reenter=False``: a packet that fell back stays in them to its destination, and the
+    graph is the escape routes' own): on the larger twisted tori an adaptive hop along
+    the long axis moves a packet backwards along a twisted ring's 2k links, past its
+    dateline; around a failed chip an up*/down* escape hop leads away from the
+    destination and a shortest path back passes its own link.
+
 Channel dependency graph
     A channel is a directed link (sending chip and port) with a VC. Channel A depends on
     channel B when some routed packet can hold A while it requests B, i.e. B follows A on
@@ -72,15 +106,19 @@ Channel dependency graph
     Seitz); ``deadlock_free`` builds the graph from every routed pair and proves that.
 """
 
+import dataclasses
 import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["UNREACHABLE", "RoutingTables", "DeadlockError", "build_tables", "next_vc",
-           "eject_port", "check_pairing", "walk", "deadlock_free"]
+__all__ = ["UNREACHABLE", "ROUTINGS", "RoutingTables", "DeadlockError", "build_tables",
+           "next_vc", "eject_port", "check_pairing", "walk", "deadlock_free", "distances",
+           "minimal_ports", "check_routing", "escape_dependencies"]
 
 UNREACHABLE = -1
+#: The routing modes (SPEC 4.4): dimension order, and minimal adaptive over escape VCs.
+ROUTINGS = ("dor", "adaptive")
 _INF = 1 << 40
 
 
@@ -91,6 +129,13 @@ class RoutingTables:
     ``scheme`` is "dor" (dimension order), or with failed chips "dor+escape", "mesh+escape"
     or "updown" (module docstring). ``vcs``: the VCs they were built for. ``vc_base``:
     the first VC of each destination's class (None: all 0).
+
+    ``routing`` is "dor" or "adaptive" ("Adaptive routing" in the module docstring). For
+    "adaptive", ``port`` (with ``escape`` and ``dateline``) is the escape sub-network,
+    ``hop_vc`` (int [n_chips, n_chips]) the escape VC of every escape hop, ``adaptive``
+    (bool [n_chips, n_chips, 2D]) the adaptive choices, and ``escape_vcs`` the escape VCs
+    ``0 .. escape_vcs-1``: VCs ``escape_vcs .. vcs-1`` are adaptive; ``reenter``: whether a
+    packet in an escape VC may take an adaptive VC again. For "dor" they are None.
     """
     port: np.ndarray
     dateline: np.ndarray
@@ -99,6 +144,11 @@ class RoutingTables:
     vcs: int
     scheme: str
     vc_base: np.ndarray | None = None
+    routing: str = "dor"
+    hop_vc: np.ndarray | None = None
+    adaptive: np.ndarray | None = None
+    escape_vcs: int | None = None
+    reenter: bool | None = None
 
     def __post_init__(self):
         n = self.port.shape[0]
@@ -115,6 +165,26 @@ class RoutingTables:
                              f"dateline {self.dateline.shape}, escape {self.escape.shape}")
         if self.dateline.dtype != bool or self.escape.dtype != bool:
             raise ValueError("dateline and escape must be bool arrays")
+        if self.routing not in ROUTINGS:
+            raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}, "
+                             f"not {self.routing!r}")
+        adaptive = self.routing == "adaptive"
+        given = [x is not None for x in (self.adaptive, self.escape_vcs, self.reenter)]
+        if given != [adaptive] * 3 or (self.hop_vc is not None and not adaptive):
+            raise ValueError(f"adaptive, escape_vcs and reenter (and hop_vc) are given for "
+                             f"adaptive routing and only then, not for routing={self.routing!r}")
+        if adaptive:
+            hop_vc = np.zeros((n, n), np.int64) if self.hop_vc is None else \
+                np.asarray(self.hop_vc)
+            mask = np.asarray(self.adaptive)
+            if hop_vc.shape != (n, n) or not np.issubdtype(hop_vc.dtype, np.integer):
+                raise ValueError(f"hop_vc must be an int array of shape ({n}, {n})")
+            if mask.shape != (n, n, self.dateline.shape[1]) or mask.dtype != bool:
+                raise ValueError(f"adaptive must be a bool array of shape "
+                                 f"({n}, {n}, {self.dateline.shape[1]})")
+            if isinstance(self.escape_vcs, bool) or \
+                    not isinstance(self.escape_vcs, (int, np.integer)) or self.escape_vcs < 1:
+                raise ValueError(f"escape_vcs must be a positive int, not {self.escape_vcs!r}")
 
     @property
     def eject(self):
@@ -239,9 +309,23 @@ def _escape_routes(topology, clean, exit_cost):
     return np.where(total < _INF, total_port, UNREACHABLE)
 
 
-def build_tables(topology, *, vcs=2):
+def check_routing(routing):
+    """``routing`` if it is one of ``ROUTINGS``, else a one-line ValueError."""
+    if not isinstance(routing, str) or routing not in ROUTINGS:
+        raise ValueError(f"routing must be one of {', '.join(map(repr, ROUTINGS))}, "
+                         f"not {routing!r}")
+    return routing
+
+
+def build_tables(topology, *, vcs=2, routing="dor"):
     """``golden.topology.routing_tables``: the tables of the module docstring, proven."""
     vcs = _check_vcs(vcs)
+    if check_routing(routing) == "adaptive":
+        return _build_adaptive(topology, vcs)
+    return _build_dor(topology, vcs)
+
+
+def _build_dor(topology, vcs, prove=True):
     n = topology.n_chips
     full = topology.intact_neighbor
     dateline = _datelines(topology, full)
@@ -288,7 +372,8 @@ def build_tables(topology, *, vcs=2):
                                (~clean) & (port >= 0), escape_vc, vcs, scheme)
     for array in (tables.port, tables.dateline, tables.escape):
         array.flags.writeable = False
-    deadlock_free(topology, tables, vcs)
+    if prove:
+        deadlock_free(topology, tables, vcs)
     return tables
 
 
@@ -304,11 +389,17 @@ def next_vc(tables, chip, dst, in_port, in_vc, out_port):
 
     Returns
     -------
-    The escape VC on escape hops; else, with ``b = tables.vc_base[dst]`` (0 unless VC
+    With adaptive tables, ``tables.hop_vc[chip, dst]`` whatever the arrival (module
+    docstring, "Adaptive routing"). Otherwise the escape VC on escape hops; else, with
+    ``b = tables.vc_base[dst]`` (0 unless VC
     classes are in use), VC b + 1 on a dateline link or while going straight on
     (``in_port == out_port ^ 1``) in VC b + 1 after one (unless VC 1 is the escape VC);
     else b.
     """
+    if tables.hop_vc is not None:       # adaptive routing's escape hops: a VC per (chip, dst)
+        return np.broadcast_to(tables.hop_vc[chip, dst], np.broadcast_shapes(
+            np.shape(chip), np.shape(dst), np.shape(in_port), np.shape(in_vc),
+            np.shape(out_port))).copy()
     base = tables.vc_base[dst]
     straight = (np.asarray(in_vc) == base + 1) & (tables.escape_vc != 1) & \
         (np.asarray(in_port) == np.asarray(out_port) ^ 1)
@@ -404,33 +495,41 @@ def _all_routed_pairs(topology, tables):
 
 
 def _find_cycle(n_nodes, edges):
-    """None if the directed graph is acyclic, else one cycle as a list of nodes."""
-    succ = [[] for _ in range(n_nodes)]
-    indeg = np.zeros(n_nodes, dtype=np.int64)
-    for a, b in edges:
-        succ[a].append(b)
-        indeg[b] += 1
-    # Kahn: peel nodes without predecessors; what cannot be peeled lies on or after a cycle.
-    ready = list(np.flatnonzero(indeg == 0))
-    while ready:
-        a = ready.pop()
-        for b in succ[a]:
-            indeg[b] -= 1
-            if indeg[b] == 0:
-                ready.append(b)
+    """None if the directed graph is acyclic, else one cycle as a list of nodes, each
+    with an edge to the next and the last to the first. ``edges``: int array [E, 2]."""
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    src, dst = edges[:, 0], edges[:, 1]
+    order = np.argsort(src, kind="stable")
+    src_s, dst_s = src[order], dst[order]
+    starts = np.searchsorted(src_s, np.arange(n_nodes))
+    ends = np.searchsorted(src_s, np.arange(n_nodes), side="right")
+    indeg = np.bincount(dst, minlength=n_nodes)
+    # Kahn, a frontier at a time: peel nodes without predecessors; what cannot be peeled
+    # lies on or after a cycle.
+    frontier = np.flatnonzero(indeg == 0)
+    while frontier.size:
+        lens = ends[frontier] - starts[frontier]
+        total = int(lens.sum())
+        if total == 0:
+            break
+        first = np.repeat(starts[frontier] - np.cumsum(lens) + lens, lens)
+        targets = dst_s[first + np.arange(total)]
+        indeg -= np.bincount(targets, minlength=n_nodes)
+        targets = np.unique(targets)
+        frontier = targets[indeg[targets] == 0]
     left = indeg > 0
     if not left.any():
         return None
     # Every leftover node has a leftover predecessor; walking predecessors must repeat.
-    pred = {}
-    for a, b in edges:
-        if left[a] and left[b]:
-            pred.setdefault(b, a)
-    node, seen = int(np.flatnonzero(left)[0]), []
-    while node not in seen:
+    keep = left[src] & left[dst]
+    pred = np.full(n_nodes, -1, dtype=np.int64)
+    pred[dst[keep]] = src[keep]
+    node, seen, where = int(np.flatnonzero(left)[0]), [], {}
+    while node not in where:
+        where[node] = len(seen)
         seen.append(node)
-        node = pred[node]
-    cycle = seen[seen.index(node):]
+        node = int(pred[node])
+    cycle = seen[where[node]:]
     return cycle[::-1]
 
 
@@ -457,6 +556,8 @@ def deadlock_free(topology, tables, vcs):
     """
     vcs = _check_vcs(vcs)
     check_pairing(topology, tables)
+    if tables.routing == "adaptive":
+        return _deadlock_free_adaptive(topology, tables, vcs)
     steps = walk(topology, tables, *_all_routed_pairs(topology, tables))
     for _, chip, port, vc in steps:
         bad = vc[(vc < 0) | (vc >= vcs)]
@@ -470,12 +571,210 @@ def deadlock_free(topology, tables, vcs):
         later = np.searchsorted(steps[t][0], steps[t + 1][0])
         keys.append(channel[t][later] * n_channels + channel[t + 1])
     keys = np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
-    edges = zip((keys // n_channels).tolist(), (keys % n_channels).tolist())
-    cycle = _find_cycle(n_channels, list(edges))
+    cycle = _find_cycle(n_channels, np.stack([keys // n_channels, keys % n_channels], 1))
     if cycle is None:
         return True
+    _raise_cycle(topology, cycle, vcs)
+
+
+def _raise_cycle(topology, cycle, vcs, what="dependency cycle"):
     named = [(ch // vcs // topology.n_ports, ch // vcs % topology.n_ports, ch % vcs)
              for ch in cycle]
     text = " -> ".join(f"{topology.describe(c, p)} vc{v}" for c, p, v in named)
-    raise DeadlockError(f"dependency cycle over {len(named)} channels: {text} -> "
+    raise DeadlockError(f"{what} over {len(named)} channels: {text} -> "
                         f"{topology.describe(named[0][0], named[0][1])} vc{named[0][2]}", named)
+
+
+# --- Adaptive routing (module docstring, "Adaptive routing").
+
+def distances(topology):
+    """[n, n] hop distances over the live links (``Topology.neighbor``), -1 where there is
+    no path (and for failed chips)."""
+    nb, n = topology.neighbor, topology.n_chips
+    live = np.flatnonzero(topology.alive)
+    dist = np.full((n, n), -1, dtype=np.int64)
+    dist[live, live] = 0
+    front, level = dist == 0, 0
+    while front.any():                  # breadth-first from every source at once
+        new = np.zeros((n, n), dtype=bool)
+        for p in range(topology.n_ports):
+            u = np.flatnonzero(nb[:, p] >= 0)
+            new[:, nb[u, p]] |= front[:, u]
+        front = new & (dist < 0)
+        level += 1
+        dist[front] = level
+    return dist
+
+
+def minimal_ports(topology):
+    """bool [n, n, 2D]: port p of chip c is on a shortest path over the live links from c
+    to d (every productive direction; on a twisted torus every direction on a minimal
+    route, the twist's included)."""
+    nb, dist = topology.neighbor, distances(topology)
+    q = np.maximum(nb, 0)                                       # [n, P]
+    ahead = dist[q]                                             # [n, P, n]: dist(q, d)
+    ok = (nb >= 0)[:, :, None] & (dist[:, None, :] > 0) & (ahead == dist[:, None, :] - 1)
+    return np.ascontiguousarray(np.moveaxis(ok, 1, 2))
+
+
+def _dateline_ahead(topology, tables):
+    """bool [n, n]: the dimension-order hop out of chip c toward d has a dateline link
+    further along its axis (after this hop, before the route turns or ends)."""
+    n = topology.n_chips
+    port, nb = tables.port, topology.neighbor
+    c_idx = np.arange(n)[:, None]
+    ring = (port >= 0) & (port < tables.eject) & ~tables.escape
+    p = np.where(ring, port, 0)
+    nxt = np.where(ring, nb[c_idx, p], 0)
+    d_idx = np.broadcast_to(np.arange(n)[None, :], (n, n))
+    cont = ring & (port[nxt, d_idx] == p) & ~tables.escape[nxt, d_idx]
+    ahead = np.zeros((n, n), dtype=bool)
+    for _ in range(n):
+        new = cont & (tables.dateline[nxt, p] | ahead[nxt, d_idx])
+        if (new == ahead).all():
+            break
+        ahead = new
+    return ahead
+
+
+def _build_adaptive(topology, vcs):
+    """Adaptive tables: the escape sub-network (``_build_dor``'s routes on the fewest VCs
+    they need, a VC per hop by the dateline-ahead rule) and every minimal port, proven."""
+    dateline = _datelines(topology, topology.intact_neighbor)
+    escape_vcs = 2 if dateline.any() or topology.failed else 1
+    if vcs <= escape_vcs:
+        raise ValueError(f"adaptive routing on {topology.shape} needs at least "
+                         f"{escape_vcs + 1} VCs ({escape_vcs} escape, 1 adaptive), not "
+                         f"vcs={vcs}")
+    esc = _build_dor(topology, escape_vcs, prove=False)
+    if esc.dateline.any():
+        # VC 0 while the ring's dateline is still ahead, VC 1 from it on and on routes
+        # that never cross it: a function of (chip, destination) alone.
+        hop_vc = np.where(_dateline_ahead(topology, esc), 0, 1)
+    else:
+        hop_vc = np.zeros(esc.port.shape, dtype=np.int64)
+    hop_vc = np.where(esc.escape, esc.escape_vc, hop_vc).astype(np.int64)
+    mask = minimal_ports(topology)
+    for array in (hop_vc, mask):
+        array.flags.writeable = False
+    tables = RoutingTables(esc.port, esc.dateline, esc.escape, esc.escape_vc, vcs,
+                           esc.scheme, None, "adaptive", hop_vc, mask, escape_vcs, True)
+    try:
+        deadlock_free(topology, tables, vcs)
+    except DeadlockError:
+        # Re-entry makes a cycle (twisted rings, non-minimal escape hops around failed
+        # chips): an escape packet then stays in the escape VCs to its destination.
+        tables = dataclasses.replace(tables, reenter=False)
+        deadlock_free(topology, tables, vcs)
+    return tables
+
+
+def _check_adaptive_choices(topology, tables):
+    """ValueError unless every adaptive choice is a lit port of a live chip on a shortest
+    path to a live destination."""
+    mask, nb = tables.adaptive, topology.neighbor
+    bad = mask & (nb < 0)[:, None, :]
+    if bad.any():
+        c, d, p = (int(x[0]) for x in np.nonzero(bad))
+        raise ValueError(f"the adaptive choices send packets for {topology.describe(d)} out "
+                         f"of {topology.describe(c, p)}, a dark port")
+    alive = topology.alive
+    bad = mask & ~(alive[:, None] & alive[None, :])[:, :, None]
+    if bad.any():
+        c, d, p = (int(x[0]) for x in np.nonzero(bad))
+        raise ValueError(f"the adaptive choices route from {topology.describe(c)} to "
+                         f"{topology.describe(d)}, and one of them is failed")
+    bad = mask & ~minimal_ports(topology)
+    if bad.any():
+        c, d, p = (int(x[0]) for x in np.nonzero(bad))
+        raise ValueError(f"the adaptive choice {topology.describe(c, p)} toward "
+                         f"{topology.describe(d)} is not on a shortest path: adaptive "
+                         f"routing is minimal")
+
+
+def _adaptive_reach(topology, mask, dist, d):
+    """bool [n, n]: chip c* is reachable from chip c by one or more adaptive hops toward
+    d (minimal hops, so by increasing distance from d)."""
+    n, nb = topology.n_chips, topology.neighbor
+    reach = np.zeros((n, n), dtype=bool)
+    level = dist[:, d]
+    for k in range(1, int(level.max(initial=0)) + 1):
+        cs = np.flatnonzero(level == k)
+        for p in range(topology.n_ports):
+            sel = cs[mask[cs, d, p]]
+            if sel.size:
+                q = nb[sel, p]
+                reach[sel] |= reach[q]
+                reach[sel, q] = True
+    return reach
+
+
+def escape_dependencies(topology, tables, vcs):
+    """The escape channels' extended dependency graph of adaptive tables (module
+    docstring, "Adaptive routing"), after checking the tables.
+
+    Returns
+    -------
+    int64 array [E, 2] of ``(A, B)`` channel ids, ``(chip * 2D + port) * vcs + vc``,
+    sorted and unique: a packet may hold escape channel A while it asks for B.
+    """
+    vcs = _check_vcs(vcs)
+    check_pairing(topology, tables)
+    if tables.routing != "adaptive":
+        raise ValueError("escape_dependencies needs adaptive tables")
+    esc_vcs = int(tables.escape_vcs)
+    if esc_vcs >= vcs:
+        raise ValueError(f"adaptive routing with {esc_vcs} escape VCs needs more than "
+                         f"vcs={vcs}: no VC is left for adaptive hops")
+    _check_adaptive_choices(topology, tables)
+    n, ports = topology.n_chips, topology.n_ports
+    src, dst = _all_routed_pairs(topology, tables)
+    steps = walk(topology, tables, src, dst)        # the escape routes: connected, no loop
+    for _, chip, port, vc in steps:
+        bad = vc[(vc < 0) | (vc >= esc_vcs)]
+        if bad.size:
+            raise ValueError(f"an escape hop uses VC {int(bad[0])}, but the escape VCs are "
+                             f"0..{esc_vcs - 1}")
+    n_channels = n * ports * vcs
+    channel = [(c * ports + p) * vcs + v for _, c, p, v in steps]
+    # Direct dependencies: consecutive escape hops of one route.
+    keys = []
+    for t in range(len(steps) - 1):
+        later = np.searchsorted(steps[t][0], steps[t + 1][0])
+        keys.append(channel[t][later] * n_channels + channel[t + 1])
+    # Indirect dependencies (only if escape packets may re-enter adaptive VCs): a packet
+    # holding escape channel A (toward d) takes adaptive hops from A's far end to a chip
+    # c*, then asks for the escape channel it enters there (in from an adaptive VC: no
+    # arrival state, as if injected).
+    if tables.reenter and steps:
+        routed = (tables.port >= 0) & (tables.port < tables.eject)
+        c_all, d_all = np.nonzero(routed)
+        entry = np.full((n, n), -1, dtype=np.int64)
+        out = tables.port[c_all, d_all]
+        entry[c_all, d_all] = (c_all * ports + out) * vcs + next_vc(
+            tables, c_all, d_all, np.full(c_all.size, -1), np.full(c_all.size, -1), out)
+        held = np.concatenate(channel) if channel else np.zeros(0, np.int64)
+        held_dst = np.concatenate([dst[pair] for pair, *_ in steps]) if steps else held
+        held_key = np.unique(held * n + held_dst)
+        held, held_dst = held_key // n, held_key % n
+        link = held // vcs
+        far = topology.neighbor[link // ports, link % ports]
+        dist = distances(topology)
+        for d in np.unique(held_dst):
+            sel = held_dst == d
+            reach = _adaptive_reach(topology, tables.adaptive, dist, d)[far[sel]]
+            reach[:, d] = False
+            i, j = np.nonzero(reach)
+            keys.append(held[sel][i] * n_channels + entry[j, d])
+    keys = np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
+    return np.stack([keys // n_channels, keys % n_channels], 1)
+
+
+def _deadlock_free_adaptive(topology, tables, vcs):
+    """Duato's condition for adaptive tables (module docstring)."""
+    edges = escape_dependencies(topology, tables, vcs)
+    cycle = _find_cycle(topology.n_chips * topology.n_ports * vcs, edges)
+    if cycle is None:
+        return True
+    _raise_cycle(topology, cycle, vcs,
+                 what="escape channels' extended dependency cycle (Duato)")

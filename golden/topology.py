@@ -23,8 +23,9 @@ Twisted tori
 Routing
     ``routing_tables`` gives per-router tables (an int array of output ports per chip and
     destination, plus the VC rule as data), ``deadlock_free`` proves them and ``route``
-    traces one packet. Their encoding, the routing rule for regular, twisted and failed
-    topologies and the deadlock-freedom argument are in ``golden.routing``.
+    traces one packet (along the escape route, for adaptive tables). Their encoding, the
+    routing rules ("dor" and "adaptive") for regular, twisted and failed topologies and the
+    deadlock-freedom arguments are in ``golden.routing``.
 
 Fluid model
     ``all_to_all_bound``: every ordered pair of live chips sends at the same rate, split
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import routing
+from . import routing as _routing
 from .routing import UNREACHABLE, DeadlockError, RoutingTables, walk
 
 __all__ = [
@@ -327,34 +328,38 @@ def _check_topology(topology, tables=None):
         return
     if not isinstance(tables, RoutingTables):
         raise ValueError(f"expected RoutingTables, not {type(tables).__name__}")
-    routing.check_pairing(topology, tables)
+    _routing.check_pairing(topology, tables)
 
 
-def routing_tables(topology, *, vcs=2):
+def routing_tables(topology, *, vcs=2, routing="dor"):
     """Deadlock-free routing tables for a topology (rule and encoding: ``golden.routing``).
 
     Parameters
     ----------
     topology : Topology
     vcs : int, VCs per link: tori need 2 (1 if no ring has 3 links); with failed chips,
-        3 keep torus dimension order for the unaffected pairs (``RoutingTables.scheme``)
+        3 keep torus dimension order for the unaffected pairs (``RoutingTables.scheme``);
+        adaptive routing needs one more than its escape sub-network (3 on a torus)
+    routing : "dor" (dimension order with dateline VC classes) or "adaptive" (minimal
+        adaptive over escape VCs, Duato's protocol; ``golden.routing``, "Adaptive routing")
 
     Returns
     -------
     RoutingTables, proven by ``deadlock_free``
     """
     _check_topology(topology)
-    return routing.build_tables(topology, vcs=vcs)
+    return _routing.build_tables(topology, vcs=vcs, routing=routing)
 
 
 def deadlock_free(topology, tables, vcs):
     """Prove that ``tables`` cannot deadlock ``topology`` with ``vcs`` VCs per link.
 
     True, or :class:`DeadlockError` naming a cycle of the channel dependency
-    graph; see :func:`golden.routing.deadlock_free` for every check.
+    graph (for adaptive tables, of the escape channels' extended dependency graph); see
+    :func:`golden.routing.deadlock_free` for every check.
     """
     _check_topology(topology, tables)
-    return routing.deadlock_free(topology, tables, vcs)
+    return _routing.deadlock_free(topology, tables, vcs)
 
 
 def route(topology, tables, src, dst):

@@ -49,19 +49,19 @@ from typing import NamedTuple
 import numpy as np
 
 from golden import topology as topo
-from golden.routing import walk
+from golden.routing import check_routing, walk
 from hdl.ici import table_entries
-from hdl.ici.layouts import route_entry_layout
+from hdl.ici.layouts import adaptive_entry_layout, adaptive_table_entries, route_entry_layout
 from hdl.lib.blackbox import BlackBox
 from hdl.lib.xorshift import xorshift32
 from hdl.ocs import STATUSES
 from hdl.system import face_ports, parse_dims, wired_neighbor
 from hdl.system.layouts import (BUCKETS, HOP_BITS, MAX_LOCAL_PORTS, MAX_PACKET_FLITS, MODES,
-                                N_STATS, STATS, bucket_range, latency_bucket, node_layout,
-                                row_layout)
+                                N_STATS, STATS, bucket_range, latency_bucket, node_layout)
 from hdl.system.fabric import ocs_layout
 from hdl.testbench import (PHASES, NetworkSystem, network_system_signature, node_signature,
                            readout_beats)
+from hdl.testbench.node import ADAPTIVE_ESCAPE_VCS, network_row_layout
 
 from .backends import check_backend
 from .backends.whole_run import WholeRun, check_run
@@ -194,12 +194,13 @@ def _int(name, value, least, most=None):
 
 
 def system_params(topology, *, vcs=2, buffer_flits=8, link_latency=2, local_ports=1,
-                  source_queue=64):
+                  source_queue=64, routing="dor"):
     """The :class:`~hdl.system.NetworkSystem` parameters of a run on ``topology``: the
-    build, shared by every topology of its shape."""
+    build, shared by every topology of its shape (``routing`` appears only when
+    "adaptive", so "dor" builds keep their parameters)."""
     return dict(dims="x".join(map(str, topology.dims)), vcs=vcs, buffer_flits=buffer_flits,
                 link_latency=link_latency, local_ports=local_ports, source_queue=source_queue,
-                reconfig_cycles=2)
+                reconfig_cycles=2, **({"routing": routing} if routing != "dor" else {}))
 
 
 def _destinations(topology, traffic):
@@ -339,11 +340,14 @@ def _rows(topology, tables, vcs, dims, settings, seeds, lit, down=None):
     n = topology.n_chips
     if down is None:
         down = np.zeros((n, topology.n_ports), dtype=bool)
-    layout = row_layout(n, len(dims))
-    entries = np.array([table_entries(tables, c, vcs=vcs) for c in range(n)], dtype=object)
+    adaptive = tables.routing == "adaptive"
+    layout = network_row_layout(n, len(dims), tables.routing)
+    entry_of = adaptive_table_entries if adaptive else table_entries
+    entries = np.array([entry_of(tables, c, vcs=vcs) for c in range(n)], dtype=object)
     hops = _hops(topology, tables)
     _, dst, sends = settings
-    ebits, node = route_entry_layout.size, node_layout(len(dims))
+    ebits = (adaptive_entry_layout if adaptive else route_entry_layout).size
+    node = node_layout(len(dims))
     off_entries, off_hops = layout["entries"].offset, layout["hops"].offset
     off_node = layout["node"].offset
     rows = []
@@ -382,10 +386,24 @@ def _check_params(traffic, rate, packet_flits, vcs, buffer_flits, link_latency,
     _int("malformed_every", malformed_every, 0, (1 << 16) - 1)
 
 
+def _routing(routing, vcs=None, packet_flits=None, buffer_flits=None):
+    """``routing`` checked (``golden.routing.ROUTINGS``), with what "adaptive" needs: VCs
+    above the escape ones, and packets that fit a buffer (cut-through)."""
+    if check_routing(routing) == "adaptive":
+        if vcs is not None and vcs <= ADAPTIVE_ESCAPE_VCS:
+            raise ValueError(f"routing='adaptive' needs vcs above {ADAPTIVE_ESCAPE_VCS} (the "
+                             f"escape VCs), not vcs={vcs}")
+        if packet_flits is not None and packet_flits > buffer_flits:
+            raise ValueError(f"routing='adaptive' cuts packets through, so packet_flits "
+                             f"({packet_flits}) must fit buffer_flits ({buffer_flits})")
+    return routing
+
+
 def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flits=8,
               link_latency=2, cycles, warmup, seed=0, backend="verilator", local_ports=1,
               message_packets=8, source_queue=64, watchdog=None, corrupt_every=0,
-              malformed_every=0, stall=0.0, link_down=None, waves=None, progress=None):
+              malformed_every=0, stall=0.0, link_down=None, waves=None, progress=None,
+              routing="dor"):
     """One network run; returns :class:`NetworkStats` (no integrity check: see
     :meth:`NetworkStats.problems`). Parameters as :func:`run`, and the test knobs:
 
@@ -410,6 +428,7 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
         message names the phase, the packets outstanding and where flits and packets wait.
     """
     topology = _topology(topology)
+    _routing(routing, vcs, packet_flits, buffer_flits)
     if watchdog is None:
         watchdog = 1000 + 20 * (link_latency + packet_flits)
     _check_params(traffic, rate, packet_flits, vcs, buffer_flits, link_latency,
@@ -419,7 +438,7 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
     check_backend(backend)
     params = system_params(topology, vcs=vcs, buffer_flits=buffer_flits,
                            link_latency=link_latency, local_ports=local_ports,
-                           source_queue=source_queue)
+                           source_queue=source_queue, routing=routing)
     dims = topology.dims
     lit, ocs = _lit(topology, dims), _ocs_beats(topology, dims)   # realizable?
     down, ends, fault_at = _link_down(topology, link_down)
@@ -427,7 +446,7 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
     mode, _, sends = settings
     if not sends.any():
         raise ValueError(f"no node of {topology!r} sends {traffic} traffic")
-    tables = topo.routing_tables(topology, vcs=vcs)
+    tables = topo.routing_tables(topology, vcs=vcs, routing=routing)
     rows = _rows(topology, tables, vcs, dims, settings, _seeds(seed, topology.n_chips), lit,
                  down)
     threshold = round(rate / (local_ports * packet_flits) * (1 << 16))
@@ -448,7 +467,8 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
 
 def run(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flits=8,
         link_latency=2, cycles, warmup, seed=0, backend="verilator", local_ports=1,
-        message_packets=8, source_queue=64, watchdog=None, waves=None, progress=None):
+        message_packets=8, source_queue=64, watchdog=None, waves=None, progress=None,
+        routing="dor"):
     """Run ``traffic`` at ``rate`` on ``topology`` and measure it (module docstring).
 
     Parameters
@@ -481,6 +501,14 @@ def run(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flit
         Write a VCD of the run (Verilator builds a traced model once).
     progress : callable, optional
         ``progress(cycle, status)`` while the simulation runs.
+    routing : "dor" (default) or "adaptive"
+        ``"dor"``: dimension order with dateline VC classes (``golden.routing``).
+        ``"adaptive"`` (SPEC 4.4): minimal adaptive routing over escape VCs with
+        cut-through and per-direction injection queues (``hdl.ici.Router``); needs
+        ``vcs`` of 3 or more and ``packet_flits <= buffer_flits``. Packets of a flow may
+        then arrive out of order: the sinks check each flow's packets as a set (every
+        one exactly once), not their order. ``hops_mean`` counts the escape routes' hops
+        (minimal on tori and meshes, so the hops every packet takes).
 
     Returns
     -------
@@ -497,7 +525,7 @@ def run(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flit
                       buffer_flits=buffer_flits, link_latency=link_latency, cycles=cycles,
                       warmup=warmup, seed=seed, backend=backend, local_ports=local_ports,
                       message_packets=message_packets, source_queue=source_queue,
-                      watchdog=watchdog, waves=waves, progress=progress)
+                      watchdog=watchdog, waves=waves, progress=progress, routing=routing)
     problems = stats.problems()
     if problems:
         raise NetworkIntegrityError(f"{traffic} traffic at rate {rate} on "
@@ -524,6 +552,8 @@ def sweep(topology, *, rates=None, stop_at_saturation=True, progress=None, **kwa
     rates = list(rates)
     if not rates:
         raise ValueError("rates must name at least one rate")
+    _routing(kwargs.get("routing", "dor"), kwargs.get("vcs", 2),
+             kwargs.get("packet_flits", 1), kwargs.get("buffer_flits", 8))
     curve = []
     for index, rate in enumerate(rates):
         point = run(topology, rate=rate, **kwargs)
@@ -608,7 +638,8 @@ class _NetworkOfInstances(NetworkSystem):
 
 
 def _signature_params(params):
-    return {k: params[k] for k in ("dims", "vcs", "n_nodes", "local_ports")}
+    return {k: params[k] for k in ("dims", "vcs", "n_nodes", "local_ports", "routing")
+            if k in params}
 
 
 def _simulate(whole, *, backend, waves, progress, threads=None):

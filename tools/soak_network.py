@@ -28,12 +28,13 @@ from verif.cli.network import parse_link_down  # noqa: E402
 
 
 def soak(shape, *, twist, failed, traffic, rate, cycles, warmup, seed, backend,
-         link_down=None):
+         link_down=None, routing="dor", vcs=2):
     """One soak run; returns (topology, NetworkStats, wall seconds, problems)."""
     topology = topo.torus(shape, twist=twist, failed=failed)
     start = time.monotonic()
     stats = network.run_stats(topology, traffic=traffic, rate=rate, cycles=cycles,
-                              warmup=warmup, seed=seed, backend=backend, link_down=link_down)
+                              warmup=warmup, seed=seed, backend=backend, link_down=link_down,
+                              routing=routing, vcs=vcs)
     return topology, stats, time.monotonic() - start, stats.problems()
 
 
@@ -51,14 +52,18 @@ def main(argv=None):
                         choices=("verilator", "amaranth", "icarus"))
     parser.add_argument("--link-down", metavar="CHIP:PORT@CYCLE",
                         help="take a link down mid-run (as tpu-rtl network --link-down)")
+    parser.add_argument("--routing", default="dor", choices=("dor", "adaptive"))
+    parser.add_argument("--vcs", type=int, default=None,
+                        help="VCs per link (default 2, or 3 with --routing adaptive)")
     args = parser.parse_args(argv)
+    vcs = args.vcs if args.vcs is not None else 3 if args.routing == "adaptive" else 2
     failed = tuple(int(c) for c in args.failed.split(",") if c)
     try:
         link_down = parse_link_down(args.link_down) if args.link_down else None
         topology, stats, wall, problems = soak(
             args.topology, twist=args.twist, failed=failed, traffic=args.traffic,
             rate=args.rate, cycles=args.cycles, warmup=args.warmup, seed=args.seed,
-            backend=args.backend, link_down=link_down)
+            backend=args.backend, link_down=link_down, routing=args.routing, vcs=vcs)
     except SimulationHang as error:
         print(f"HUNG (watchdog): {error}")
         return 1
@@ -66,7 +71,8 @@ def main(argv=None):
         print(f"error: {error}", file=sys.stderr)
         return 2
     t = stats.total
-    print(f"{topology!r}, {args.traffic}, rate {args.rate}, seed {args.seed}")
+    print(f"{topology!r}, {args.traffic}, rate {args.rate}, seed {args.seed}, "
+          f"routing {args.routing}, {vcs} VCs")
     print(f"cycles {args.cycles} (warm-up {args.warmup}); harness cycles {stats.cycles}, "
           f"drain {stats.drain_cycles}")
     for name in ("created", "overflow", "injected", "received", "header_errors",

@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..lib.params import check_int
 from .arbiter import RoundRobin
-from .input_port import head_layout, is_value
+from .input_port import adaptive_head_layout, head_layout, is_value
 from .layouts import MAX_VCS
 
 __all__ = ["Allocator"]
@@ -72,13 +72,27 @@ class Allocator(wiring.Component):
         Bit w of entry o: a valid head asks for output VC (o, w), which has no credit
         left, this cycle (a credit-empty stall; ``hold`` does not count).
 
+    Adaptive routing (``adaptive``, with ``escape_vcs`` and the ``inject`` inputs): heads
+    are ``adaptive_head_layout``, and allocation is virtual cut-through. A header whose
+    ``adapt`` is high may take any torus output of its ``minimal`` ports on any VC from
+    ``escape_vcs`` up, or its escape hop (``port``, ``vc``); a candidate needs its output
+    VC free and credits for the whole packet (``length``), and for packets from an
+    injection input for two packets when two fit (``2 * length <= buffer_flits``; the
+    injection rule). Among the candidates the one with the most credits wins: the escape
+    hop on a torus output competes with the adaptive ones and wins ties (then the lowest
+    port, then VC, among them), so an idle network routes in dimension order and a
+    packet turns off it only where its dimension-order output VC is fuller. The granted
+    header's choice is kept per input VC, and its body flits follow it. Ejection outputs
+    are as without ``adaptive``.
+
     All outputs are combinational from ``heads``, ``eject_free`` and the registered
     state (ownership, credits, arbiter pointers), which they update at the clock edge;
     ``credit`` counts from the next cycle. Throughput: each cycle, one flit per input and
     one per output.
     """
 
-    def __init__(self, *, n_in, n_out, vcs, buffer_flits, n_eject=1, observe=False):
+    def __init__(self, *, n_in, n_out, vcs, buffer_flits, n_eject=1, observe=False,
+                 adaptive=False, escape_vcs=2, inject=()):
         check_int("n_in", n_in, least=1)
         check_int("n_out", n_out, least=2)
         check_int("vcs", vcs, least=1)
@@ -86,10 +100,14 @@ class Allocator(wiring.Component):
         check_int("n_eject", n_eject, least=1, most=n_out - 1)
         self.n_in, self.n_out, self.vcs, self.buffer_flits = n_in, n_out, vcs, buffer_flits
         self.n_eject, self.observe = n_eject, bool(observe)
+        self.adaptive, self.escape_vcs, self.inject = bool(adaptive), escape_vcs, set(inject)
+        if self.adaptive:
+            check_int("escape_vcs", escape_vcs, least=1, most=vcs - 1)
         observed = {"hold": In(n_out - n_eject),
                     "starved": Out(vcs).array(n_out - n_eject)} if observe else {}
         super().__init__({
-            "heads": In(head_layout).array(n_in, vcs),
+            "heads": In(adaptive_head_layout if self.adaptive else head_layout
+                        ).array(n_in, vcs),
             "credit": In(vcs).array(n_out - n_eject),
             "eject_free": In(n_eject),
             "grant": Out(vcs).array(n_in),
@@ -102,7 +120,7 @@ class Allocator(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        n_in, n_out, vcs, depth = self.n_in, self.n_out, self.vcs, self.buffer_flits
+        n_out, vcs, depth = self.n_out, self.vcs, self.buffer_flits
         eject = n_out - self.n_eject   # the first ejection output
         # Per output VC: credits left, and whether a packet owns it. Eject has one VC.
         out_vcs = [vcs] * eject + [1] * self.n_eject
@@ -126,6 +144,16 @@ class Allocator(wiring.Component):
                 m.d.comb += [room[o][w].eq(has_room),
                              free[o][w].eq(room[o][w] & ~owned[o][w])]
 
+        if self.adaptive:
+            picks = self._adaptive_picks(m, credits, room, free, out_vcs, eject)
+        else:
+            picks = self._picks(m, room, free, out_vcs)
+        self._outputs(m, picks, credits, owned, out_vcs, eject)
+        return m
+
+    def _picks(self, m, room, free, out_vcs):
+        """Deterministic routing: each head asks for its own output VC."""
+        n_in, n_out, vcs = self.n_in, self.n_out, self.vcs
         picks = []
         for i in range(n_in):
             m.submodules[f"input{i}_arbiter"] = arb = RoundRobin(n=vcs)
@@ -147,7 +175,90 @@ class Allocator(wiring.Component):
             m.d.comb += [arb.requests.eq(Cat(*eligible)),
                          chosen.eq(_pick(arb.grant, [self.heads[i][v] for v in range(vcs)]))]
             picks.append((arb, chosen))
+        return picks
 
+    def _adaptive_picks(self, m, credits, room, free, out_vcs, eject):
+        """Adaptive routing with cut-through (class docstring)."""
+        n_in, n_out, vcs, depth = self.n_in, self.n_out, self.vcs, self.buffer_flits
+        picks, self._latches = [], []
+        for i in range(n_in):
+            m.submodules[f"input{i}_arbiter"] = arb = RoundRobin(n=vcs)
+            eligible, requests, latches = [], [], []
+            for v in range(vcs):
+                h = self.heads[i][v]
+                # The route a granted header chose, for its body flits.
+                kept_port = Signal.like(h.port, name=f"kept_port{i}_{v}")
+                kept_vc = Signal(2, name=f"kept_vc{i}_{v}")
+                need = Signal(range(2 * depth + 2), name=f"need{i}_{v}")
+                length = Mux(h.length > depth, depth + 1, h.length)
+                if i in self.inject:
+                    m.d.comb += need.eq(Mux(length <= depth // 2, length << 1, length))
+                else:
+                    m.d.comb += need.eq(length)
+                # The escape hop (or ejection) for a header, the kept route for a body.
+                want_port = Mux(h.head, h.port, kept_port)
+                want_vc = Mux(h.head, h.vc, kept_vc)
+                ok_direct = Signal(name=f"direct{i}_{v}")
+                with m.Switch(Cat(want_vc, want_port)):
+                    for o in range(n_out):
+                        for w in range(out_vcs[o]):
+                            with m.Case(o * MAX_VCS + w):
+                                if o < eject:
+                                    whole = credits[o][w] >= need
+                                    m.d.comb += ok_direct.eq(Mux(h.head, free[o][w] & whole,
+                                                                 room[o][w]))
+                                else:
+                                    m.d.comb += ok_direct.eq(Mux(h.head, free[o][w],
+                                                                 room[o][w]))
+                    with m.Default():
+                        m.d.comb += ok_direct.eq(0)
+                # The candidate with the most credits: the escape hop's output VC (when it
+                # is a torus output), which wins a tie, then each adaptive one.
+                escape_credits = Signal(range(depth + 1), name=f"escape_credits{i}_{v}")
+                escape_torus = Signal(name=f"escape_torus{i}_{v}")
+                with m.Switch(Cat(h.vc, h.port)):
+                    for o in range(eject):
+                        for w in range(vcs):
+                            with m.Case(o * MAX_VCS + w):
+                                m.d.comb += [escape_credits.eq(credits[o][w]),
+                                             escape_torus.eq(1)]
+                best_ok = h.head & escape_torus & ok_direct
+                best_credits, best_port, best_vc = escape_credits, h.port, h.vc
+                for o in range(eject):
+                    for w in range(self.escape_vcs, vcs):
+                        ok = h.adapt & h.minimal[o] & free[o][w] & (credits[o][w] >= need)
+                        better = Signal(name=f"better{i}_{v}_{o}_{w}")
+                        m.d.comb += better.eq(ok & (~best_ok | (credits[o][w] > best_credits)))
+                        nxt = [Signal(name=f"best{k}{i}_{v}_{o}_{w}", shape=shape)
+                               for k, shape in (("ok", 1), ("credits", range(depth + 1)),
+                                                ("port", h.port.shape()), ("vc", 2))]
+                        m.d.comb += [nxt[0].eq(best_ok | ok),
+                                     nxt[1].eq(Mux(better, credits[o][w], best_credits)),
+                                     nxt[2].eq(Mux(better, o, best_port)),
+                                     nxt[3].eq(Mux(better, w, best_vc))]
+                        best_ok, best_credits, best_port, best_vc = nxt
+                adaptive = Signal(name=f"adaptive{i}_{v}")
+                m.d.comb += adaptive.eq(h.head & best_ok)      # the best of the candidates
+                request = Signal(head_layout, name=f"request{i}_{v}")
+                m.d.comb += [request.valid.eq(h.valid), request.head.eq(h.head),
+                             request.tail.eq(h.tail),
+                             request.port.eq(Mux(adaptive, best_port, want_port)),
+                             request.vc.eq(Mux(adaptive, best_vc, want_vc))]
+                ok = Signal(name=f"eligible{i}_{v}")
+                m.d.comb += ok.eq(h.valid & (adaptive | ok_direct))
+                eligible.append(ok)
+                requests.append(request)
+                latches.append((kept_port, kept_vc, request))
+            chosen = Signal(head_layout, name=f"pick{i}")
+            m.d.comb += [arb.requests.eq(Cat(*eligible)),
+                         chosen.eq(_pick(arb.grant, requests))]
+            picks.append((arb, chosen))
+            self._latches.append(latches)
+        return picks
+
+    def _outputs(self, m, picks, credits, owned, out_vcs, eject):
+        """Output arbitration, grants, ownership and credits."""
+        n_in, n_out, vcs, depth = self.n_in, self.n_out, self.vcs, self.buffer_flits
         won, credit_errors = [0] * n_in, []
         for o in range(n_out):
             m.submodules[f"output{o}_arbiter"] = arb = RoundRobin(n=n_in)
@@ -173,6 +284,10 @@ class Allocator(wiring.Component):
         for i, (arb, chosen) in enumerate(picks):
             m.d.comb += [self.grant[i].eq(Mux(won[i], arb.grant, 0)),
                          arb.advance.eq(won[i])]
+            if self.adaptive:
+                for v, (kept_port, kept_vc, request) in enumerate(self._latches[i]):
+                    with m.If(self.grant[i][v] & request.head):
+                        m.d.sync += [kept_port.eq(request.port), kept_vc.eq(request.vc)]
         m.d.comb += self.credit_error.eq(Cat(*credit_errors).any())
         if self.observe:
             for o in range(eject):
@@ -180,4 +295,3 @@ class Allocator(wiring.Component):
                     wants = Cat(h.valid & is_value(h.port, o) & is_value(h.vc, w)
                                 for row in self.heads for h in row)
                     m.d.comb += self.starved[o][w].eq(wants.any() & ~credits[o][w].any())
-        return m

@@ -7,16 +7,26 @@ from amaranth.lib.wiring import In, Out
 
 from ..lib.params import check_int
 from ..lib.stream_queue import StreamQueue
-from .layouts import (CHIP_BITS, LENGTH_BITS, OPCODES, PORT_BITS,
+from .layouts import (CHIP_BITS, LENGTH_BITS, MAX_DIMS, OPCODES, PORT_BITS,
                       route_entry_layout, route_word_layout)
 from .link import LinkSignature
 
-__all__ = ["InputPort", "head_layout", "buffer_entry_layout"]
+__all__ = ["InputPort", "head_layout", "adaptive_head_layout", "buffer_entry_layout"]
 
 #: What a VC's oldest flit asks of the switch: its output ``port`` and ``vc`` (VC 0 for
 #: eject), and whether it opens (``head``) or closes (``tail``) its packet.
 head_layout = data.StructLayout({
     "valid": 1, "port": unsigned(PORT_BITS), "vc": 2, "head": 1, "tail": 1,
+})
+
+
+#: An adaptive router's head (``InputPort(routing="adaptive")``): ``port`` and ``vc`` are
+#: the escape hop (or the ejection output); ``minimal`` the ports on a shortest path;
+#: ``adapt`` whether the packet may take an adaptive VC here; ``length`` its flits.
+_ADAPTIVE_FIELDS = {"minimal": 2 * MAX_DIMS, "adapt": 1, "length": unsigned(LENGTH_BITS)}
+adaptive_head_layout = data.StructLayout({
+    "valid": 1, "port": unsigned(PORT_BITS), "vc": 2, "head": 1, "tail": 1,
+    **_ADAPTIVE_FIELDS,
 })
 
 
@@ -26,12 +36,12 @@ def is_value(value, k):
     return ~value.any() if k == 0 else value == k
 
 
-def buffer_entry_layout(flit_words):
+def buffer_entry_layout(flit_words, adaptive=False):
     """A buffered flit (its words as plain bits) with the route of its packet, found when
-    its header arrived."""
+    its header arrived (and with ``adaptive`` the fields of ``adaptive_head_layout``)."""
     return data.StructLayout({
         "data": unsigned(32 * flit_words), "port": unsigned(PORT_BITS), "vc": 2,
-        "head": 1, "tail": 1, "drop": 1,
+        "head": 1, "tail": 1, "drop": 1, **(_ADAPTIVE_FIELDS if adaptive else {}),
     })
 
 
@@ -106,13 +116,25 @@ class InputPort(wiring.Component):
         port and VC are ``entry.port`` and ``entry.vc``. For coverage; nothing else
         uses it.
 
+    Adaptive routing (``routing="adaptive"``): the entry is an adaptive table's escape hop,
+    and the lookup also returns ``minimal`` and ``reenter``. Every flit then carries the
+    fields of ``adaptive_head_layout``: ``adapt`` is high for packets injected here, for
+    packets that arrived in an adaptive VC (``escape_vcs`` or above) and, with
+    ``reenter``, for all. A header whose length is above ``buffer_flits`` is malformed
+    (cut-through needs a packet to fit a buffer). With ``local_ports`` above 1 a packet
+    ejects on output ``n_ports + src % local_ports`` (by its source, not ``eject_to``:
+    a flow's packets may arrive on any input, and its sink must see all of them).
+    Ports ``minimal`` and ``reenter``
+    (In(2*MAX_DIMS), In(1)) carry the rest of the route lookup, combinationally from
+    ``dst`` like ``entry``; ``heads`` are then ``adaptive_head_layout``.
+
     Latency: with ``bypass``, a flit arriving at an empty buffer is a head in the same
     cycle; otherwise it is one cycle later. Throughput: one arrival a cycle, and one
     grant plus any number of drops (one per VC) a cycle.
     """
 
     def __init__(self, *, vcs, out_vcs, flit_words, buffer_flits, port, n_ports, bypass,
-                 eject_to=None):
+                 eject_to=None, routing="dor", escape_vcs=2, local_ports=1):
         check_int("out_vcs", out_vcs, least=1, most=4)
         check_int("buffer_flits", buffer_flits, least=1)
         check_int("n_ports", n_ports, least=2, most=6)
@@ -122,14 +144,20 @@ class InputPort(wiring.Component):
         self.vcs, self.out_vcs = vcs, out_vcs
         self.flit_words, self.buffer_flits = flit_words, buffer_flits
         self.port, self.n_ports, self.bypass = port, n_ports, bool(bypass)
-        self.entry_layout = buffer_entry_layout(flit_words)
+        if routing not in ("dor", "adaptive"):
+            raise ValueError(f"routing must be 'dor' or 'adaptive', not {routing!r}")
+        self.adaptive, self.escape_vcs = routing == "adaptive", escape_vcs
+        self.local_ports = local_ports
+        self.entry_layout = buffer_entry_layout(flit_words, self.adaptive)
+        extra = {"minimal": In(2 * MAX_DIMS), "reenter": In(1)} if self.adaptive else {}
         super().__init__({
+            **extra,
             "link": In(LinkSignature(vcs=vcs, flit_words=flit_words)),
             "room": Out(vcs),
             "dst": Out(CHIP_BITS),
             "entry": In(route_entry_layout),
             "down": In(n_ports),
-            "heads": Out(head_layout).array(vcs),
+            "heads": Out(adaptive_head_layout if self.adaptive else head_layout).array(vcs),
             "grant": In(vcs),
             "data": Out(32 * flit_words),
             "malformed": Out(1),
@@ -154,12 +182,15 @@ class InputPort(wiring.Component):
         vc = Signal(2)
         m.d.comb += vc.eq(Mux(eject, 0, Mux(entry.fixed | ~straight, entry.vc, entry.vc + 1)))
         bad = Signal()
+        too_long = (word.length > self.buffer_flits) if self.adaptive else 0
         m.d.comb += bad.eq(~entry.reachable | (entry.port > self.n_ports)
-                           | (vc >= self.out_vcs) | ~word.length.any()
+                           | (vc >= self.out_vcs) | ~word.length.any() | too_long
                            | ~((word.opcode == OPCODES["write"])
                                | (word.opcode == OPCODES["flag_add"])))
         port = entry.port
-        if self.eject_to != self.n_ports:
+        if self.adaptive and self.local_ports > 1:
+            port = Mux(eject, self.n_ports + word.src % self.local_ports, entry.port)
+        elif self.eject_to != self.n_ports:
             port = Mux(eject, self.eject_to, entry.port)
         return port, vc, bad, word.length
 
@@ -167,6 +198,14 @@ class InputPort(wiring.Component):
         m = Module()
         layout = self.entry_layout
         hdr_port, hdr_vc, hdr_bad, hdr_length = self._route(m)
+        if self.adaptive:
+            adapt = Signal()
+            injected = self.port < 0
+            m.d.comb += adapt.eq(1 if injected else
+                                 self.reenter | (self.link.vc >= self.escape_vcs))
+            hdr_extra = {"minimal": self.minimal, "adapt": adapt, "length": hdr_length}
+        else:
+            hdr_extra = {}
         malformed, overflow, headers, data_out = [], [], [], 0
         given_up, discarded = [], []
         # Indexed by an entry's port, which may name an ejection output (never down).
@@ -178,8 +217,9 @@ class InputPort(wiring.Component):
 
             # Framing: flits left in the current packet, and the route they follow.
             remaining = Signal(LENGTH_BITS, name=f"remaining{v}")
-            route = Signal(data.StructLayout({"port": unsigned(PORT_BITS), "vc": 2,
-                                              "drop": 1}), name=f"route{v}")
+            route = Signal(data.StructLayout({
+                "port": unsigned(PORT_BITS), "vc": 2, "drop": 1,
+                **(_ADAPTIVE_FIELDS if self.adaptive else {})}), name=f"route{v}")
             is_head = ~remaining.any()
             incoming = Signal(layout, name=f"incoming{v}")
             m.d.comb += [incoming.data.eq(self.link.data.as_value()),
@@ -187,13 +227,19 @@ class InputPort(wiring.Component):
             with m.If(is_head):
                 m.d.comb += [incoming.port.eq(hdr_port), incoming.vc.eq(hdr_vc),
                              incoming.drop.eq(hdr_bad), incoming.tail.eq(hdr_length <= 1)]
+                for name, value in hdr_extra.items():
+                    m.d.comb += getattr(incoming, name).eq(value)
                 with m.If(arrive):
                     m.d.sync += [remaining.eq(Mux(hdr_length.any(), hdr_length - 1, 0)),
                                  route.port.eq(hdr_port), route.vc.eq(hdr_vc),
                                  route.drop.eq(hdr_bad)]
+                    for name, value in hdr_extra.items():
+                        m.d.sync += getattr(route, name).eq(value)
             with m.Else():
                 m.d.comb += [incoming.port.eq(route.port), incoming.vc.eq(route.vc),
                              incoming.drop.eq(route.drop), incoming.tail.eq(remaining == 1)]
+                for name in hdr_extra:
+                    m.d.comb += getattr(incoming, name).eq(getattr(route, name))
                 with m.If(arrive):
                     m.d.sync += remaining.eq(remaining - 1)
             malformed.append(arrive & is_head & hdr_bad)
@@ -225,6 +271,8 @@ class InputPort(wiring.Component):
                 self.heads[v].port.eq(head.port), self.heads[v].vc.eq(head.vc),
                 self.heads[v].head.eq(head.head), self.heads[v].tail.eq(head.tail),
             ]
+            for name in hdr_extra:
+                m.d.comb += getattr(self.heads[v], name).eq(getattr(head, name))
             m.d.sync += self.link.credit[v].eq(consume)
             overflow.append(fifo.i.valid & ~fifo.i.ready)
             given_up.append(head_valid & give_up & head.head)

@@ -14,7 +14,9 @@ Routing-table entry (``route_entry_layout``), one per destination chip ``d`` at 
     ``b + 1`` when ``straight`` and the packet arrived in VC ``b + 1`` on port
     ``port ^ 1``, else ``b``; here ``b`` is the entry's ``vc`` (``tables.vc_base[d]``,
     the first VC of d's class: 0 unless the tables use VC classes). ``straight`` is
-    ``tables.escape_vc != 1``. An all-zero entry is unreachable, so a router whose table
+    ``tables.escape_vc != 1``. Adaptive tables (``golden.routing``, "Adaptive routing")
+    give their escape sub-network: every hop ``fixed`` to its ``hop_vc``. An all-zero
+    entry is unreachable, so a router whose table
     was never written drops everything.
 """
 
@@ -28,7 +30,12 @@ __all__ = [
     "CHIP_BITS", "LENGTH_BITS", "MAX_VCS", "MAX_FLIT_WORDS", "MAX_DIMS", "PORT_BITS",
     "max_local_ports", "eject_port", "OPCODES", "route_word_layout", "flit_layout",
     "route_entry_layout", "table_write_layout", "encode_route_entry", "table_entries",
+    "ROUTINGS", "adaptive_entry_layout", "adaptive_table_write_layout",
+    "adaptive_table_entries", "injection_queue",
 ]
+
+#: Router routing modes (``golden.routing.ROUTINGS``, restated).
+ROUTINGS = ("dor", "adaptive")
 
 #: Chip ids (``golden.memory.CHIP_BITS``): routers know up to ``2**CHIP_BITS`` chips.
 CHIP_BITS = 8
@@ -93,6 +100,49 @@ route_entry_layout = data.StructLayout({
 })
 
 
+#: An adaptive router's table entry (``Router(routing="adaptive")``): the escape hop
+#: (``route_entry_layout``, its VC ``fixed``), the ports on a shortest path (bit p: torus
+#: port p; ``golden.routing.minimal_ports``), and whether a packet that arrived in an
+#: escape VC may take an adaptive VC again (``RoutingTables.reenter``).
+adaptive_entry_layout = data.StructLayout({
+    "escape": route_entry_layout,
+    "minimal": 2 * MAX_DIMS,
+    "reenter": 1,
+})
+
+
+def adaptive_table_write_layout(n_nodes):
+    """An adaptive table write: ``entry`` for destination ``dst``."""
+    check_int("n_nodes", n_nodes, least=1, most=1 << CHIP_BITS)
+    return data.StructLayout({"dst": range(n_nodes), "entry": adaptive_entry_layout})
+
+
+def adaptive_table_entries(tables, chip, *, vcs):
+    """Chip ``chip``'s adaptive table (``adaptive_entry_layout`` ints, one per
+    destination) from ``golden.topology.routing_tables(..., routing="adaptive")``."""
+    if getattr(tables, "routing", "dor") != "adaptive":
+        raise ValueError("adaptive_table_entries needs adaptive tables")
+    if int(tables.escape_vcs) >= vcs:
+        raise ValueError(f"the tables' {int(tables.escape_vcs)} escape VCs leave no "
+                         f"adaptive VC with vcs={vcs}")
+    escape = table_entries(tables, chip, vcs=vcs)
+    ports = tables.dateline.shape[1]
+    out = []
+    for d, bits in enumerate(escape):
+        minimal = sum(1 << p for p in range(ports) if tables.adaptive[chip, d, p])
+        out.append(bits << adaptive_entry_layout["escape"].offset
+                   | minimal << adaptive_entry_layout["minimal"].offset
+                   | int(bool(tables.reenter)) << adaptive_entry_layout["reenter"].offset)
+    return out
+
+
+def injection_queue(port, queues):
+    """The injection queue of a packet whose escape hop leaves on torus port ``port``
+    (``Router(routing="adaptive")``): ``port % queues``, so with a queue per torus port
+    each direction has its own."""
+    return port % queues
+
+
 def flit_layout(flit_words=1):
     """A flit: ``flit_words`` words, word ``j`` in bits ``32*j .. 32*j + 31``."""
     check_int("flit_words", flit_words, least=1, most=MAX_FLIT_WORDS)
@@ -145,11 +195,17 @@ def table_entries(tables, chip, *, vcs):
     need = max(base) + (2 if tables.dateline.any() else 1)   # a class's ring VCs b, b + 1
     if need > vcs:
         raise ValueError(f"the tables' VC classes need {need} VCs, more than vcs={vcs}")
+    hop_vc = getattr(tables, "hop_vc", None)
+    if hop_vc is not None and int(max(hop_vc[chip], default=0)) >= vcs:
+        raise ValueError(f"the tables' escape VCs need more than vcs={vcs}")
     out = []
     for d in range(n):
         port = int(tables.port[chip, d])
         if port < 0 or port == ports:
             out.append(encode_route_entry(port=port))
+            continue
+        if hop_vc is not None:          # adaptive tables' escape hops: a VC per entry
+            out.append(encode_route_entry(port=port, fixed=True, vc=int(hop_vc[chip, d])))
             continue
         escape = bool(tables.escape[chip, d])
         dateline = bool(tables.dateline[chip, port])

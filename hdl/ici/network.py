@@ -5,7 +5,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.params import check_int
-from .layouts import CHIP_BITS, flit_layout, table_write_layout
+from .layouts import CHIP_BITS, adaptive_table_write_layout, flit_layout, table_write_layout
 from .link import Link
 from .router import Router
 
@@ -49,6 +49,9 @@ class Network(wiring.Component):
         Of every router (:class:`Router`); ``n_nodes`` is the number of chips.
     link_latency : int
         Of every link (:class:`Link`), default 2.
+    routing, escape_vcs
+        Of every router (:class:`Router`): "dor" (default) or "adaptive"; the table
+        ports then take ``adaptive_table_write_layout`` writes.
 
     Ports
     -----
@@ -69,14 +72,15 @@ class Network(wiring.Component):
     """
 
     def __init__(self, *, neighbor, vcs=2, buffer_flits=8, flit_words=1, link_latency=2,
-                 pipeline=1):
+                 pipeline=1, routing="dor", escape_vcs=2):
         self.neighbor = check_neighbor(neighbor)
         check_int("link_latency", link_latency, least=0)
         n = self.n_chips = len(self.neighbor)
         dims = len(self.neighbor[0]) // 2
         self.link_latency = link_latency
         self.routers = [Router(dims=dims, vcs=vcs, buffer_flits=buffer_flits,
-                               flit_words=flit_words, n_nodes=n, pipeline=pipeline)
+                               flit_words=flit_words, n_nodes=n, pipeline=pipeline,
+                               routing=routing, escape_vcs=escape_vcs)
                         for _ in range(n)]
         self.links = {(c, p): Link(vcs=vcs, flit_words=flit_words, latency=link_latency)
                       for c, row in enumerate(self.neighbor)
@@ -85,7 +89,8 @@ class Network(wiring.Component):
         super().__init__({
             "inject": In(flit).array(n),
             "eject": Out(flit).array(n),
-            "table": In(stream.Signature(table_write_layout(n))).array(n),
+            "table": In(stream.Signature((adaptive_table_write_layout if routing == "adaptive"
+                                          else table_write_layout)(n))).array(n),
         })
 
     def elaborate(self, platform):

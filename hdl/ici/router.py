@@ -10,8 +10,10 @@ from ..lib.params import check_int
 from ..lib.numbered_ports import port, port_name
 from .allocator import Allocator
 from .input_port import InputPort
-from .layouts import (CHIP_BITS, MAX_VCS, eject_port, flit_layout, max_local_ports,
-                      route_entry_layout, table_write_layout)
+from .layouts import (CHIP_BITS, LENGTH_BITS, MAX_VCS, ROUTINGS, adaptive_entry_layout,
+                      adaptive_table_write_layout, eject_port, flit_layout, injection_queue,
+                      max_local_ports, route_entry_layout, route_word_layout,
+                      table_write_layout)
 from .link import LinkSignature
 
 __all__ = ["Router", "COUNTER_BITS"]
@@ -96,6 +98,31 @@ class Router(wiring.Component):
         Add the verification ports below (``hold``, ``switched``, ``starved``,
         ``dateline``, ``dateline_hops``); default False, the router alone. They change
         nothing else, and with ``hold`` low the router behaves as without them.
+    routing : "dor" (default) or "adaptive"
+        "dor": everything above. "adaptive" (SPEC 4.4; "Adaptive routing" below).
+    escape_vcs : int
+        With ``routing="adaptive"``: VCs ``0 .. escape_vcs-1`` are the escape sub-network's
+        (the tables' ``escape_vcs``), the rest adaptive; default 2.
+
+    Adaptive routing (``routing="adaptive"``): the table holds
+    ``hdl.ici.layouts.adaptive_entry_layout`` entries (``adaptive_table_entries`` of
+    ``golden.topology.routing_tables(..., routing="adaptive")``), written through
+    ``table`` as ``adaptive_table_write_layout``. Allocation is virtual cut-through
+    (:class:`Allocator` with ``adaptive``): a header takes an output VC only with credits
+    for its whole packet, so packets must fit a buffer (longer ones are malformed and
+    dropped); it takes the free adaptive VC of a minimal port with the most credits, or
+    else its escape hop (the tables' escape route and VC); a packet in an escape VC
+    stays on escape hops unless the tables allow re-entry. A header from an injection
+    port needs credits for two packets when two fit a buffer (the injection rule). Each
+    injection port has ``min(2*dims, vcs)`` queues: a packet joins queue
+    ``hdl.ici.layouts.injection_queue(escape port)`` (a queue per direction on a 2-D
+    torus with 4 VCs), so a blocked packet stalls only packets of its own queue, and
+    ``ready`` then follows the arriving header's queue. A packet ejects on local port
+    ``src % local_ports``, whatever input it arrives on. Order: packets of one pair may
+    arrive out of order (they may take different paths); every packet is still
+    delivered once, intact. Deadlock freedom is
+    ``golden.topology.deadlock_free``'s proof of the escape sub-network (Duato's
+    condition).
 
     Ports
     -----
@@ -156,7 +183,7 @@ class Router(wiring.Component):
     """
 
     def __init__(self, *, dims=2, vcs=2, buffer_flits=8, flit_words=1, n_nodes=256,
-                 pipeline=1, local_ports=1, observe=False):
+                 pipeline=1, local_ports=1, observe=False, routing="dor", escape_vcs=2):
         check_int("dims", dims, least=2, most=3)
         check_int("vcs", vcs, least=2, most=MAX_VCS)
         check_int("buffer_flits", buffer_flits, least=1)
@@ -167,6 +194,14 @@ class Router(wiring.Component):
         self.flit_words, self.n_nodes, self.pipeline = flit_words, n_nodes, pipeline
         self.n_ports, self.local_ports = 2 * dims, local_ports
         self.observe = bool(observe)
+        if routing not in ROUTINGS:
+            raise ValueError(f"routing must be one of {', '.join(map(repr, ROUTINGS))}, "
+                             f"not {routing!r}")
+        self.routing, self.adaptive = routing, routing == "adaptive"
+        self.escape_vcs = escape_vcs
+        if self.adaptive:
+            check_int("escape_vcs", escape_vcs, least=1, most=vcs - 1)
+        self.queues = min(self.n_ports, vcs) if self.adaptive else 1
         link = LinkSignature(vcs=vcs, flit_words=flit_words)
         flit = stream.Signature(flit_layout(flit_words))
         local = {}
@@ -177,7 +212,8 @@ class Router(wiring.Component):
             "rx": In(link).array(self.n_ports),
             "tx": Out(link).array(self.n_ports),
             **local,
-            "table": In(stream.Signature(table_write_layout(n_nodes))),
+            "table": In(stream.Signature(
+                (adaptive_table_write_layout if self.adaptive else table_write_layout)(n_nodes))),
             "forwarded": Out(COUNTER_BITS).array(self.n_ports + local_ports),
             "dropped": Out(COUNTER_BITS),
             "down": In(self.n_ports),
@@ -206,8 +242,9 @@ class Router(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n_ports, vcs = self.n_ports, self.vcs
-        m.submodules.table = table = Memory(shape=route_entry_layout, depth=self.n_nodes,
-                                            init=[])
+        m.submodules.table = table = Memory(
+            shape=adaptive_entry_layout if self.adaptive else route_entry_layout,
+            depth=self.n_nodes, init=[])
         write = table.write_port()
         m.d.comb += [self.table.ready.eq(1), write.en.eq(self.table.valid),
                      write.addr.eq(self.table.payload.dst),
@@ -218,31 +255,44 @@ class Router(wiring.Component):
         for i in range(n_ports + k):
             local = i >= n_ports
             # The ejection port of each input: class docstring.
-            port = InputPort(vcs=1 if local else vcs, out_vcs=vcs,
+            port = InputPort(vcs=self.queues if local else vcs, out_vcs=vcs,
                              flit_words=self.flit_words, buffer_flits=self.buffer_flits,
                              port=-1 if local else i, n_ports=n_ports,
                              bypass=self.pipeline == 1,
                              eject_to=n_ports + (i - n_ports if local else eject_port(
-                                 i, torus_ports=n_ports, local_ports=k)))
+                                 i, torus_ports=n_ports, local_ports=k)),
+                             routing=self.routing, escape_vcs=self.escape_vcs,
+                             local_ports=k)
             m.submodules[self.local_name("inject", i - n_ports) if local
                          else f"input{i}"] = port
             lookup = table.read_port(domain="comb")
             # Destinations beyond the table read as the all-zero (unreachable) entry.
             known = port.dst < self.n_nodes
-            m.d.comb += [lookup.addr.eq(port.dst), port.down.eq(self.down),
-                         port.entry.eq(Mux(known, lookup.data.as_value(), 0))]
+            if self.adaptive:
+                found = Signal(adaptive_entry_layout, name=f"found{i}")
+                m.d.comb += [lookup.addr.eq(port.dst), port.down.eq(self.down),
+                             found.eq(Mux(known, lookup.data.as_value(), 0)),
+                             port.entry.eq(found.escape), port.minimal.eq(found.minimal),
+                             port.reenter.eq(found.reenter)]
+            else:
+                m.d.comb += [lookup.addr.eq(port.dst), port.down.eq(self.down),
+                             port.entry.eq(Mux(known, lookup.data.as_value(), 0))]
             inputs.append(port)
         for j in range(k):
             inject, stream_in = inputs[n_ports + j], self.local("inject", j)
+            if self.adaptive:
+                self._injection_queues(m, table, inject, stream_in, j)
+                continue
             m.d.comb += [inject.link.valid.eq(stream_in.valid & inject.room[0]),
                          inject.link.data.eq(stream_in.payload),
                          stream_in.ready.eq(inject.room[0])]
         for i in range(n_ports):
             wiring.connect(m, wiring.flipped(self.rx[i]), inputs[i].link)
 
-        m.submodules.allocator = alloc = Allocator(n_in=n_ports + k, n_out=n_ports + k,
-                                                   vcs=vcs, buffer_flits=self.buffer_flits,
-                                                   n_eject=k, observe=self.observe)
+        m.submodules.allocator = alloc = Allocator(
+            n_in=n_ports + k, n_out=n_ports + k, vcs=vcs, buffer_flits=self.buffer_flits,
+            n_eject=k, observe=self.observe, adaptive=self.adaptive,
+            escape_vcs=self.escape_vcs, inject=range(n_ports, n_ports + k))
         ejects = [self.local("eject", j) for j in range(k)]
         eject_free = [~e.valid | e.ready for e in ejects]
         m.d.comb += alloc.eject_free.eq(Cat(*eject_free))
@@ -283,6 +333,37 @@ class Router(wiring.Component):
         with m.If(alloc.credit_error | Cat(*(p.overflow for p in inputs)).any()):
             m.d.sync += self.overflow.eq(1)
         return m
+
+    def _injection_queues(self, m, table, inject, stream_in, j):
+        """Injection port ``j`` of an adaptive router: each packet joins the queue of its
+        escape hop's direction (class docstring), held from its header to its tail."""
+        word = route_word_layout(stream_in.payload[0])
+        lookup = table.read_port(domain="comb")
+        found = Signal(adaptive_entry_layout, name=f"inject{j}_found")
+        m.d.comb += [lookup.addr.eq(word.dst),
+                     found.eq(Mux(word.dst < self.n_nodes, lookup.data.as_value(), 0))]
+        remaining = Signal(LENGTH_BITS, name=f"inject{j}_remaining")
+        held = Signal(range(self.queues), name=f"inject{j}_queue")
+        queue = Signal(range(self.queues), name=f"inject{j}_next")
+        escape_port = found.escape.port
+        with m.Switch(escape_port):
+            for p in range(self.n_ports):
+                with m.Case(p):
+                    m.d.comb += queue.eq(injection_queue(p, self.queues))
+            with m.Default():       # ejection, or unreachable (dropped): queue 0
+                m.d.comb += queue.eq(0)
+        header = ~remaining.any()
+        which = Mux(header, queue, held)
+        room = inject.room.bit_select(which, 1)
+        take = stream_in.valid & room
+        m.d.comb += [inject.link.valid.eq(take), inject.link.vc.eq(which),
+                     inject.link.data.eq(stream_in.payload), stream_in.ready.eq(room)]
+        with m.If(take):
+            with m.If(header):
+                m.d.sync += [remaining.eq(Mux(word.length.any(), word.length - 1, 0)),
+                             held.eq(queue)]
+            with m.Else():
+                m.d.sync += remaining.eq(remaining - 1)
 
     def _observe(self, m, alloc, inputs):
         """The ``observe`` ports: views of the allocator and the input ports."""

@@ -8,18 +8,19 @@ from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..ici.layouts import MAX_VCS
+from ..ici.layouts import MAX_VCS, ROUTINGS
 from ..lib.params import check_int
 from ..lib.xorshift import GAP_BITS
 from ..ocs import status_layout
 from ..system.fabric import (config_rows, face_ports, ocs_layout, ocs_switches, parse_dims,
                      record_refusal, tree_sum, wire_links, wired_neighbor)
 from ..system.layouts import (BUCKETS, HIST_BASE, MAX_LOCAL_PORTS, MAX_PACKET_FLITS, N_STATS,
-                              STATS, TIME_BITS, latency_bucket_hw, node_row_layout, row_layout)
-from .node import NetworkNode
+                              STATS, TIME_BITS, latency_bucket_hw)
+from .node import ADAPTIVE_ESCAPE_VCS, NetworkNode, network_node_row_layout, network_row_layout
 
 __all__ = ["NetworkSystem", "network_system_signature", "PHASES", "parse_dims", "face_ports",
-           "wired_neighbor", "readout_beats", "ocs_layout"]
+           "wired_neighbor", "readout_beats", "ocs_layout", "network_row_layout",
+           "network_node_row_layout"]
 
 #: The phases of a run, by their code on ``phase``.
 PHASES = ("config", "run", "drain", "readout", "done")
@@ -32,7 +33,8 @@ def readout_beats(n_nodes):
 
 
 def network_system_signature(*, dims="4x4", vcs=2, buffer_flits=8, link_latency=2,
-                             local_ports=1, source_queue=64, reconfig_cycles=2):
+                             local_ports=1, source_queue=64, reconfig_cycles=2,
+                             routing="dor"):
     """The ports of a :class:`NetworkSystem` with these parameters (its docstring), checked
     as it checks them, without building one: a runner reads them to check a run.
     ``buffer_flits``, ``link_latency`` and ``source_queue`` are the nodes' (checked when
@@ -42,9 +44,15 @@ def network_system_signature(*, dims="4x4", vcs=2, buffer_flits=8, link_latency=
     check_int("vcs", vcs, least=2, most=MAX_VCS)
     check_int("local_ports", local_ports, least=1, most=MAX_LOCAL_PORTS)
     check_int("reconfig_cycles", reconfig_cycles, least=0)
+    if routing not in ROUTINGS:
+        raise ValueError(f"routing must be one of {', '.join(map(repr, ROUTINGS))}, "
+                         f"not {routing!r}")
+    if routing == "adaptive" and vcs <= ADAPTIVE_ESCAPE_VCS:
+        raise ValueError(f"routing='adaptive' needs vcs above {ADAPTIVE_ESCAPE_VCS} (the "
+                         f"escape VCs), not vcs={vcs}")
     most = max(len(p) for p in face_ports(dims))
     return wiring.Signature({
-        "tables": In(stream.Signature(row_layout(n, len(dims)))),
+        "tables": In(stream.Signature(network_row_layout(n, len(dims), routing))),
         "ocs": In(stream.Signature(ocs_layout(dims))),
         "stats": Out(stream.Signature(32)),
         "alive": In(n), "mode": In(2), "threshold": In(GAP_BITS + 1),
@@ -137,14 +145,16 @@ class NetworkSystem(wiring.Component):
     """
 
     def __init__(self, *, dims="4x4", vcs=2, buffer_flits=8, link_latency=2, local_ports=1,
-                 source_queue=64, reconfig_cycles=2):
+                 source_queue=64, reconfig_cycles=2, routing="dor"):
         signature = network_system_signature(dims=dims, vcs=vcs, local_ports=local_ports,
-                                             reconfig_cycles=reconfig_cycles)
+                                             reconfig_cycles=reconfig_cycles, routing=routing)
+        self.routing = routing
         self.dims = parse_dims(dims)
         self.n_nodes = n = math.prod(self.dims)
         self.node_params = dict(dims=len(self.dims), vcs=vcs, buffer_flits=buffer_flits,
                                 link_latency=link_latency, n_nodes=n,
-                                local_ports=local_ports, source_queue=source_queue)
+                                local_ports=local_ports, source_queue=source_queue,
+                                **({"routing": routing} if routing != "dor" else {}))
         self.vcs, self.reconfig_cycles = vcs, reconfig_cycles
         self.faces = face_ports(self.dims)
         super().__init__(signature)
@@ -176,7 +186,8 @@ class NetworkSystem(wiring.Component):
                              & (now >= self.fault_at))
         for c, node in enumerate(nodes):
             m.submodules[f"node{c}"] = node
-            config = Signal(node_row_layout(len(dims)), name=f"config{c}")
+            config = Signal(network_node_row_layout(len(dims), self.routing),
+                            name=f"config{c}")
             m.d.comb += [config.row.eq(rows), config.entry.eq(row.entries[c]),
                          config.hops.eq(row.hops[c]), config.node.eq(row.node),
                          node.setup_valid.eq(take_row), node.setup.eq(config),

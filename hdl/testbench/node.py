@@ -1,24 +1,29 @@
 """One node of the network testbench: a router, its outgoing links, and per local port a
 traffic generator and a sink, with the node's statistics behind one read port."""
 
-from amaranth.hdl import Array, Cat, Module, Mux, Signal
-from amaranth.lib import wiring
+from amaranth.hdl import Array, Cat, Module, Mux, Signal, unsigned
+from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..ici import LinkSignature, Router
-from ..ici.layouts import CHIP_BITS, MAX_VCS
+from ..ici.layouts import CHIP_BITS, MAX_VCS, adaptive_entry_layout
 from ..lib.params import check_int
 from ..lib.xorshift import GAP_BITS, Xorshift32
 from ..system.fabric import link_outputs
 from .generator import TrafficGenerator
 from ..system.layouts import (FLIT_WORDS, HIST_BASE, HOP_BITS, MAX_LOCAL_PORTS,
                               MAX_PACKET_FLITS, STAT_ADDR_BITS, STATS, node_layout,
-                              node_row_layout)
+                              node_row_layout, row_layout)
 from .sink import TrafficSink
 
 __all__ = ["NetworkNode", "node_signature", "traffic_signature",
-           "stall_salt"]
+           "stall_salt", "ADAPTIVE_ESCAPE_VCS", "network_row_layout", "network_node_row_layout"]
+
+#: The escape VCs of a node's router with ``routing="adaptive"``: 2, enough for every
+#: topology's adaptive tables (a torus's, a failed chip's; a mesh's need 1), so that one
+#: build serves them all.
+ADAPTIVE_ESCAPE_VCS = 2
 
 
 def stall_salt(port):
@@ -37,13 +42,36 @@ def traffic_signature(n_nodes):
     })
 
 
-def node_signature(*, dims, vcs, n_nodes, local_ports):
+def network_row_layout(n_nodes, dims, routing="dor"):
+    """The configuration row (``hdl.system.layouts.row_layout``), with adaptive table
+    entries (``hdl.ici.layouts.adaptive_entry_layout``) for ``routing="adaptive"``."""
+    if routing == "dor":
+        return row_layout(n_nodes, dims)
+    return data.StructLayout({
+        "entries": data.ArrayLayout(adaptive_entry_layout, n_nodes),
+        "hops": data.ArrayLayout(unsigned(HOP_BITS), n_nodes),
+        "node": node_layout(dims),
+    })
+
+
+def network_node_row_layout(dims, routing="dor"):
+    """A node's slice of a configuration row (``hdl.system.layouts.node_row_layout``),
+    with an adaptive table entry for ``routing="adaptive"``."""
+    if routing == "dor":
+        return node_row_layout(dims)
+    return data.StructLayout({"row": unsigned(CHIP_BITS), "entry": adaptive_entry_layout,
+                              "hops": unsigned(HOP_BITS), "node": node_layout(dims)})
+
+
+def node_signature(*, dims, vcs, n_nodes, local_ports, routing="dor"):
     """The ports of a :class:`NetworkNode` (its docstring), without building one."""
     ports = 2 * dims
     link = LinkSignature(vcs=vcs, flit_words=FLIT_WORDS)
+    setup = node_row_layout(dims) if routing == "dor" else \
+        network_node_row_layout(dims, routing)
     return wiring.Signature({
         "tx": Out(link).array(ports), "rx": In(link).array(ports),
-        "setup_valid": In(1), "setup": In(node_row_layout(dims)),
+        "setup_valid": In(1), "setup": In(setup),
         "node": In(CHIP_BITS), "go": In(1), "create": In(1), "window": In(1),
         "now": In(32), "fault": In(1), "traffic": In(traffic_signature(n_nodes)),
         "lit": Out(ports), "moved": Out(1),
@@ -72,6 +100,10 @@ class NetworkNode(wiring.Component):
         Of each outgoing link.
     source_queue : int
         Of each generator.
+    routing : "dor" (default) or "adaptive"
+        Of the router (``escape_vcs`` ``ADAPTIVE_ESCAPE_VCS``); with "adaptive" the
+        configuration rows carry adaptive table entries and the sinks check flows
+        unordered (:class:`TrafficSink`'s ``ordered``).
 
     Ports
     -----
@@ -120,7 +152,7 @@ class NetworkNode(wiring.Component):
     """
 
     def __init__(self, *, dims=2, vcs=2, buffer_flits=8, link_latency=2, n_nodes=16,
-                 local_ports=1, source_queue=64):
+                 local_ports=1, source_queue=64, routing="dor"):
         check_int("dims", dims, least=2, most=3)
         check_int("vcs", vcs, least=2, most=MAX_VCS)
         check_int("buffer_flits", buffer_flits, least=1)
@@ -131,18 +163,23 @@ class NetworkNode(wiring.Component):
         self.dims, self.vcs, self.buffer_flits = dims, vcs, buffer_flits
         self.link_latency, self.n_nodes = link_latency, n_nodes
         self.local_ports, self.source_queue = local_ports, source_queue
+        self.routing = routing
         super().__init__(node_signature(dims=dims, vcs=vcs, n_nodes=n_nodes,
-                                        local_ports=local_ports))
+                                        local_ports=local_ports, routing=routing))
 
     def elaborate(self, platform):
         m = Module()
         ports, k = 2 * self.dims, self.local_ports
         m.submodules.router = router = Router(
             dims=self.dims, vcs=self.vcs, buffer_flits=self.buffer_flits,
-            flit_words=FLIT_WORDS, n_nodes=self.n_nodes, local_ports=k, observe=True)
+            flit_words=FLIT_WORDS, n_nodes=self.n_nodes, local_ports=k, observe=True,
+            **({"routing": "adaptive", "escape_vcs": ADAPTIVE_ESCAPE_VCS}
+               if self.routing == "adaptive" else {}))
         generators = [TrafficGenerator(n_nodes=self.n_nodes, lane=j, local_ports=k,
                                        source_queue=self.source_queue) for j in range(k)]
-        sinks = [TrafficSink(n_nodes=self.n_nodes, local_ports=k) for _ in range(k)]
+        sinks = [TrafficSink(n_nodes=self.n_nodes, local_ports=k,
+                             **({"ordered": False} if self.routing == "adaptive" else {}))
+                 for _ in range(k)]
 
         settings = Signal(node_layout(self.dims))
         m.submodules.hops = hops = Memory(shape=HOP_BITS, depth=self.n_nodes, init=[])

@@ -1,7 +1,7 @@
 """A synthesizable traffic sink: checks every probe packet and measures latency, hops and
 throughput."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import C, Cat, Module, Mux, Signal, signed
 from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -70,10 +70,20 @@ class TrafficSink(wiring.Component):
     hist_data : Out(32)
         Histogram bin ``hist_addr``, combinationally.
 
+    Unordered flows (``ordered=False``, for adaptive routing, which may reorder the packets
+    of one flow): the memory counts the packets of each (source, lane) instead, and a
+    signed sum gathers, per packet, its sequence number less that count (both modulo
+    ``2**seq_bits``). After a run that delivered every packet of each flow exactly once,
+    in any order, the sequence numbers and the counts are the same multiset and the sum
+    is 0; a packet lost and another repeated leave it non-zero (a lone loss shows in the
+    counts of packets injected and received). ``sequence_errors`` then reads 1 while the
+    sum is not 0, else 0.
+
     Throughput one flit per cycle; counters update the cycle after the flit.
     """
 
-    def __init__(self, *, n_nodes, local_ports=1):
+    def __init__(self, *, n_nodes, local_ports=1, ordered=True):
+        self.ordered = bool(ordered)
         self.n_nodes = check_int("n_nodes", n_nodes, least=2, most=1 << CHIP_BITS)
         self.local_ports = check_int("local_ports", local_ports, least=1,
                                      most=MAX_LOCAL_PORTS)
@@ -123,10 +133,15 @@ class TrafficSink(wiring.Component):
         seq_write = expected.write_port()
         lane, seq = tag[:lane_bits], tag[lane_bits:]
         key = Cat(lane, route.src) if lane_bits else route.src
+        arrival = take & header & good
         m.d.comb += [seq_read.addr.eq(key), seq_write.addr.eq(key),
-                     seq_write.data.eq(seq + 1),
-                     seq_write.en.eq(take & header & good)]
-        out_of_sequence = take & header & good & (seq != seq_read.data)
+                     seq_write.data.eq((seq if self.ordered else seq_read.data) + 1),
+                     seq_write.en.eq(arrival)]
+        out_of_sequence = arrival & (seq != seq_read.data)
+        if not self.ordered:
+            balance = Signal(signed(48))
+            difference = Cat(seq, C(0, 1)).as_signed() - Cat(seq_read.data, C(0, 1)).as_signed()
+            m.d.sync += balance.eq(balance + Mux(arrival, difference, 0))
 
         # Payload words of a body flit, and whether the packet so far is intact.
         words_ok = Cat(words[k] == payload_word(cur["src"], self.node, cur["tag"],
@@ -157,9 +172,12 @@ class TrafficSink(wiring.Component):
             self.flits_window.eq(self.flits_window + (take & self.window)),
             self.packets_window.eq(self.packets_window + measured),
             self.header_errors.eq(self.header_errors + (take & header & ~good)),
-            self.sequence_errors.eq(self.sequence_errors + out_of_sequence),
             self.payload_errors.eq(self.payload_errors + (tail & packet_good & ~intact)),
         ]
+        if self.ordered:
+            m.d.sync += self.sequence_errors.eq(self.sequence_errors + out_of_sequence)
+        else:
+            m.d.comb += self.sequence_errors.eq(balance != 0)
         with m.If(measured):
             m.d.sync += [self.latency.eq(self.latency + latency),
                          self.hops_window.eq(self.hops_window + self.hops)]

@@ -33,9 +33,9 @@ def test_flit_and_table_layouts():
 
 
 def decode_entry(value):
-    """The entry's fields, from bit 0: reachable, port (3), fixed, vc (2), straight."""
-    return dict(reachable=value & 1, port=value >> 1 & 7, fixed=value >> 4 & 1,
-                vc=value >> 5 & 3, straight=value >> 7 & 1)
+    """The entry's fields, from bit 0: reachable, port (4), fixed, vc (2), straight."""
+    return dict(reachable=value & 1, port=value >> 1 & 15, fixed=value >> 5 & 1,
+                vc=value >> 6 & 3, straight=value >> 8 & 1)
 
 
 def rule(entry, in_port, in_vc):

@@ -8,7 +8,7 @@ import numpy as np
 
 from verif.report import plot_curves
 
-__all__ = ["measure_goals", "command", "PAPER"]
+__all__ = ["measure_goals", "command", "PAPER", "compare_routing", "routing_markdown"]
 
 
 def _summary(stats):
@@ -352,3 +352,49 @@ _GOALS_NOTES = [
     "needs adaptive or multi-VC-choice routing and VC'd injection; not attempted here.",
     "",
 ]
+
+
+def compare_routing(shape="4x4", *, rates=(0.02, 0.3, 0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0),
+                    configs=(("dor", 2), ("dor", 3), ("adaptive", 3)), traffic="uniform",
+                    packet_flits=1, local_ports=1, cycles=4000, warmup=1000, seed=1,
+                    backend="verilator", progress=None):
+    """Issue 44's side by side: for each ``(routing, vcs)`` of ``configs``, one run per
+    offered rate on a regular torus of ``shape``; every run's integrity checked
+    (``NetworkStats.problems()`` must be empty). Returns ``{(routing, vcs): [summary
+    per rate]}`` (``_summary``'s numbers); :func:`routing_markdown` tabulates it."""
+    from sim.network import NetworkIntegrityError, run_stats
+    out = {}
+    for routing, vcs in configs:
+        curve = []
+        for rate in rates:
+            stats = run_stats(shape, traffic=traffic, rate=rate, packet_flits=packet_flits,
+                              vcs=vcs, cycles=cycles, warmup=warmup, seed=seed,
+                              backend=backend, local_ports=local_ports, routing=routing)
+            if stats.problems():
+                raise NetworkIntegrityError(f"{routing}, {vcs} VCs, rate {rate}: "
+                                            + "; ".join(stats.problems()))
+            curve.append(_summary(stats))
+            if progress is not None:
+                progress(f"{routing} vcs={vcs} rate {rate}: accepted "
+                         f"{stats.run.accepted:.3f}, latency {stats.run.latency_mean:.1f}")
+        out[routing, vcs] = curve
+    return out
+
+
+def routing_markdown(results):
+    """The table of :func:`compare_routing`: offered load, then per configuration the
+    accepted load and the mean and p99 latency; and the peak accepted load of each."""
+    keys = list(results)
+    head = "| offered | " + " | ".join(f"{r} {v} VCs: accepted / latency / p99"
+                                       for r, v in keys) + " |"
+    lines = [head, "|---:|" + "---:|" * len(keys)]
+    for k in range(len(results[keys[0]])):
+        cells = [f"{results[keys[0]][k]['offered']:.3f}"]
+        for key in keys:
+            p = results[key][k]
+            cells.append(f"{p['accepted']:.3f} / {p['latency_mean']:.1f} / "
+                         f"{p['latency_p99']:.0f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    peak = ", ".join(f"{r} {v} VCs {max(p['accepted'] for p in results[r, v]):.3f}"
+                     for r, v in keys)
+    return "\n".join(lines) + f"\n\nPeak accepted load: {peak}.\n"
