@@ -178,6 +178,12 @@ def chunks_or_auto(text):
                                          f"{text!r}") from None
 
 
+def _topology_flags(args):
+    """The topology options of a reproduce command: ``--topology``, ``--twist``, ``--fail``."""
+    return (f" --topology {args.topology}{' --twist' if args.twist else ''}"
+            + "".join(f" --fail {c}" for c in args.fail))
+
+
 def _topology(args):
     from golden import topology as topo
     try:
@@ -262,9 +268,8 @@ def cmd_collective(args):
     print(f"  link heat map: {path}")
     bad = sum(r["wrong"] for r in rows)
     if bad:
-        again = (f"tpu-rtl system collective {args.kind} --topology {args.topology}"
-                 f"{' --twist' if args.twist else ''}"
-                 + "".join(f" --fail {c}" for c in args.fail)
+        again = (f"tpu-rtl system collective {args.kind}"
+                 + _topology_flags(args)
                  + f" --sizes {sizes[0]}:{sizes[-1]} --dtype {args.dtype} --numerics "
                    f"{args.numerics} --chunks {args.chunks} --seed {args.seed} --backend "
                    f"{args.backend}"
@@ -322,9 +327,8 @@ def cmd_step(args):
     if args.waves:
         print(f"  waves: {args.waves}")
     if wrong or wrong_products:
-        again = (f"tpu-rtl system step --topology {args.topology}"
-                 f"{' --twist' if args.twist else ''}"
-                 + "".join(f" --fail {c}" for c in args.fail)
+        again = ("tpu-rtl system step"
+                 + _topology_flags(args)
                  + f" --batch {m} --k {k} --n {n}{' --relu' if args.relu else ''} --numerics "
                    f"{args.numerics} --chunks {args.chunks} --seed {args.seed} --backend "
                    f"{args.backend}")
@@ -384,9 +388,8 @@ def cmd_embedding(args):
                       f"embedding step {args.rows}x{args.dim}, Zipf({args.alpha})")
     print(f"  link heat map: {path}")
     if wrong:
-        again = (f"tpu-rtl system embedding --topology {args.topology}"
-                 f"{' --twist' if args.twist else ''}"
-                 + "".join(f" --fail {c}" for c in args.fail)
+        again = ("tpu-rtl system embedding"
+                 + _topology_flags(args)
                  + f" --rows {args.rows} --dim {args.dim} --batch {args.batch} --bag "
                    f"{args.bag} --alpha {args.alpha} --combiner {args.combiner} --optimizer "
                    f"{args.optimizer} --mode {args.mode} --lr {args.lr}"
