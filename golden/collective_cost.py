@@ -48,6 +48,9 @@ Model
   on: input ``p`` on port ``golden.routing.eject_port(p)`` (``hdl.ici.Router``).
 - **Reduce.** The VPU adds 8 VMEM lines of a range in ``group_cycles``, and each line left
   over in ``line_cycles`` (a ``vld``/``vst`` moves 8 lines; one left over is loaded alone).
+  With ``reduce_align`` lines above 1, a reduce's pieces are cut in whole groups of that
+  many lines, and a piece's last group is padded to it (the programs' layout pads every
+  reduce block to whole groups), so it costs whole groups.
   Before a reduce overwrites words one of the chip's own pushes still reads, the chip waits
   until all its pushes so far have left.
 - **The end.** A chip waits for all its pushes to leave, then halts; the run ends when the
@@ -76,7 +79,8 @@ __all__ = ["CostParams", "pipelined_cycles", "piece_range", "overlap", "receive_
 #: Bytes a word (``golden.collectives`` re-exports it).
 WORD_BYTES = 4
 
-_AT_LEAST_ONE = ("ports", "torus_ports", "lanes", "push_words", "packet_words")
+_AT_LEAST_ONE = ("ports", "torus_ports", "lanes", "push_words", "packet_words",
+                 "reduce_align")
 _WHOLE = _AT_LEAST_ONE + ("header_flits", "dma_slots", "queue_words")
 
 
@@ -92,6 +96,8 @@ class CostParams:
     push_words : words a push at most, or None for one push a range
     packet_words, header_flits : words a packet at most, and the header flits before them
     group_cycles, line_cycles : the VPU's reduce of 8 lines, and of a line left over
+    reduce_align : lines a reduce piece is cut in and padded to (1: lines; 8: whole
+        ``vld``/``vst`` groups, the collective programs' layout)
     descriptor_cycles : the DMA's time for a push before it takes the next
     fill_cycles : a push port's read of a word of a push's first packet
     dma_slots : pushes holding a slot of the DMA at once (0: no limit)
@@ -118,6 +124,7 @@ class CostParams:
     hop_cycles: float = 0.0
     end_cycles: float = 0.0
     queue_words: int = 0
+    reduce_align: int = 1
 
     def __post_init__(self):
         for f in fields(self):
@@ -149,16 +156,18 @@ class _Piece:
 
 
 def piece_range(lo, hi, k, chunks, unit):
-    """Part ``k`` of ``chunks`` of the range ``[lo, hi)``, cut in whole ``unit``s (VMEM lines
-    for a reduce, words for a copy): ``(start, stop)``, empty for some k when the range
-    has fewer units than chunks."""
-    units = (hi - lo) // unit
-    return lo + k * units // chunks * unit, lo + (k + 1) * units // chunks * unit
+    """Part ``k`` of ``chunks`` of the range ``[lo, hi)``, cut in whole ``unit``s (groups of
+    VMEM lines for a reduce, words for a copy): ``(start, stop)``, empty for some k when the
+    range has fewer units than chunks. A last unit cut short by ``hi`` counts as one (a
+    reduce block's last group, padded in VMEM)."""
+    units = -(-(hi - lo) // unit)
+    return (min(hi, lo + k * units // chunks * unit),
+            min(hi, lo + (k + 1) * units // chunks * unit))
 
 
-def _pieces(transfers, chunks, lanes):
+def _pieces(transfers, chunks, lanes, align):
     for tr in transfers:
-        unit = lanes if tr.op == "reduce" else 1
+        unit = lanes * align if tr.op == "reduce" else 1
         for k in range(chunks):
             parts = []
             for (s_lo, s_hi), (d_lo, _) in zip(tr.src_ranges, tr.dst_ranges):
@@ -407,7 +416,8 @@ class _Timing:
         for piece in pieces:
             if piece.op == "reduce":
                 for _, _, n in piece.parts:
-                    groups, rest = divmod(n // self.p.lanes, SUBLANES)
+                    align = self.p.reduce_align
+                    groups, rest = divmod(-(-n // (self.p.lanes * align)) * align, SUBLANES)
                     total += groups * self.p.group_cycles + rest * self.p.line_cycles
         return total
 
@@ -436,7 +446,7 @@ def pipelined_cycles(transfers, *, chunks=1, params):
     transfers = list(transfers)
     if not transfers:
         return float(params.end_cycles)
-    chips = _programs(list(_pieces(transfers, int(chunks), params.lanes)),
+    chips = _programs(list(_pieces(transfers, int(chunks), params.lanes, params.reduce_align)),
                       once=waits_once(transfers), by_direction=deals_by_direction(transfers),
                       params=params)
     timing = _Timing(params)

@@ -24,21 +24,24 @@ from amaranth.lib.wiring import Out
 from golden import collectives as gc_golden
 from golden import tensorcore as tc
 from golden import topology as topo
+from golden.routing import check_routing
 from hdl.ici.layouts import MAX_VCS, max_local_ports
+from hdl.memory.dma_push import DEFAULT_MAX_PAYLOAD, HEADER_WORDS
 from hdl.lib.blackbox import BlackBox
 from hdl.lib.params import check_int
 from hdl.ocs import STATUSES
 from hdl.system import ChipNode, ChipSystem, chip_node_signature, chip_system_signature
 from hdl.tensorcore.isa import ERROR_CODES
 from hdl.tensorcore.sequencer import State
+from hdl.testbench.node import ADAPTIVE_ESCAPE_VCS
 
 from .backends import check_backend, self_loading
 from .backends.self_loading import add_to_module, loader_verilog
 from .backends.whole_run import WholeRun, check_run, memory_depth, pack_words, unpack_words
 from .blocks import MemoryImage
 from .checks import check_tracing, wave_format
-from .system_chip import (LINK_BYTES_PER_CYCLE, SYSTEM_CHIP, collective_chip, cost_params,
-                          plan_push_words)
+from .system_chip import (LINK_BYTES_PER_CYCLE, SYSTEM_CHIP, collective_chip, collective_routing,
+                          cost_params, plan_push_words)
 from .verilog.export import mxu_of_instances, vpu_of_instances
 from .verilog.repeated import emit
 from .network import CONFIG_WATCHDOG, _lit, _ocs_beats, _rows, _topology
@@ -46,7 +49,8 @@ from .transactors import SimulationHang
 
 __all__ = ["run_programs", "collective", "data_parallel_step", "SystemRun", "CollectiveRun",
            "StepRun", "SystemRunError", "SYSTEM_CHIP", "STEP_CHIP", "LINK_BYTES_PER_CYCLE",
-           "BLOCK", "plan_push_words", "embedding_step", "EmbeddingRun", "EMBEDDING_CHIP"]
+           "BLOCK", "plan_push_words", "embedding_step", "EmbeddingRun", "EMBEDDING_CHIP",
+           "router_defaults", "ROUTER_DEFAULTS", "LONGEST_PACKET_FLITS", "ADAPTIVE_ESCAPE_VCS"]
 
 #: The block name of the system top in whole runs and builds.
 BLOCK = "system"
@@ -86,8 +90,8 @@ class CollectiveRun:
     per cycle), ``link_utilization`` (float [n_chips, 2*D]: the fraction of the cycles
     each directed link carried a flit) and the simulator's ``seconds`` (loading and
     read-back included, the build not); then what ran: ``chunks`` per transfer, the
-    ``chip``'s TensorCore parameters, and the cycles ``golden.collective_cost`` predicted
-    when ``chunks="auto"`` chose (else None)."""
+    ``chip``'s TensorCore parameters, the cycles ``golden.collective_cost`` predicted
+    when ``chunks="auto"`` chose (else None), and the ``routing``."""
     out: np.ndarray
     cycles: int
     algbw: float
@@ -98,12 +102,15 @@ class CollectiveRun:
     chunks: int = 1
     chip: dict = None
     predicted_cycles: float = None
+    routing: str = "dor"
 
 
-def system_params(topology, chip, *, vcs=2, buffer_flits=8, link_latency=2):
-    """``ChipSystem`` parameters for ``topology`` and per-chip TensorCore ``chip`` ones."""
+def system_params(topology, chip, *, vcs=2, buffer_flits=8, link_latency=2, routing="dor"):
+    """``ChipSystem`` parameters for ``topology`` and per-chip TensorCore ``chip`` ones
+    (``routing`` appears only when "adaptive", so "dor" builds keep their parameters)."""
     return dict(dims=topology.dims, vcs=vcs, buffer_flits=buffer_flits,
-                link_latency=link_latency, reconfig_cycles=2, chip=dict(chip))
+                link_latency=link_latency, reconfig_cycles=2, chip=dict(chip),
+                **({"routing": routing} if routing != "dor" else {}))
 
 
 def _node_images(node):
@@ -134,12 +141,13 @@ def _images(params):
 def _node_params(params):
     return dict(dims=len(params["dims"]), vcs=params["vcs"],
                 buffer_flits=params["buffer_flits"], link_latency=params["link_latency"],
-                n_nodes=int(np.prod(params["dims"])), chip=params["chip"])
+                n_nodes=int(np.prod(params["dims"])), chip=params["chip"],
+                routing=params.get("routing", "dor"))
 
 
-def run_programs(topology, programs, *, vmem, smem=None, hbm=None, chip=None, vcs=2,
-                 buffer_flits=8, link_latency=2, backend="verilator", seed=0,
-                 watchdog=20_000, waves=None, progress=None):
+def run_programs(topology, programs, *, vmem, smem=None, hbm=None, chip=None, vcs=None,
+                 buffer_flits=None, link_latency=2, routing="dor", backend="verilator",
+                 seed=0, watchdog=20_000, waves=None, progress=None):
     """Run ``programs[c]`` on chip c of ``topology`` until every live chip is done.
 
     Parameters
@@ -152,7 +160,9 @@ def run_programs(topology, programs, *, vmem, smem=None, hbm=None, chip=None, vc
         TensorCore parameters of every chip (:data:`SYSTEM_CHIP` and these); IMEM grows to
         the power of two that holds the longest program.
     vcs, buffer_flits, link_latency : the routers' and links' (``link_latency`` an int, or
-        one per torus port: ``hdl.system.ChipNode``)
+        one per torus port: ``hdl.system.ChipNode``); ``vcs`` and ``buffer_flits`` by
+        default :func:`router_defaults`
+    routing : "dor" (default) or "adaptive" (SPEC 4.4; ``hdl.system.ChipNode``)
     backend, seed, waves, progress : as every runner's
     watchdog : int
         Cycles with no chip working and no flit moving before the run is hung.
@@ -177,12 +187,13 @@ def run_programs(topology, programs, *, vmem, smem=None, hbm=None, chip=None, vc
                              f"{'needs a program' if alive[c] else 'takes no program'}")
     words = [None if p is None else tc.program_words(p) for p in programs]
     params = dict(SYSTEM_CHIP) | dict(chip or {})
-    _check_system(topology, params, vcs=vcs, buffer_flits=buffer_flits)
+    vcs, buffer_flits = router_defaults(routing, vcs, buffer_flits)
+    _check_system(topology, params, vcs=vcs, buffer_flits=buffer_flits, routing=routing)
     lanes = params["lanes"]
     longest = max(len(w) for w in words if w is not None)
     params["imem_depth"] = max(params["imem_depth"], memory_depth(longest))
     params = system_params(topology, params, vcs=vcs, buffer_flits=buffer_flits,
-                           link_latency=link_latency)
+                           link_latency=link_latency, routing=routing)
     chip_params = params["chip"]
     load = {}
     for c in range(n):
@@ -201,7 +212,7 @@ def run_programs(topology, programs, *, vmem, smem=None, hbm=None, chip=None, vc
             load[f"chip{c}.hbm"] = _hbm_image(c, hbm[c], chip_params)
     dims = topology.dims
     lit = _lit(topology, dims)
-    tables = topo.routing_tables(topology, vcs=vcs)
+    tables = topo.routing_tables(topology, vcs=vcs, routing=routing)
     zeros = np.zeros(n, np.int64)
     rows = _rows(topology, tables, vcs, dims, (0, zeros, zeros), [0] * n, lit)
     whole = WholeRun(
@@ -248,7 +259,25 @@ def _hbm_image(c, image, chip):
     return pack_words(np.pad(image, (0, -image.size % per)), per)
 
 
-def _check_system(topology, chip, *, vcs, buffer_flits):
+#: The flits of the chips' longest packet (a ``write`` of the DMA's most data words).
+LONGEST_PACKET_FLITS = HEADER_WORDS + DEFAULT_MAX_PAYLOAD
+#: The routers' VCs and buffer flits by routing (:func:`router_defaults`).
+ROUTER_DEFAULTS = {"dor": (2, 8), "adaptive": (4, 2 * LONGEST_PACKET_FLITS)}
+
+
+def router_defaults(routing, vcs=None, buffer_flits=None):
+    """``(vcs, buffer_flits)``, each as given or else :data:`ROUTER_DEFAULTS`'s for
+    ``routing``: with "dor" 2 VCs of 8 flits; with "adaptive" the escape VCs and two
+    adaptive ones, of two of the chips' longest packets each (cut-through allocation takes
+    a VC only with room for a whole packet, and then a VC takes the next packet while its
+    last one drains)."""
+    routing = check_routing(routing)
+    default_vcs, default_flits = ROUTER_DEFAULTS[routing]
+    return (default_vcs if vcs is None else vcs,
+            default_flits if buffer_flits is None else buffer_flits)
+
+
+def _check_system(topology, chip, *, vcs, buffer_flits, routing="dor"):
     """ChipNode's checks, made before any part is built or planned, so that a bad value is
     one error and leaves no half-built parts behind."""
     check_int("network_ports", chip["network_ports"], least=1,
@@ -256,6 +285,15 @@ def _check_system(topology, chip, *, vcs, buffer_flits):
     check_int("outstanding", chip["outstanding"], least=1)
     check_int("vcs", vcs, least=2, most=MAX_VCS)
     check_int("buffer_flits", buffer_flits, least=1)
+    if check_routing(routing) == "adaptive":
+        longest = LONGEST_PACKET_FLITS
+        if vcs <= ADAPTIVE_ESCAPE_VCS:
+            raise ValueError(f"routing='adaptive' needs vcs above {ADAPTIVE_ESCAPE_VCS} (the "
+                             f"escape VCs), not vcs={vcs}")
+        if buffer_flits < longest:
+            raise ValueError(f"routing='adaptive' cuts packets through, so buffer_flits must "
+                             f"hold the chips' longest packet ({longest} flits), not "
+                             f"{buffer_flits}")
 
 
 def _per_chip(value, count, bits):
@@ -291,8 +329,8 @@ def _explain(topology, words, out, chip, what):
 
 
 def collective(kind, inputs, *, topology, dtype="float32", backend="verilator", seed=0,
-               numerics="tpu", chunks="auto", chip=None, vcs=2, buffer_flits=8,
-               link_latency=2, waves=None, progress=None):
+               numerics="tpu", chunks="auto", chip=None, vcs=None, buffer_flits=None,
+               link_latency=2, routing=None, waves=None, progress=None):
     """Run collective ``kind`` on ``inputs`` over the chips of ``topology`` (SPEC section 6).
 
     ``inputs`` [C, n] (all_to_all [C, C, m]) for the C live chips, float32/int32 values or
@@ -307,16 +345,21 @@ def collective(kind, inputs, *, topology, dtype="float32", backend="verilator", 
     ``chip``: TensorCore parameters over :data:`SYSTEM_CHIP`; by default the collectives'
     chip of the topology (``sim.system_chip.collective_chip``: a network port per torus
     link direction, 2*D; the lanes whose reduce keeps up with them, 8, 16 or 32; two DMA
-    descriptors in flight a port; memories for a 1 MiB all-reduce), so that every size on a topology shares one build. A
-    message that needs larger memories grows them to the next power of two (a new
-    build).
+    descriptors in flight a port; memories for a 1 MiB all-reduce), so that every size on
+    a topology shares one build. A message that needs larger memories grows them to the
+    next power of two (a new build).
 
     ``chunks``: pieces per transfer, or "auto" (the default), the chunking
     ``golden.collective_cost`` predicts fastest on that chip within its flags
     (``sim.kernels.collective.choose_chunks``).
 
-    ``vcs``, ``buffer_flits`` and ``link_latency`` are the routers' and links'
-    (:func:`run_programs`).
+    ``vcs``, ``buffer_flits``, ``link_latency`` and ``routing`` are the routers' and links'
+    (:func:`run_programs`): ``routing="adaptive"`` lets a packet take any minimal route, so
+    on a ring of two chips both links to the neighbour carry its words. By default
+    ``routing`` goes with the chip: on the topology's default chip (no ``chip=``) the
+    topology's routing (``sim.system_chip.collective_routing``: "adaptive" with a ring of
+    two chips, else "dor"); on a given chip "dor", as :func:`run_programs`.
+    :class:`CollectiveRun` reports it.
 
     Raises
     ------
@@ -332,9 +375,12 @@ def collective(kind, inputs, *, topology, dtype="float32", backend="verilator", 
     if chunks != "auto" and (isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer))
                              or chunks < 1):
         raise ValueError(f"chunks must be a positive integer or 'auto', not {chunks!r}")
+    if routing is None:
+        routing = collective_routing(topology) if chip is None else "dor"
     chip = (collective_chip(topology) if chip is None else dict(SYSTEM_CHIP) | dict(chip)) | \
         {"numerics": numerics}
-    _check_system(topology, chip, vcs=vcs, buffer_flits=buffer_flits)
+    vcs, buffer_flits = router_defaults(routing, vcs, buffer_flits)
+    _check_system(topology, chip, vcs=vcs, buffer_flits=buffer_flits, routing=routing)
     plan = plan_collective(kind, bits, topology=topology, dtype=dtype, lanes=chip["lanes"],
                            chunks=chunks, push_words=plan_push_words(chip),
                            push_ports=chip["network_ports"],
@@ -344,7 +390,8 @@ def collective(kind, inputs, *, topology, dtype="float32", backend="verilator", 
     chip |= {name: max(chip[name], memory_depth(value)) for name, value in need.items()}
     run = run_programs(topology, plan.programs, vmem=plan.vmem, smem=plan.smem, chip=chip,
                        vcs=vcs, buffer_flits=buffer_flits, link_latency=link_latency,
-                       backend=backend, seed=seed, waves=waves, progress=progress)
+                       routing=routing, backend=backend, seed=seed, waves=waves,
+                       progress=progress)
     out = plan.result(run.vmem).astype(np.uint32)
     cycles = max(run.cycles, 1)
     algbw, busbw = gc_golden.bandwidth(kind, bits.shape, cycles)
@@ -353,7 +400,7 @@ def collective(kind, inputs, *, topology, dtype="float32", backend="verilator", 
         algbw=algbw, busbw=busbw,
         bus_bound=gc_golden.bus_bound(kind, topology, LINK_BYTES_PER_CYCLE),
         link_utilization=run.link_flits / cycles, seconds=run.seconds, chunks=plan.chunks,
-        chip=chip, predicted_cycles=plan.predicted_cycles)
+        chip=chip, predicted_cycles=plan.predicted_cycles, routing=routing)
 
 
 #: The data-parallel step's chips: :data:`SYSTEM_CHIP` with an 8x8 MXU (the matmul kernel's
@@ -377,8 +424,8 @@ class StepRun:
 
 
 def data_parallel_step(shards, w, *, topology, activation=None, numerics="tpu", chunks=1,
-                       chip=None, vcs=2, buffer_flits=8, link_latency=2, backend="verilator",
-                       seed=0, waves=None, progress=None):
+                       chip=None, vcs=None, buffer_flits=None, link_latency=2, routing="dor",
+                       backend="verilator", seed=0, waves=None, progress=None):
     """A data-parallel step, one program per chip (:mod:`sim.kernels.data_parallel`): chip
     r multiplies ``shards[r]`` by ``w`` on its MXU, from HBM to HBM, then the chips
     all-reduce the fp32 products.
@@ -415,8 +462,8 @@ def data_parallel_step(shards, w, *, topology, activation=None, numerics="tpu", 
     chip["mxu_results"] = max(chip.get("mxu_results", 16), plan.mxu_results)
     run = run_programs(topology, plan.programs, vmem=plan.vmem, smem=plan.smem, hbm=plan.hbm,
                        chip=chip, vcs=vcs, buffer_flits=buffer_flits,
-                       link_latency=link_latency, backend=backend, seed=seed, waves=waves,
-                       progress=progress)
+                       link_latency=link_latency, routing=routing, backend=backend, seed=seed,
+                       waves=waves, progress=progress)
     products = np.stack([plan.matmul.result(run.hbm[c]) for c in plan.collective.chips])
     return StepRun(out=plan.result(run.vmem).view(np.float32),
                    products=products.view(np.float32), cycles=run.cycles,
@@ -470,7 +517,7 @@ class _SystemOfInstances(ChipSystem):
     def make_node(self, chip):
         return BlackBox(CHIP_MODULE, chip_node_signature(
             dims=self.node_params["dims"], vcs=self.node_params["vcs"],
-            n_flags=_n_flags(self.node_params)))
+            n_flags=_n_flags(self.node_params), routing=self.node_params["routing"]))
 
 
 def _export(params):
@@ -515,7 +562,8 @@ def _simulate(whole, *, backend, waves, progress, threads=None):
     params = whole.params
     signature = chip_system_signature(dims=params["dims"], vcs=params["vcs"],
                                       reconfig_cycles=params["reconfig_cycles"],
-                                      n_flags=_n_flags(params))
+                                      n_flags=_n_flags(params),
+                                      routing=params.get("routing", "dor"))
     _check_read_out(signature, params["dims"])
     if backend == "amaranth":
         from .backends.amaranth_sim import simulate_whole
@@ -563,7 +611,8 @@ class EmbeddingRun:
 def embedding_step(table, indices, offsets, *, grads=None, weights=None, topology,
                    combiner="sum", optimizer="sgd", lr=0.01, state=None, mode="exact",
                    capacity=None, numerics="tpu", backend="verilator", seed=0, chip=None,
-                   vcs=2, buffer_flits=8, link_latency=2, waves=None, progress=None):
+                   vcs=None, buffer_flits=None, link_latency=2, routing="dor", waves=None,
+                   progress=None):
     """The multi-chip embedding step (SPEC sections 4.9 and 6) on the system RTL, with a
     SparseCore on every chip: the programs of :func:`sim.kernels.embedding.plan_embedding`.
     Results equal :func:`golden.embedding.step`'s bit for bit, on every topology.
@@ -571,7 +620,7 @@ def embedding_step(table, indices, offsets, *, grads=None, weights=None, topolog
     Arguments as :func:`golden.embedding.step` (checked by it, so a bad id or a capacity
     overflow raises its error before anything is built or run); ``backend``, ``seed``,
     ``chip`` (overrides of :data:`EMBEDDING_CHIP`), ``vcs``, ``buffer_flits``,
-    ``link_latency``, ``waves`` and ``progress`` as :func:`collective`'s.
+    ``link_latency``, ``routing``, ``waves`` and ``progress`` as :func:`collective`'s.
 
     The RTL runs ``mode="exact"`` with ``"sgd"`` or ``"adagrad"`` (the tile's optimizers);
     ``"prereduced"`` and ``"rowwise_adagrad"`` are ValueErrors here (golden has them).
@@ -592,14 +641,15 @@ def embedding_step(table, indices, offsets, *, grads=None, weights=None, topolog
                           topology=topology, combiner=combiner, optimizer=optimizer, lr=lr,
                           state=state, mode=mode, capacity=capacity, numerics=numerics)
     chip = dict(EMBEDDING_CHIP) | dict(chip or {}) | {"numerics": numerics}
-    _check_system(topology, chip, vcs=vcs, buffer_flits=buffer_flits)
+    vcs, buffer_flits = router_defaults(routing, vcs, buffer_flits)
+    _check_system(topology, chip, vcs=vcs, buffer_flits=buffer_flits, routing=routing)
     plan = plan_embedding(table, indices, offsets, grads=grads, weights=weights,
                           topology=topology, combiner=combiner, optimizer=optimizer, lr=lr,
                           state=state, mode=mode, capacity=capacity, chip=chip)
     run = run_programs(topology, plan.programs, vmem=[None] * topology.n_chips,
                        smem=plan.smem, hbm=plan.hbm, chip=plan.chip, vcs=vcs,
-                       buffer_flits=buffer_flits, link_latency=link_latency, backend=backend,
-                       seed=seed, waves=waves, progress=progress)
+                       buffer_flits=buffer_flits, link_latency=link_latency, routing=routing,
+                       backend=backend, seed=seed, waves=waves, progress=progress)
     bits = np.asarray(table).view(np.uint32)
     state_bits = None if state is None else np.asarray(state).view(np.uint32)
     if grads is not None and optimizer == "adagrad" and state_bits is None:

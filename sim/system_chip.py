@@ -34,7 +34,7 @@ from hdl.system.chip_node import FLIT_WORDS
 
 __all__ = ["SYSTEM_CHIP", "COLLECTIVE_MEMORIES", "MEASURED_CYCLES", "LINK_BYTES_PER_CYCLE",
            "plan_push_words", "queue_words", "collective_ports", "collective_lanes",
-           "collective_chip", "cost_params"]
+           "collective_chip", "collective_routing", "cost_params"]
 
 #: One link's bandwidth each way, bytes per cycle: a one-word flit per cycle.
 LINK_BYTES_PER_CYCLE = 4 * FLIT_WORDS
@@ -100,6 +100,19 @@ def collective_lanes(ports):
     while 8 * lanes / MEASURED_CYCLES["group_cycles"] < ports:
         lanes *= 2
     return lanes
+
+
+def collective_routing(topology):
+    """The routing :func:`sim.system.collective` uses on ``topology`` when it is given none:
+    "adaptive" when an axis is a ring of two chips, else "dor".
+
+    On a ring of two the schedule sends half of each block each way round, but both ways
+    lead to the one neighbour, and dimension-order tables send both halves over one of
+    the two links; adaptive routing takes both (its minimal routes are both ways round).
+    On longer rings the schedules send only to neighbours, whose minimal route is one
+    link either way, so adaptive routing would change no route and cost its larger
+    buffers (cut-through)."""
+    return "adaptive" if 2 in tuple(topology.dims) else "dor"
 
 
 def collective_chip(topology, **given):

@@ -123,7 +123,8 @@ class InputPort(wiring.Component):
     ``reenter``, for all. A header whose length is above ``buffer_flits`` is malformed
     (cut-through needs a packet to fit a buffer). With ``local_ports`` above 1 a packet
     ejects on output ``n_ports + src % local_ports`` (by its source, not ``eject_to``:
-    a flow's packets may arrive on any input, and its sink must see all of them).
+    a flow's packets may arrive on any input, and its sink must see all of them), unless
+    ``eject_by_source`` is False (then by ``eject_to``, as with "dor").
     Ports ``minimal`` and ``reenter``
     (In(2*MAX_DIMS), In(1)) carry the rest of the route lookup, combinationally from
     ``dst`` like ``entry``; ``heads`` are then ``adaptive_head_layout``.
@@ -134,7 +135,8 @@ class InputPort(wiring.Component):
     """
 
     def __init__(self, *, vcs, out_vcs, flit_words, buffer_flits, port, n_ports, bypass,
-                 eject_to=None, routing="dor", escape_vcs=2, local_ports=1):
+                 eject_to=None, routing="dor", escape_vcs=2, local_ports=1,
+                 eject_by_source=None):
         check_int("out_vcs", out_vcs, least=1, most=4)
         check_int("buffer_flits", buffer_flits, least=1)
         check_int("n_ports", n_ports, least=2, most=6)
@@ -148,6 +150,8 @@ class InputPort(wiring.Component):
             raise ValueError(f"routing must be 'dor' or 'adaptive', not {routing!r}")
         self.adaptive, self.escape_vcs = routing == "adaptive", escape_vcs
         self.local_ports = local_ports
+        self.eject_by_source = (self.adaptive if eject_by_source is None
+                                else bool(eject_by_source)) and local_ports > 1
         self.entry_layout = buffer_entry_layout(flit_words, self.adaptive)
         extra = {"minimal": In(2 * MAX_DIMS), "reenter": In(1)} if self.adaptive else {}
         super().__init__({
@@ -188,7 +192,7 @@ class InputPort(wiring.Component):
                            | ~((word.opcode == OPCODES["write"])
                                | (word.opcode == OPCODES["flag_add"])))
         port = entry.port
-        if self.adaptive and self.local_ports > 1:
+        if self.eject_by_source:
             port = Mux(eject, self.n_ports + word.src % self.local_ports, entry.port)
         elif self.eject_to != self.n_ports:
             port = Mux(eject, self.eject_to, entry.port)

@@ -103,6 +103,12 @@ class Router(wiring.Component):
     escape_vcs : int
         With ``routing="adaptive"``: VCs ``0 .. escape_vcs-1`` are the escape sub-network's
         (the tables' ``escape_vcs``), the rest adaptive; default 2.
+    eject_by : "input" or "source"
+        With several local ports, a packet ejects on the port of the torus input it
+        arrives on ("input", the only choice with "dor") or on port ``src % local_ports``
+        ("source", the default with "adaptive": a flow's packets then share a sink). A
+        system whose receivers need no order (``hdl.system.ChipNode``) takes "input" with
+        "adaptive" too, so that a neighbour's packets over two links eject side by side.
 
     Adaptive routing (``routing="adaptive"``): the table holds
     ``hdl.ici.layouts.adaptive_entry_layout`` entries (``adaptive_table_entries`` of
@@ -118,9 +124,9 @@ class Router(wiring.Component):
     ``hdl.ici.layouts.injection_queue(escape port)`` (a queue per direction on a 2-D
     torus with 4 VCs), so a blocked packet stalls only packets of its own queue, and
     ``ready`` then follows the arriving header's queue. A packet ejects on local port
-    ``src % local_ports``, whatever input it arrives on. Order: packets of one pair may
-    arrive out of order (they may take different paths); every packet is still
-    delivered once, intact. Deadlock freedom is
+    ``src % local_ports``, whatever input it arrives on (``eject_by="source"``). Order:
+    packets of one pair may arrive out of order (they may take different paths); every
+    packet is still delivered once, intact. Deadlock freedom is
     ``golden.topology.deadlock_free``'s proof of the escape sub-network (Duato's
     condition).
 
@@ -183,7 +189,8 @@ class Router(wiring.Component):
     """
 
     def __init__(self, *, dims=2, vcs=2, buffer_flits=8, flit_words=1, n_nodes=256,
-                 pipeline=1, local_ports=1, observe=False, routing="dor", escape_vcs=2):
+                 pipeline=1, local_ports=1, observe=False, routing="dor", escape_vcs=2,
+                 eject_by=None):
         check_int("dims", dims, least=2, most=3)
         check_int("vcs", vcs, least=2, most=MAX_VCS)
         check_int("buffer_flits", buffer_flits, least=1)
@@ -198,6 +205,13 @@ class Router(wiring.Component):
             raise ValueError(f"routing must be one of {', '.join(map(repr, ROUTINGS))}, "
                              f"not {routing!r}")
         self.routing, self.adaptive = routing, routing == "adaptive"
+        if eject_by is None:
+            eject_by = "source" if self.adaptive else "input"
+        choices = ("input", "source") if self.adaptive else ("input",)
+        if eject_by not in choices:
+            raise ValueError(f"eject_by must be {' or '.join(map(repr, choices))} with "
+                             f"routing={routing!r}, not {eject_by!r}")
+        self.eject_by = eject_by
         self.escape_vcs = escape_vcs
         if self.adaptive:
             check_int("escape_vcs", escape_vcs, least=1, most=vcs - 1)
@@ -262,7 +276,7 @@ class Router(wiring.Component):
                              eject_to=n_ports + (i - n_ports if local else eject_port(
                                  i, torus_ports=n_ports, local_ports=k)),
                              routing=self.routing, escape_vcs=self.escape_vcs,
-                             local_ports=k)
+                             local_ports=k, eject_by_source=self.eject_by == "source")
             m.submodules[self.local_name("inject", i - n_ports) if local
                          else f"input{i}"] = port
             lookup = table.read_port(domain="comb")

@@ -24,13 +24,13 @@ __all__ = ["ChipNode", "chip_node_signature", "FLIT_WORDS"]
 FLIT_WORDS = 1
 
 
-def chip_node_signature(*, dims, vcs, n_flags):
+def chip_node_signature(*, dims, vcs, n_flags, routing="dor"):
     """The ports of a :class:`ChipNode` (its docstring), without building one."""
     ports = 2 * dims
     link = LinkSignature(vcs=vcs, flit_words=FLIT_WORDS)
     return wiring.Signature({
         "tx": Out(link).array(ports), "rx": In(link).array(ports),
-        "setup_valid": In(1), "setup": In(node_row_layout(dims)), "node": In(CHIP_BITS),
+        "setup_valid": In(1), "setup": In(node_row_layout(dims, routing)), "node": In(CHIP_BITS),
         "start": In(1), "lit": Out(ports), "moved": Out(1), "done": Out(1), "busy": Out(1),
         "state": Out(State), "pc": Out(32), "error": Out(Error),
         "waiting": Out(1), "flags": Out(data.ArrayLayout(32, n_flags)),
@@ -49,6 +49,11 @@ class ChipNode(wiring.Component):
     router ejects by the torus input a packet arrives on, so with 2 ports the packets
     from the two directions of an axis land through different receive engines).
 
+    With ``routing="adaptive"`` the router is adaptive (:class:`~hdl.ici.Router`), and it
+    ejects a packet by the torus input it arrives on as well, not by its source: the
+    receive engines need no order, and so the packets of one neighbour that come over
+    two links (both ways round a ring of two) land through two receive engines at once.
+
     Every chip of a system is the same module: its id comes in on ``node``, its routing
     table and lit ports in the configuration rows (``node_row_layout``, as
     :class:`~hdl.system.NetworkNode` takes them; the hop counts and traffic settings are
@@ -57,7 +62,7 @@ class ChipNode(wiring.Component):
 
     Parameters
     ----------
-    dims, vcs, buffer_flits, n_nodes
+    dims, vcs, buffer_flits, n_nodes, routing
         The router's (:class:`~hdl.ici.Router`; flits of :data:`FLIT_WORDS` word).
     link_latency : int, or a tuple of ``2*dims`` ints
         Cycles of each outgoing link, or of the link out of each torus port ``p`` (axis
@@ -91,7 +96,7 @@ class ChipNode(wiring.Component):
     """
 
     def __init__(self, *, dims=2, vcs=2, buffer_flits=8, link_latency=2, n_nodes=4,
-                 chip=None):
+                 chip=None, routing="dor"):
         check_int("dims", dims, least=2, most=3)
         check_int("vcs", vcs, least=2, most=MAX_VCS)
         check_int("buffer_flits", buffer_flits, least=1)
@@ -103,6 +108,7 @@ class ChipNode(wiring.Component):
                 raise TypeError(f"a system chip's {name} is set by the system, not by chip=")
         self.dims, self.vcs, self.buffer_flits = dims, vcs, buffer_flits
         self.link_latency, self.n_nodes = link_latency, n_nodes
+        self.routing = routing
         # Checked before the chip is built, so that a refused count leaves no part behind.
         self.local_ports = check_int("network_ports", chip.get("network_ports", 1), least=1,
                                      most=max_local_ports(dims))
@@ -110,7 +116,8 @@ class ChipNode(wiring.Component):
         self.memory_images = {name: (memory, f"tensorcore.{path}") for name, (memory, path)
                               in self.tensorcore.memory_images.items()}
         self.n_flags = self.tensorcore.flags.shape().length
-        super().__init__(chip_node_signature(dims=dims, vcs=vcs, n_flags=self.n_flags))
+        super().__init__(chip_node_signature(dims=dims, vcs=vcs, n_flags=self.n_flags,
+                                             routing=routing))
 
     def elaborate(self, platform):
         m = Module()
@@ -118,7 +125,8 @@ class ChipNode(wiring.Component):
         m.submodules.tensorcore = chip = self.tensorcore
         m.submodules.router = router = Router(
             dims=self.dims, vcs=self.vcs, buffer_flits=self.buffer_flits,
-            flit_words=FLIT_WORDS, n_nodes=self.n_nodes, local_ports=self.local_ports)
+            flit_words=FLIT_WORDS, n_nodes=self.n_nodes, local_ports=self.local_ports,
+            routing=self.routing, eject_by="input")
         local = range(self.local_ports)
         for j in local:
             wiring.connect(m, port(chip, "push", j), router.local("inject", j))

@@ -26,7 +26,7 @@ __all__ = ["ChipSystem", "chip_system_signature", "SYSTEM_PHASES"]
 SYSTEM_PHASES = ("config", "run", "done")
 
 
-def chip_system_signature(*, dims="2x2", vcs=2, reconfig_cycles=2, n_flags):
+def chip_system_signature(*, dims="2x2", vcs=2, reconfig_cycles=2, n_flags, routing="dor"):
     """The ports of a :class:`ChipSystem` (its docstring) of chips with ``n_flags`` flags
     each, its parameters checked as it checks them, without building one or its chips: a
     runner reads them to check a run."""
@@ -37,7 +37,7 @@ def chip_system_signature(*, dims="2x2", vcs=2, reconfig_cycles=2, n_flags):
     ports = 2 * len(dims)
     most = max(len(p) for p in face_ports(dims))
     return wiring.Signature({
-        "tables": In(stream.Signature(row_layout(n, len(dims)))),
+        "tables": In(stream.Signature(row_layout(n, len(dims), routing))),
         "ocs": In(stream.Signature(ocs_layout(dims))),
         "alive": In(n), "finished": Out(1), "busy": Out(1), "config_error": Out(1),
         "phase": Out(2), "cycles": Out(32),
@@ -60,7 +60,8 @@ class ChipSystem(wiring.Component):
     A run, in phases (``SYSTEM_PHASES``):
 
     1. ``config``: ``tables`` takes one row per destination r (``layouts.row_layout``;
-       only each chip's routing entry for r and chip r's ``lit`` bits are used), ``ocs``
+       with ``routing``'s entries; only each chip's routing entry for r and chip r's
+       ``lit`` bits are used), ``ocs``
        each OCS's map and a commit. When every row is in and every OCS reports ``ok``,
        the run starts; an OCS that refuses its map sets ``config_error`` and ends the run.
     2. ``run``: every chip of ``alive`` starts its program (load the memories through
@@ -77,7 +78,8 @@ class ChipSystem(wiring.Component):
     ----------
     dims : str or tuple
         ``"2x2"``, ``"2x2x2"`` or a tuple: 2 or 3 axes, 2 to 256 chips.
-    vcs, buffer_flits, link_latency
+    vcs, buffer_flits, link_latency, routing
+        The routers' and links' (:class:`~hdl.system.ChipNode`)
         Of every chip's router and links (:class:`~hdl.system.ChipNode`).
     reconfig_cycles : int
         Of every OCS.
@@ -86,7 +88,7 @@ class ChipSystem(wiring.Component):
 
     Ports
     -----
-    tables : In(stream.Signature(row_layout(n_chips, len(dims))))
+    tables : In(stream.Signature(row_layout(n_chips, len(dims), routing)))
     ocs : In(stream.Signature(ocs_layout(dims)))
     alive : In(n_chips)
         Bit c: chip c runs.
@@ -115,13 +117,14 @@ class ChipSystem(wiring.Component):
     """
 
     def __init__(self, *, dims="2x2", vcs=2, buffer_flits=8, link_latency=2,
-                 reconfig_cycles=2, chip=None):
+                 reconfig_cycles=2, chip=None, routing="dor"):
         self.dims = parse_dims(dims)
         self.n_chips = n = math.prod(self.dims)
         check_int("vcs", vcs, least=2, most=MAX_VCS)
         check_int("reconfig_cycles", reconfig_cycles, least=0)
         self.node_params = dict(dims=len(self.dims), vcs=vcs, buffer_flits=buffer_flits,
-                                link_latency=link_latency, n_nodes=n, chip=dict(chip or {}))
+                                link_latency=link_latency, n_nodes=n, chip=dict(chip or {}),
+                                routing=routing)
         self.vcs, self.reconfig_cycles = vcs, reconfig_cycles
         self.faces = face_ports(self.dims)
         self.nodes = [self.make_node(c) for c in range(n)]
@@ -132,7 +135,7 @@ class ChipSystem(wiring.Component):
         self.n_flags = self.nodes[0].flags.shape().length
         super().__init__(chip_system_signature(dims=dims, vcs=vcs,
                                                reconfig_cycles=reconfig_cycles,
-                                               n_flags=self.n_flags))
+                                               n_flags=self.n_flags, routing=routing))
 
     def make_node(self, chip):
         """Chip ``chip``'s component (an export replaces it by an instance of one module)."""

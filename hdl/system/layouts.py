@@ -28,7 +28,7 @@ Statistics (``STATS``)
 from amaranth.hdl import Cat, Signal, unsigned
 from amaranth.lib import data
 
-from ..ici.layouts import CHIP_BITS, route_entry_layout
+from ..ici.layouts import CHIP_BITS, ROUTINGS, adaptive_entry_layout, route_entry_layout
 from ..lib.xorshift import xorshift32
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "HIST_BASE",
     "LINK_STATS", "LINEAR_BUCKETS", "SUB_BUCKETS", "BUCKETS", "STAT_ADDR_BITS",
     "MAX_PACKET_FLITS", "MAX_LOCAL_PORTS", "node_layout", "node_row_layout", "row_layout",
+    "entry_layout",
     "tag_fields", "payload_word", "latency_bucket", "bucket_range", "latency_bucket_hw",
 ]
 
@@ -120,11 +121,21 @@ def node_layout(dims):
                               "seed": 32, "down": 2 * dims})
 
 
-def row_layout(n_nodes, dims):
+def entry_layout(routing="dor"):
+    """A routing-table entry: ``hdl.ici.layouts.route_entry_layout``, or with
+    ``routing="adaptive"`` its ``adaptive_entry_layout``."""
+    if routing not in ROUTINGS:
+        raise ValueError(f"routing must be one of {', '.join(map(repr, ROUTINGS))}, "
+                         f"not {routing!r}")
+    return adaptive_entry_layout if routing == "adaptive" else route_entry_layout
+
+
+def row_layout(n_nodes, dims, routing="dor"):
     """A configuration row ``r``: for every node c, its routing-table entry for
-    destination r and its hop count from source r; and node r's settings."""
+    destination r (:func:`entry_layout`) and its hop count from source r; and node r's
+    settings."""
     return data.StructLayout({
-        "entries": data.ArrayLayout(route_entry_layout, n_nodes),
+        "entries": data.ArrayLayout(entry_layout(routing), n_nodes),
         "hops": data.ArrayLayout(unsigned(HOP_BITS), n_nodes),
         "node": node_layout(dims),
     })
@@ -184,9 +195,9 @@ def latency_bucket_hw(m, latency):
     return bucket
 
 
-def node_row_layout(dims):
+def node_row_layout(dims, routing="dor"):
     """A node's slice of a configuration row ``r`` (``layouts.row_layout``): ``row`` (r),
     its routing-table ``entry`` for destination r, its ``hops`` from source r, and node r's
     settings ``node``."""
-    return data.StructLayout({"row": unsigned(CHIP_BITS), "entry": route_entry_layout,
+    return data.StructLayout({"row": unsigned(CHIP_BITS), "entry": entry_layout(routing),
                               "hops": unsigned(HOP_BITS), "node": node_layout(dims)})

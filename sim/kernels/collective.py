@@ -14,11 +14,13 @@ Ranks and chips
 VMEM (line ``l``, lane ``j`` is word ``l * lanes + j``), per chip
     - all_reduce, reduce_scatter: the chip's vector, reduced in place, laid out by
       :class:`LineLayout`: the schedule's blocks (slice, shard, half) in order, each from
-      a line boundary, so that any n works (the VPU adds whole lines). A block of L words
-      takes ceil(L / lanes) lines; the rest of its last line is padding, which the adds
-      carry lane by lane and the result never reads, so no padding enters a sum of the
-      vector's words. When every block is whole lines (n a multiple of
-      C * K * 2 * lanes, say) the layout is words ``[0, n)``;
+      a group boundary (``align`` lines, 8 by default), so that any n works (the VPU adds
+      whole lines). A block of L words is sent as ceil(L / lanes) lines and takes a slot of
+      whole groups; the rest of its slot is padding, which the adds carry lane by lane and
+      the result never reads, so no padding enters a sum of the vector's words, and no
+      padding line is sent. Whole groups because a ``vld``/``vst`` moves 8 lines: a line
+      left over costs as much as a group. When every block is whole groups (n a multiple
+      of C * K * 2 * lanes * align, say) the layout is words ``[0, n)``;
     - all_gather: words ``[0, C*n)`` the output row, the chip's own input already in its
       slice ``[r*n, (r+1)*n)`` in the initial image (that is the local copy);
     - all_to_all: words ``[0, C*m)`` the send buffer (``inputs[r]`` flattened), then from
@@ -29,7 +31,8 @@ VMEM (line ``l``, lane ``j`` is word ``l * lanes + j``), per chip
     - Reduce receives land in a staging area after the buffer, from the next line boundary:
       one slot per received transfer piece, in the order the program consumes them, never
       reused (so a slot is never written while it is read). A slot holds the piece's
-      ranges back to back.
+      ranges, each in whole groups of ``align`` lines (a reduce of a range's last group
+      reads the rest of its group, which nothing writes).
 
 Flags
     Flag 0 counts the words this chip has pushed (every push names ``sent_flag`` 0). Flag
@@ -39,10 +42,10 @@ Flags
 
 Pieces and pipelining
     ``chunks`` cuts every range of a transfer into ``chunks`` pieces by the schedule's rule
-    (part i of [lo, hi) is ``[lo + i*L//chunks, lo + (i+1)*L//chunks)`` counted in lines for
-    a reduce, so pieces stay line-aligned, and in words for a copy; empty pieces are
-    dropped). Piece k of a step is one receive event: wait for its flag to reach the
-    piece's words, then reduce. A send is issued as soon as every receive event that writes
+    (part i of [lo, hi) is ``[lo + i*L//chunks, lo + (i+1)*L//chunks)`` counted in groups of
+    ``align`` lines for a reduce, so pieces stay group-aligned, the last group cut at hi,
+    and in words for a copy; empty pieces are dropped). Piece k of a step is one receive
+    event: wait for its flag to reach the piece's words, then reduce. A send is issued as soon as every receive event that writes
     a word it reads has been done (and no sooner): with chunks = 1 that is lockstep (step
     t+1's sends follow step t's reduce); with more, piece k of step t+1 leaves as soon as
     piece k of step t is reduced, while the other pieces are still in flight.
@@ -55,9 +58,10 @@ The program of a chip
       overwrite words an issued push may still read (a flag counts words, so only the total
       covers a given push); ``wait f<event>, words``; then per run of staged ranges a loop of
       2 bundles per 8 lines, ``vld`` staged, ``vld`` own, ``own = add(received, own)``
-      (``add`` for float32, ``iadd`` for int32), ``vst`` own (stride 1), and 2 bundles per
-      leftover line (``vld``/``vst`` stride 0: one line; looped when there are 3 or more).
-      A ``vst`` writes only the receive's own ranges.
+      (``add`` for float32, ``iadd`` for int32), ``vst`` own (stride 1), a range's last
+      group padded to ``align`` lines, and with ``align`` below 8, 2 bundles per leftover
+      line (``vld``/``vst`` stride 0: one line; looped when there are 3 or more). A ``vst``
+      writes only the receive's own ranges and their padding.
     - The end: ``wait f0`` for all words pushed (the sources stay valid until they have
       left), ``halt``. Every receive has been waited for, so the chip's VMEM is final.
 
@@ -205,12 +209,15 @@ def _split(run, limit):
 @dataclass(frozen=True)
 class LineLayout:
     """Where a reduce's buffer words sit in VMEM: every block of ``golden.collectives``
-    (slice, shard, half) from a line boundary, its last line padded (module docstring).
+    (slice, shard, half) in a slot of whole groups of ``align`` lines, sent as its lines
+    (module docstring).
 
     ``index[w]`` is the VMEM word of buffer word ``w``; ``words`` the padded buffer's words.
-    With blocks of whole lines it is the identity. The padding words share lines with a
-    block's last words, so the VPU adds them too, lane by lane: their sums land in the
-    padding and never in a buffer word, and the result reads only ``index``."""
+    With blocks of whole groups it is the identity. Block i is sent as VMEM words
+    ``[padded_starts[i], padded_stops[i])`` (whole lines) in a slot that ends at
+    ``padded_starts[i+1]``. The padding shares groups with a block's last words, so the VPU
+    adds it too, lane by lane: its sums land in the padding and never in a buffer word,
+    and the result reads only ``index``."""
     index: np.ndarray
     words: int
     starts: np.ndarray      # buffer word of each non-empty block, ascending
@@ -219,13 +226,14 @@ class LineLayout:
     padded_stops: np.ndarray
 
     @classmethod
-    def of(cls, kind, n, chips, shards, lanes):
+    def of(cls, kind, n, chips, shards, lanes, align=1):
         lo, hi = gc._blocks(*gc._slices(kind, n, chips), shards)
         lo, hi = lo.ravel(), hi.ravel()
         keep = hi > lo
         lo, hi = lo[keep], hi[keep]
         sizes = -(-(hi - lo) // lanes) * lanes
-        padded = np.concatenate([[0], np.cumsum(sizes)])
+        slot = lanes * align
+        padded = np.concatenate([[0], np.cumsum(-(-sizes // slot) * slot)])
         index = np.concatenate([padded[i] + np.arange(hi[i] - lo[i]) for i in range(lo.size)])
         return cls(index=index.astype(np.int64), words=int(padded[-1]), starts=lo, stops=hi,
                    padded_starts=padded[:-1], padded_stops=padded[:-1] + sizes)
@@ -234,34 +242,42 @@ class LineLayout:
     def identity(self):
         return self.words == self.index.size
 
-    def range(self, lo, hi):
-        """The VMEM range of the buffer range ``[lo, hi)``, which starts and stops at block
-        boundaries: the padded blocks it holds, back to back."""
+    def ranges(self, lo, hi):
+        """The VMEM ranges of the buffer range ``[lo, hi)``, which starts and stops at
+        block boundaries: the lines of the blocks it holds, a range for each run of blocks
+        with no padding between them."""
         first = int(np.searchsorted(self.starts, lo))
         last = int(np.searchsorted(self.stops, hi, side="right")) - 1
         assert self.starts[first] == lo and self.stops[last] == hi, (lo, hi)
-        return int(self.padded_starts[first]), int(self.padded_stops[last])
+        found = []
+        for start, stop in zip(self.padded_starts[first:last + 1].tolist(),
+                               self.padded_stops[first:last + 1].tolist()):
+            if found and found[-1][1] == start:
+                found[-1] = (found[-1][0], stop)
+            else:
+                found.append((start, stop))
+        return found
 
     def transfers(self, transfers):
         """``transfers`` with their ranges in VMEM words."""
         def moved(ranges):
-            return tuple(self.range(lo, hi) for lo, hi in ranges)
+            return tuple(r for lo, hi in ranges for r in self.ranges(lo, hi))
         return [replace(tr, src_ranges=moved(tr.src_ranges), dst_ranges=moved(tr.dst_ranges))
                 for tr in transfers]
 
 
-def vmem_transfers(kind, topology, shape, *, lanes, tables=None):
+def vmem_transfers(kind, topology, shape, *, lanes, tables=None, align=SUBLANES):
     """``(transfers, layout)``: the ``golden.collectives.schedule`` of a collective with its
-    ranges in VMEM words, as the programs move them (a reduce's by its :class:`LineLayout`,
-    else None: copies move words where the schedule puts them), for the cost model and the
-    planner alike."""
+    ranges in VMEM words, as the programs move them (a reduce's by its :class:`LineLayout`
+    of slots of ``align`` lines, else None: copies move words where the schedule puts
+    them), for the cost model and the planner alike."""
     kind = gc._kind(kind)
     topology = gc._topology(topology)
     transfers = gc.schedule(kind, topology, shape, tables=tables)
     if kind not in ("all_reduce", "reduce_scatter"):
         return transfers, None
     chips = int(topology.alive.sum())
-    layout = LineLayout.of(kind, shape[1], chips, len(gc._plan(topology).axes), lanes)
+    layout = LineLayout.of(kind, shape[1], chips, len(gc._plan(topology).axes), lanes, align)
     return (transfers if layout.identity else layout.transfers(transfers)), layout
 
 
@@ -269,8 +285,9 @@ class _Writer:
     """One chip's program text and SMEM descriptor records."""
 
     def __init__(self, *, lanes, add_op, targets, push_words=None, push_ports=1,
-                 by_direction=False):
+                 by_direction=False, align=1):
         self.lanes, self.add_op, self.targets = lanes, add_op, targets
+        self.align = align
         self.push_words, self.push_ports = push_words, push_ports
         self.by_direction = by_direction
         self.lines, self.records = [], []
@@ -356,7 +373,8 @@ class _Writer:
         self.emit(f"wait f{flag}, {self.operand(words)}")
         lanes = self.lanes
         for piece in reduce:
-            items = [(stage // lanes, dst // lanes, n // lanes)
+            # A part's last group is padded: its slot's padding follows it (LineLayout).
+            items = [(stage // lanes, dst // lanes, -(-n // (lanes * self.align)) * self.align)
                      for (_, dst, n), stage in zip(piece.parts, self.targets(piece))]
             for run in _runs(items):
                 self._reduce_run(*run)
@@ -440,7 +458,7 @@ def choose_chunks(transfers, *, cost, most):
 
 def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=1,
                     tables=None, push_words=None, push_ports=1, cost=None,
-                    max_flags=None):
+                    max_flags=None, align=SUBLANES):
     """Plan a collective as chip programs (module docstring); returns a
     :class:`CollectivePlan`.
 
@@ -466,6 +484,10 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
         The chip's timing, which ``chunks="auto"`` needs
     max_flags : int, optional
         The flags ``chunks="auto"`` may use (the chip's); default the most a chip has
+    align : int
+        A reduce block's slot and pieces in whole groups of ``align`` lines (default 8, a
+        ``vld``/``vst``'s lines); 1 keeps the blocks on lines back to back, which a
+        caller that writes the buffer by words needs (:class:`LineLayout`)
 
     Raises
     ------
@@ -488,9 +510,13 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
     if push_words is not None:
         push_words = _positive_int("push_words", push_words)
     push_ports = _positive_int("push_ports", push_ports)
+    align = _positive_int("align", align)
+    if cost is not None:
+        cost = replace(cost, reduce_align=align)
     n_ids = topo.n_chips
     reduces = kind in ("all_reduce", "reduce_scatter")
-    transfers, layout = vmem_transfers(kind, topo, x.shape, lanes=lanes, tables=tables)
+    transfers, layout = vmem_transfers(kind, topo, x.shape, lanes=lanes, tables=tables,
+                                       align=align)
     once = waits_once(transfers)
 
     # The buffer, and all_to_all's receive buffer and relay areas.
@@ -526,7 +552,6 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
 
     sends = defaultdict(lambda: defaultdict(list))      # chip -> send key -> pieces
     receives = defaultdict(lambda: defaultdict(list))   # chip -> event key -> pieces
-    unit = lanes if reduces else 1
     for tr in transfers:
         if tr.op == "reduce":
             assert tr.src_ranges == tr.dst_ranges
@@ -534,7 +559,8 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
             parts = []
             for (s_lo, s_hi), (d_lo, d_hi) in zip(tr.src_ranges, tr.dst_ranges):
                 assert s_hi - s_lo == d_hi - d_lo
-                lo, hi = piece_range(s_lo, s_hi, k, chunks, unit if tr.op == "reduce" else 1)
+                lo, hi = piece_range(s_lo, s_hi, k, chunks,
+                                     lanes * align if tr.op == "reduce" else 1)
                 if hi > lo:
                     parts.append((vmem_word(lo), vmem_word(d_lo + lo - s_lo), hi - lo))
             if not parts:
@@ -557,7 +583,7 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
                 starts = []
                 for _, _, n in piece.parts:
                     starts.append(at)
-                    at += n
+                    at += -(-n // (lanes * align)) * lanes * align
                 stages[id(piece)] = tuple(starts)
         vmem_lines = max(vmem_lines, -(-at // lanes))
     if vmem_lines > 1 << 16:
@@ -572,7 +598,8 @@ def plan_collective(kind, inputs, *, topology, dtype="float32", lanes=8, chunks=
     programs, smems, bundles = [None] * n_ids, [None] * n_ids, [0] * n_ids
     for chip in chips.tolist():
         w = _Writer(lanes=lanes, add_op=add_op, targets=targets, push_words=push_words,
-                    push_ports=push_ports, by_direction=deals_by_direction(transfers))
+                    push_ports=push_ports, by_direction=deals_by_direction(transfers),
+                    align=align)
         events = sorted(receives[chip])
         # Each send goes right after the last earlier-step receive that writes a word it
         # reads (-1: none, at the start).

@@ -109,7 +109,7 @@ def plan_data_parallel(shards, w, *, topology, activation=None, chunks=1, push_w
     try:
         collective = plan_collective("all_reduce", np.zeros((len(chips), m * n), np.uint32),
                                      topology=topology, lanes=_LANES, chunks=chunks,
-                                     push_words=push_words)
+                                     push_words=push_words, align=1)
     except ValueError as error:
         raise ValueError(f"the all-reduce of {m}x{n} products: {error}") from None
     if not collective.layout.identity:

@@ -7,7 +7,7 @@ import pytest
 
 from golden import collectives
 from golden.collective_cost import (CostParams, deals_by_direction, dealing_order,
-                                    pipelined_cycles, waits_once)
+                                    piece_range, pipelined_cycles, waits_once)
 
 
 def _copy(step, src, dst, port, words, *, op="copy", start=0, links=None):
@@ -52,6 +52,21 @@ def test_a_reduce_costs_its_groups_and_lines_after_the_wait():
     params = CostParams(alpha=39, **PLAIN, group_cycles=31, line_cycles=7, event_cycles=5)
     cycles = pipelined_cycles([_copy(0, 0, 1, 2, 160, op="reduce")], params=params)
     assert cycles == 160 + 38 + 5 + 2 * 31 + 4 * 7
+
+
+def test_reduce_align_pads_the_last_group_and_cuts_pieces_in_groups():
+    # 20 lines again, aligned to groups of 8: 3 whole groups, no line left over.
+    params = CostParams(alpha=39, **PLAIN, group_cycles=31, line_cycles=7, event_cycles=5,
+                        reduce_align=8)
+    cycles = pipelined_cycles([_copy(0, 0, 1, 2, 160, op="reduce")], params=params)
+    assert cycles == 160 + 38 + 5 + 3 * 31
+
+
+def test_piece_range_cuts_whole_units_and_counts_a_short_last_one():
+    assert [piece_range(0, 160, k, 3, 64) for k in range(3)] == [(0, 64), (64, 128),
+                                                                  (128, 160)]
+    assert [piece_range(0, 64, k, 2, 64) for k in range(2)] == [(0, 0), (0, 64)]
+    assert [piece_range(8, 24, k, 2, 8) for k in range(2)] == [(8, 16), (16, 24)]
 
 
 def test_a_full_dma_holds_the_next_issue_until_a_push_has_left():

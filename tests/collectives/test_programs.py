@@ -12,7 +12,7 @@ from golden import memory as gm
 from golden import tensorcore as tc
 from golden.system import run_system
 from golden.topology import torus
-from sim.kernels.collective import plan_collective
+from sim.kernels.collective import LineLayout, plan_collective
 
 from ..support import assert_bits
 
@@ -169,7 +169,9 @@ def test_inputs_as_values_and_failed_chip_untouched(rng):
 
 def test_plan_fields_are_consistent(rng):
     t = torus("4x4")
-    plan = plan_collective("all_reduce", _inputs(rng, (16, 512), "float32"), topology=t)
+    # 4096 words: blocks of one 8-line group (16 slices, 2 shards, 2 halves, 8 lanes), so
+    # the layout is the identity.
+    plan = plan_collective("all_reduce", _inputs(rng, (16, 4096), "float32"), topology=t)
     assert plan.imem_bundles == max(plan.bundles)
     for program, bundles in zip(plan.programs, plan.bundles):
         assert len(tc.assemble(program)) == bundles
@@ -177,7 +179,8 @@ def test_plan_fields_are_consistent(rng):
     assert all(len(s) == plan.smem_words for s in plan.smem)
     # 12 steps: flags 0..12 used, rounded up to 16.
     assert plan.n_flags == 16
-    assert plan.transfers == tuple(gc.schedule("all_reduce", t, (16, 512)))
+    assert plan.layout.identity
+    assert plan.transfers == tuple(gc.schedule("all_reduce", t, (16, 4096)))
 
 
 def test_every_push_counts_on_flag_0_and_a_step_flag(rng):
@@ -198,13 +201,14 @@ def test_every_push_counts_on_flag_0_and_a_step_flag(rng):
 
 def test_chunks_pipeline_the_ring():
     """With 2 chunks, step 1's piece 0 leaves before step 0's piece 1 is waited for."""
-    plan = plan_collective("reduce_scatter", np.zeros((4, 128), np.uint32), topology="1x4",
+    # Blocks of 128 words (4 slices, 2 halves), two 8-line groups: a piece each.
+    plan = plan_collective("reduce_scatter", np.zeros((4, 1024), np.uint32), topology="1x4",
                            chunks=2)
     lines = plan.programs[0].splitlines()
     first_wait = next(i for i, s in enumerate(lines) if s.startswith("wait f1,"))
     second_wait = next(i for i, s in enumerate(lines) if s.startswith("wait f2,"))
     assert any("dma" in s for s in lines[first_wait + 1:second_wait])
-    lockstep = plan_collective("reduce_scatter", np.zeros((4, 128), np.uint32),
+    lockstep = plan_collective("reduce_scatter", np.zeros((4, 1024), np.uint32),
                                topology="1x4").programs[0].splitlines()
     waits = [i for i, s in enumerate(lockstep) if s.startswith("wait f")]
     assert lockstep[0].startswith("dma") and len(waits) == 4     # 3 steps, then f0
@@ -385,18 +389,46 @@ def test_run_system_bad_arguments(kwargs, match):
 
 def test_any_n_lays_each_reduce_block_from_a_line():
     # 1x4, n = 7, K = 1: slices [0,1) [1,3) [3,5) [5,7), each cut in two halves, so the
-    # non-empty blocks are the 7 single words; each takes a line of 8.
-    plan = plan_collective("all_reduce", np.zeros((4, 7), np.uint32), topology="1x4")
+    # non-empty blocks are the 7 single words; with align=1 each takes a line of 8.
+    plan = plan_collective("all_reduce", np.zeros((4, 7), np.uint32), topology="1x4",
+                           align=1)
     assert plan.layout.index.tolist() == [0, 8, 16, 24, 32, 40, 48]
     assert plan.layout.words == 56
     # Whole-line blocks (n = 64: halves of 8 words) keep words [0, n).
-    plan = plan_collective("all_reduce", np.zeros((4, 64), np.uint32), topology="1x4")
+    plan = plan_collective("all_reduce", np.zeros((4, 64), np.uint32), topology="1x4",
+                           align=1)
     assert plan.layout.identity and plan.layout.index.tolist() == list(range(64))
     # 2x2, n = 20, K = 2: slices of 5 words, shards of 2 and 3, halves of 1, 1, 1 and 2:
     # 16 blocks, every one within a line.
-    plan = plan_collective("all_reduce", np.zeros((4, 20), np.uint32), topology="2x2")
+    plan = plan_collective("all_reduce", np.zeros((4, 20), np.uint32), topology="2x2",
+                           align=1)
     assert plan.layout.words == 16 * 8
     assert plan.layout.index[:6].tolist() == [0, 8, 16, 24, 25, 32]
+
+
+def test_by_default_each_reduce_block_takes_whole_groups_and_sends_its_lines():
+    # The same 1x4, n = 7: each single-word block in a slot of one 8-line group (64 words).
+    plan = plan_collective("all_reduce", np.zeros((4, 7), np.uint32), topology="1x4")
+    assert plan.layout.index.tolist() == [0, 64, 128, 192, 256, 320, 384]
+    assert plan.layout.words == 7 * 64
+    # A block sends its line, not its slot: every range of the first step is one line.
+    first = [tr for tr in plan.transfers if tr.step == 0]
+    assert {hi - lo for tr in first for lo, hi in tr.src_ranges} == {8}
+    # n = 64 on 1x4: halves of 8 words, one line each, in slots of a group.
+    plan = plan_collective("all_reduce", np.zeros((4, 64), np.uint32), topology="1x4")
+    assert not plan.layout.identity
+    assert plan.layout.index[:9].tolist() == [*range(8), 64]
+    # n = 512: halves of 64 words, whole groups: the identity.
+    plan = plan_collective("all_reduce", np.zeros((4, 512), np.uint32), topology="1x4")
+    assert plan.layout.identity
+    # The reduce adds whole groups: no one-line (stride 0) loads.
+    plan = plan_collective("all_reduce", np.zeros((4, 1000), np.uint32), topology="1x4")
+    assert not any(", 0" in op and "vld" in op for program in plan.programs
+                   for line in program.splitlines() for op in line.split("|"))
+    # A range over blocks separated by padding is sent as a range per block.
+    assert LineLayout.of("all_reduce", 64, 4, 1, 8, align=8).ranges(0, 16) == \
+        [(0, 8), (64, 72)]
+    assert LineLayout.of("all_reduce", 64, 4, 1, 8, align=1).ranges(0, 16) == [(0, 16)]
 
 
 #: Words of the property test: n for all_reduce and all_gather, m for all_to_all, n/C for

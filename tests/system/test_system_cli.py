@@ -50,7 +50,12 @@ def test_a_wrong_word_fails_the_command_with_a_reproducer(monkeypatch, tmp_path,
     (["--twist"], 2, "a twisted torus is"),
     (["--network-ports", "13"], 2, "network_ports must be at most 12, not 13"),
     (["--network-ports", "0"], 2, "argument --network-ports: must be a positive integer, not 0"),
-    (["--vcs", "1"], 2, "vcs must be at least 2, not 1"),
+    (["--routing", "dor", "--vcs", "1"], 2, "vcs must be at least 2, not 1"),
+    # The 2x2's default chip routes adaptively (a ring of two chips on each axis).
+    (["--vcs", "2"], 2, "--vcs 2: adaptive routing needs more than 2 VCs (its escape VCs)"),
+    (["--buffer-flits", "64"], 2, "--buffer-flits 64: adaptive routing cuts whole packets "
+                                  "through, so a buffer must hold the longest, 66 flits"),
+    (["--routing", "minimal"], 2, "argument --routing: invalid choice: 'minimal'"),
     (["--buffer-flits", "0"], 2, "argument --buffer-flits: must be a positive integer, not 0"),
     (["--outstanding", "0"], 2, "argument --outstanding: must be a positive integer, not 0"),
 ])
@@ -72,14 +77,14 @@ def test_chip_options_reach_the_run_and_the_header(monkeypatch, capsys):
     captured = capsys.readouterr()
     # Two ports: the rule's lanes for them (8) and VMEM lines for those lanes (2**19 / 8).
     assert [(c["network_ports"], c["lanes"], c["vmem_lines"]) for c in seen] == [(2, 8, 65536)]
-    assert ("chips of 2 network ports, 8 lanes and 524,288 VMEM words, 2 VCs of 8 flits a "
-            "link") in captured.out
+    assert ("chips of 2 network ports, 8 lanes and 524,288 VMEM words, dor routing (the "
+            "default for given chips) with 2 VCs of 8 flits a link") in captured.out
     assert "stopped by the test" in captured.err
     # No chip option: the run takes sim.system.collective's own default chip.
     assert cli.main(["system", "collective", "all_reduce", "--topology", "4x4"]) == 1
     assert seen[-1] is None
     assert ("chips of 4 network ports, 16 lanes and 524,288 VMEM words (the default for the "
-            "topology)") in capsys.readouterr().out
+            "topology), dor routing (the default for the topology)") in capsys.readouterr().out
 
 
 def test_router_and_dma_options_reach_the_run_and_the_header(monkeypatch, capsys):
@@ -94,6 +99,30 @@ def test_router_and_dma_options_reach_the_run_and_the_header(monkeypatch, capsys
     assert [(c["chip"]["outstanding"], c["chip"]["network_ports"], c["vcs"], c["buffer_flits"])
             for c in seen] == [(8, 4, 4, 72)]
     assert "4 VCs of 72 flits a link" in capsys.readouterr().out
+
+
+def test_the_topologys_routing_goes_with_its_default_chip(monkeypatch, capsys):
+    seen = []
+
+    def record(*args, **kwargs):
+        seen.append({name: kwargs.get(name) for name in ("chip", "routing", "vcs",
+                                                          "buffer_flits")})
+        raise system.SystemRunError("stopped by the test")
+    monkeypatch.setattr(system, "collective", record)
+    # 2x2x2: rings of two chips, so the default chip comes with adaptive routing, and its
+    # routers with 4 VCs of two 66-flit packets.
+    assert cli.main(["system", "collective", "all_reduce", "--topology", "2x2x2"]) == 1
+    assert seen[-1] == dict(chip=None, routing="adaptive", vcs=4, buffer_flits=132)
+    assert ("adaptive routing (the default for the topology) with 4 VCs of 132 flits a link"
+            in capsys.readouterr().out)
+    # A chip option: the given chip routes by dimension order unless told.
+    assert cli.main(["system", "collective", "all_reduce", "--topology", "2x2x2",
+                     "--lanes", "16"]) == 1
+    assert (seen[-1]["routing"], seen[-1]["vcs"], seen[-1]["buffer_flits"]) == ("dor", 2, 8)
+    assert cli.main(["system", "collective", "all_reduce", "--topology", "2x2x2",
+                     "--lanes", "16", "--routing", "adaptive", "--vcs", "3"]) == 1
+    assert (seen[-1]["routing"], seen[-1]["vcs"], seen[-1]["buffer_flits"]) == \
+        ("adaptive", 3, 132)
 
 
 def test_sizes_and_inputs():

@@ -70,11 +70,15 @@ def add_parser(subparsers, help):
                                                   "so that the reduce keeps up with the ports)")
     c.add_argument("--outstanding", type=positive, metavar="N",
                    help="DMA descriptors in flight a chip (default 4)")
-    c.add_argument("--vcs", type=positive, default=2, metavar="N",
-                   help="virtual channels a link (default 2; 4 splits the routes into two "
-                        "classes by the source's parity)")
-    c.add_argument("--buffer-flits", type=positive, default=8, metavar="N",
-                   help="flits of each VC buffer (default 8; 66 hold a whole packet)")
+    c.add_argument("--routing", choices=("dor", "adaptive"),
+                   help="the routers' routing (default: with the topology's default chip, "
+                        "adaptive on a topology with a ring of two chips, else dor; with chip "
+                        "options, dor)")
+    c.add_argument("--vcs", type=positive, metavar="N",
+                   help="virtual channels a link (default 2 with dor, 4 with adaptive)")
+    c.add_argument("--buffer-flits", type=positive, metavar="N",
+                   help="flits of each VC buffer (default 8 with dor; 132, two whole "
+                        "packets, with adaptive)")
     c.add_argument("--backend", choices=("verilator", "amaranth", "icarus"),
                    default="verilator")
     c.add_argument("--seed", type=natural, default=0, help="seed of the data (default 0)")
@@ -212,7 +216,7 @@ def cmd_collective(args):
     check_outputs(args, folders=("out",))
     from golden import collectives
     from sim import system
-    from sim.system_chip import collective_chip
+    from sim.system_chip import collective_chip, collective_routing
 
     from verif.cli.common import CommandError
     from verif.progress import ProgressLine
@@ -224,17 +228,23 @@ def cmd_collective(args):
                                              ("lanes", args.lanes),
                                              ("outstanding", args.outstanding))
             if value is not None}
-    network = dict(vcs=args.vcs, buffer_flits=args.buffer_flits)
+    # As sim.system.collective: the topology's routing goes with the topology's chip.
+    routing = args.routing or (collective_routing(topology) if not chip else "dor")
+    vcs, flits = system.router_defaults(routing, args.vcs, args.buffer_flits)
+    _check_router_flags(routing, vcs, flits)
+    network = dict(vcs=vcs, buffer_flits=flits, routing=routing)
     whole = collective_chip(topology, **chip)
     rng = np.random.default_rng(args.seed)
+    whose = "given chips" if chip else "the topology"
     print(f"system {args.kind} on {topology.shape}{' twisted' if args.twist else ''}"
           f"{' failed ' + ','.join(map(str, args.fail)) if args.fail else ''} ({chips} chips, "
           f"{args.dtype}, numerics {args.numerics}, chunks {args.chunks}, seed {args.seed}, "
           f"backend {args.backend}); chips of {whole['network_ports']} network ports, "
           f"{whole['lanes']} lanes and {whole['vmem_lines'] * whole['lanes']:,} VMEM words"
-          f"{'' if chip else ' (the default for the topology)'}, {args.vcs} VCs of "
-          f"{args.buffer_flits} flits a link; B = {system.LINK_BYTES_PER_CYCLE} bytes/cycle "
-          f"per link direction", flush=True)
+          f"{'' if chip else ' (the default for the topology)'}, {routing} routing"
+          f"{'' if args.routing else f' (the default for {whose})'} with {vcs} VCs of "
+          f"{flits} flits a link; B = {system.LINK_BYTES_PER_CYCLE} bytes/cycle per link "
+          f"direction", flush=True)
     rows, last = [], None
     progress = ProgressLine(f"system {args.kind}", total=len(sizes), unit="sizes")
     try:
@@ -276,6 +286,22 @@ def cmd_collective(args):
                    + "".join(f" --{name.replace('_', '-')} {value}"
                              for name, value in (chip | network).items()))
         raise CommandError(f"mismatch: {bad} wrong words (reproduce: {again})")
+
+
+def _check_router_flags(routing, vcs, flits):
+    """The routers' flags against ``routing``, as ``sim.system`` checks them, before any
+    work, each error naming its flag."""
+    from sim import system
+
+    from verif.cli.common import CommandError
+    escape, longest = system.ADAPTIVE_ESCAPE_VCS, system.LONGEST_PACKET_FLITS
+    if routing == "adaptive" and vcs <= escape:
+        raise CommandError(f"--vcs {vcs}: adaptive routing needs more than {escape} VCs (its "
+                           f"escape VCs)", status=2)
+    if routing == "adaptive" and flits < longest:
+        raise CommandError(f"--buffer-flits {flits}: adaptive routing cuts whole packets "
+                           f"through, so a buffer must hold the longest, {longest} flits",
+                           status=2)
 
 
 def cmd_step(args):
