@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["measure", "GOALS", "SWEEP_BYTES"]
+__all__ = ["measure", "GOALS", "COMPARED", "SWEEP_BYTES"]
 
 #: (label, topology, kind, message bytes S, the goal's fraction of the link bound).
 GOALS = (("1x4 ring all-reduce", "1x4", "all_reduce", 32 << 10, 0.90),
@@ -21,13 +21,16 @@ GOALS = (("1x4 ring all-reduce", "1x4", "all_reduce", 32 << 10, 0.90),
          ("4x4 reduce-scatter", "4x4", "reduce_scatter", 256 << 10, 0.85),
          ("4x4 all-gather", "4x4", "all_gather", 256 << 10, 0.85),
          ("2x2x2 all-reduce", "2x2x2", "all_reduce", 64 << 10, 0.80))
+#: Beside the goals, the same runs with another routing than the default's: (label of the
+#: goal, routing).
+COMPARED = (("2x2x2 all-reduce", "dor"),)
 #: The 4x4 all-reduce's sizes, 1 KiB to 1 MiB, doubling (nccl-tests' S).
 SWEEP_BYTES = tuple(1 << e for e in range(10, 21))
 
 BEGIN, END = "<!-- bench collectives -->", "<!-- /bench collectives -->"
 
 
-def _run(kind, topology, size, *, backend, seed, rng):
+def _run(kind, topology, size, *, backend, seed, rng, routing=None):
     """One checked collective through the defaults: its row. A progress line on stderr
     names the build or run it waits on, with a heartbeat (a build takes minutes)."""
     from golden import collectives
@@ -44,7 +47,7 @@ def _run(kind, topology, size, *, backend, seed, rng):
         line.update(text=f"cycle {cycle:,}: {status}")
     try:
         run = system.collective(kind, inputs, topology=topology, backend=backend, seed=seed,
-                                progress=progress)
+                                routing=routing, progress=progress)
     finally:
         line.close()
     want = collectives.collective(kind, inputs, topology=topology)
@@ -52,11 +55,12 @@ def _run(kind, topology, size, *, backend, seed, rng):
     if wrong:
         raise RuntimeError(f"{kind} on {topology.shape}, S = {size:,} B: {wrong} words differ "
                            f"from golden (seed {seed}; reproduce: tpu-rtl system collective "
-                           f"{kind} --topology {topology.shape} --size {size} --seed {seed})")
+                           f"{kind} --topology {topology.shape} --size {size} --seed {seed}"
+                           f"{f' --routing {routing}' if routing else ''})")
     return dict(size=collectives.message_bytes(kind, inputs.shape), cycles=run.cycles,
                 busbw=run.busbw, bound=run.bus_bound, fraction=run.busbw / run.bus_bound,
                 chunks=run.chunks, predicted=run.predicted_cycles,
-                ports=run.chip["network_ports"], lanes=run.chip["lanes"],
+                ports=run.chip["network_ports"], lanes=run.chip["lanes"], routing=run.routing,
                 seconds=time.perf_counter() - started)
 
 
@@ -69,13 +73,16 @@ def measure(path=Path("docs/system.md"), *, backend="verilator", seed=1, out=pri
     rng = np.random.default_rng(seed)
     tori = {}
     goals = []
-    for label, shape, kind, size, goal in GOALS:
+    runs = [(label, shape, kind, size, goal, None) for label, shape, kind, size, goal in GOALS]
+    runs += [(label, shape, kind, size, None, routing) for label, shape, kind, size, _ in GOALS
+             for compared, routing in COMPARED if compared == label]
+    for label, shape, kind, size, goal, routing in runs:
         topology = tori.setdefault(shape, topo.torus(shape))
-        row = _run(kind, topology, size, backend=backend, seed=seed, rng=rng)
+        row = _run(kind, topology, size, backend=backend, seed=seed, rng=rng, routing=routing)
         goals.append(dict(row, label=label, goal=goal))
-        out(f"  {label}, S = {row['size']:,} B: {row['cycles']:,} cycles in {row['chunks']} "
-            f"chunks, {row['fraction']:.3f} of the bound (goal {goal}) "
-            f"({row['seconds']:.0f} s)")
+        out(f"  {label}, S = {row['size']:,} B, {row['routing']} routing: {row['cycles']:,} "
+            f"cycles in {row['chunks']} chunks, {row['fraction']:.3f} of the bound"
+            f"{f' (goal {goal})' if goal else ''} ({row['seconds']:.0f} s)")
     sweep = []
     for size in SWEEP_BYTES:
         row = _run("all_reduce", tori["4x4"], size, backend=backend, seed=seed, rng=rng)
@@ -115,18 +122,20 @@ def _plot(rows, path):
 def _markdown(goals, sweep, plot, *, seed, backend):
     lines = [f"Measured by `tpu-rtl bench collectives --seed {seed}` ({backend}): "
              f"`sim.system.collective(kind, x, topology=...)` with no `chip=` and no `chunks=`, "
-             f"every run bit-exact against `golden.collectives`. Chips: the default of each "
-             f"topology; chunks: what `chunks=\"auto\"` chose, and the cycles the cost model "
-             f"predicted for it.", "",
-             "| goal | S (bytes) | chip (ports, lanes) | chunks | cycles | model | busbw | "
-             "link bound | fraction | goal |",
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+             f"every run bit-exact against `golden.collectives`. Chips and routing: the default "
+             f"of each topology; chunks: what `chunks=\"auto\"` chose, and the cycles the cost "
+             f"model predicted for it. A row without a goal repeats a goal's run with "
+             f"another `routing=`, for comparison.", "",
+             "| goal | S (bytes) | chip (ports, lanes) | routing | chunks | cycles | model | "
+             "busbw | link bound | fraction | goal |",
+             "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in goals:
-        met = "met" if r["fraction"] >= r["goal"] else "**not met**"
+        met = "" if r["goal"] is None else \
+            f">= {r['goal']:.2f} {'met' if r['fraction'] >= r['goal'] else '**not met**'}"
         lines.append(f"| {r['label']} | {r['size']:,} | {r['ports']}, {r['lanes']} | "
-                     f"{r['chunks']} | {r['cycles']:,} | {r['predicted']:,.0f} | "
-                     f"{r['busbw']:.3f} | {r['bound']:.2f} | {r['fraction']:.3f} | "
-                     f">= {r['goal']:.2f} {met} |")
+                     f"{r['routing']} | {r['chunks']} | {r['cycles']:,} | "
+                     f"{r['predicted']:,.0f} | {r['busbw']:.3f} | {r['bound']:.2f} | "
+                     f"{r['fraction']:.3f} | {met} |")
     lines += ["", "The 4x4 all-reduce against message size, as nccl-tests prints it "
               f"(bytes per cycle; plot: `{plot}`):", "",
               "| size (B) | chunks | cycles | algbw | busbw | of bound |",
