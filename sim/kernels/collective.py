@@ -15,7 +15,7 @@ VMEM (line ``l``, lane ``j`` is word ``l * lanes + j``), per chip
     - all_reduce, reduce_scatter: the chip's vector, reduced in place, laid out by
       :class:`LineLayout`: the schedule's blocks (slice, shard, half) in order, each from
       a group boundary (``align`` lines, 8 by default), so that any n works (the VPU adds
-      whole lines). A block of L words is sent as ceil(L / lanes) lines and takes a slot of
+      whole groups). A block of L words is sent as ceil(L / lanes) lines and takes a slot of
       whole groups; the rest of its slot is padding, which the adds carry lane by lane and
       the result never reads, so no padding enters a sum of the vector's words, and no
       padding line is sent. Whole groups because a ``vld``/``vst`` moves 8 lines: a line
@@ -45,10 +45,11 @@ Pieces and pipelining
     (part i of [lo, hi) is ``[lo + i*L//chunks, lo + (i+1)*L//chunks)`` counted in groups of
     ``align`` lines for a reduce, so pieces stay group-aligned, the last group cut at hi,
     and in words for a copy; empty pieces are dropped). Piece k of a step is one receive
-    event: wait for its flag to reach the piece's words, then reduce. A send is issued as soon as every receive event that writes
-    a word it reads has been done (and no sooner): with chunks = 1 that is lockstep (step
-    t+1's sends follow step t's reduce); with more, piece k of step t+1 leaves as soon as
-    piece k of step t is reduced, while the other pieces are still in flight.
+    event: wait for its flag to reach the piece's words, then reduce. A send is issued as
+    soon as every receive event that writes a word it reads has been done (and no sooner):
+    with chunks = 1 that is lockstep (step t+1's sends follow step t's reduce); with more,
+    piece k of step t+1 leaves as soon as piece k of step t is reduced, while the other
+    pieces are still in flight.
 
 The program of a chip
     - Sends: one descriptor record (12 SMEM words) per run of equal-length, equally
