@@ -194,13 +194,15 @@ def _int(name, value, least, most=None):
 
 
 def system_params(topology, *, vcs=2, buffer_flits=8, link_latency=2, local_ports=1,
-                  source_queue=64, routing="dor"):
+                  source_queue=64, routing="dor", escape_bias=None):
     """The :class:`~hdl.system.NetworkSystem` parameters of a run on ``topology``: the
     build, shared by every topology of its shape (``routing`` appears only when
-    "adaptive", so "dor" builds keep their parameters)."""
+    "adaptive", and ``escape_bias`` only when given, so "dor" builds keep their
+    parameters)."""
     return dict(dims="x".join(map(str, topology.dims)), vcs=vcs, buffer_flits=buffer_flits,
                 link_latency=link_latency, local_ports=local_ports, source_queue=source_queue,
-                reconfig_cycles=2, **({"routing": routing} if routing != "dor" else {}))
+                reconfig_cycles=2, **({"routing": routing} if routing != "dor" else {}),
+                **({"escape_bias": escape_bias} if escape_bias is not None else {}))
 
 
 def _destinations(topology, traffic):
@@ -403,7 +405,7 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
               link_latency=2, cycles, warmup, seed=0, backend="verilator", local_ports=1,
               message_packets=8, source_queue=64, watchdog=None, corrupt_every=0,
               malformed_every=0, stall=0.0, link_down=None, waves=None, progress=None,
-              routing="dor"):
+              routing="dor", escape_bias=None):
     """One network run; returns :class:`NetworkStats` (no integrity check: see
     :meth:`NetworkStats.problems`). Parameters as :func:`run`, and the test knobs:
 
@@ -419,6 +421,11 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
     and every later packet routed over it is given up by the router at that end and
     counted ``undeliverable``, never lost silently. None (the default): no fault.
 
+    ``escape_bias``: with ``routing="adaptive"``, the routers' ``escape_bias``
+    (``hdl.ici.Router``: credits the escape hop's port is counted with beyond its own
+    when the adaptive choice compares ports), at least 0; None (the default) is the
+    router's default, one buffer.
+
     Raises
     ------
     ValueError
@@ -429,6 +436,10 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
     """
     topology = _topology(topology)
     _routing(routing, vcs, packet_flits, buffer_flits)
+    if escape_bias is not None:
+        if routing != "adaptive":
+            raise ValueError(f"escape_bias is for routing='adaptive', not {routing!r}")
+        _int("escape_bias", escape_bias, 0)
     if watchdog is None:
         watchdog = 1000 + 20 * (link_latency + packet_flits)
     _check_params(traffic, rate, packet_flits, vcs, buffer_flits, link_latency,
@@ -438,7 +449,8 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
     check_backend(backend)
     params = system_params(topology, vcs=vcs, buffer_flits=buffer_flits,
                            link_latency=link_latency, local_ports=local_ports,
-                           source_queue=source_queue, routing=routing)
+                           source_queue=source_queue, routing=routing,
+                           escape_bias=escape_bias)
     dims = topology.dims
     lit, ocs = _lit(topology, dims), _ocs_beats(topology, dims)   # realizable?
     down, ends, fault_at = _link_down(topology, link_down)
@@ -468,7 +480,7 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
 def run(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flits=8,
         link_latency=2, cycles, warmup, seed=0, backend="verilator", local_ports=1,
         message_packets=8, source_queue=64, watchdog=None, waves=None, progress=None,
-        routing="dor"):
+        routing="dor", escape_bias=None):
     """Run ``traffic`` at ``rate`` on ``topology`` and measure it (module docstring).
 
     Parameters
@@ -509,6 +521,8 @@ def run(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flit
         then arrive out of order: the sinks check each flow's packets as a set (every
         one exactly once), not their order. ``hops_mean`` counts the escape routes' hops
         (minimal on tori and meshes, so the hops every packet takes).
+    escape_bias : int, optional
+        With ``routing="adaptive"``: as :func:`run_stats`.
 
     Returns
     -------
@@ -525,7 +539,8 @@ def run(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flit
                       buffer_flits=buffer_flits, link_latency=link_latency, cycles=cycles,
                       warmup=warmup, seed=seed, backend=backend, local_ports=local_ports,
                       message_packets=message_packets, source_queue=source_queue,
-                      watchdog=watchdog, waves=waves, progress=progress, routing=routing)
+                      watchdog=watchdog, waves=waves, progress=progress, routing=routing,
+                      escape_bias=escape_bias)
     problems = stats.problems()
     if problems:
         raise NetworkIntegrityError(f"{traffic} traffic at rate {rate} on "

@@ -262,15 +262,16 @@ def _hbm_image(c, image, chip):
 #: The flits of the chips' longest packet (a ``write`` of the DMA's most data words).
 LONGEST_PACKET_FLITS = HEADER_WORDS + DEFAULT_MAX_PAYLOAD
 #: The routers' VCs and buffer flits by routing (:func:`router_defaults`).
-ROUTER_DEFAULTS = {"dor": (2, 8), "adaptive": (4, 2 * LONGEST_PACKET_FLITS)}
+ROUTER_DEFAULTS = {"dor": (2, 8), "adaptive": (4, 3 * LONGEST_PACKET_FLITS // 2)}
 
 
 def router_defaults(routing, vcs=None, buffer_flits=None):
     """``(vcs, buffer_flits)``, each as given or else :data:`ROUTER_DEFAULTS`'s for
     ``routing``: with "dor" 2 VCs of 8 flits; with "adaptive" the escape VCs and two
-    adaptive ones, of two of the chips' longest packets each (cut-through allocation takes
-    a VC only with room for a whole packet, and then a VC takes the next packet while its
-    last one drains)."""
+    adaptive ones, of one and a half of the chips' longest packets each: cut-through
+    allocation takes a VC only with room for a whole packet, and the half lets the next
+    packet take the VC while the last one's flits are in flight. (Two whole packets
+    would make the injection rule ask an injected packet for an empty buffer.)"""
     routing = check_routing(routing)
     default_vcs, default_flits = ROUTER_DEFAULTS[routing]
     return (default_vcs if vcs is None else vcs,

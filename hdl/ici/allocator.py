@@ -13,6 +13,7 @@ from .layouts import MAX_VCS
 __all__ = ["Allocator"]
 
 
+
 def _pick(onehot, values):
     """The value at the set bit of ``onehot`` (0 when none): an AND-OR multiplexer."""
     out = 0
@@ -49,6 +50,10 @@ class Allocator(wiring.Component):
         Ejection outputs, at least 1 (default 1), fewer than ``n_out``.
     observe : bool
         Add the ``hold`` input and the ``starved`` output (default False: neither).
+    adaptive, escape_vcs, inject, escape_bias
+        Adaptive routing (below): default off; escape VCs (default 2); the injection
+        inputs (default none); the escape port's bias in credits, at least 0 (default
+        None: ``buffer_flits``).
 
     Ports
     -----
@@ -78,12 +83,18 @@ class Allocator(wiring.Component):
     ``escape_vcs`` up, or its escape hop (``port``, ``vc``); a candidate needs its output
     VC free and credits for the whole packet (``length``), and for packets from an
     injection input for two packets when two fit (``2 * length <= buffer_flits``; the
-    injection rule). Among the candidates the one with the most credits wins: the escape
-    hop on a torus output competes with the adaptive ones and wins ties (then the lowest
-    port, then VC, among them), so an idle network routes in dimension order and a
-    packet turns off it only where its dimension-order output VC is fuller. The granted
-    header's choice is kept per input VC, and its body flits follow it. Ejection outputs
-    are as without ``adaptive``.
+    injection rule). The choice is by port, then VC: the output port whose VCs hold the
+    most credits in all (its congestion) wins, the escape hop's port counted with
+    ``escape_bias`` credits more, and on it the VC with the most credits; the escape hop
+    wins ties (then the lowest port, then VC). So an idle network routes in dimension
+    order, and a packet turns off it only where the dimension-order link is loaded more
+    than ``escape_bias`` credits beyond another minimal one (on the same link, it takes
+    the VC with more room). Comparing VCs alone turned packets onto links that other
+    traffic needed whenever their dimension-order VC was busy (a permutation that
+    dimension order runs at link rate, such as tornado on the 4x4, dropped to 0.75); the
+    bias keeps them there against short fluctuations. The granted header's choice is
+    kept per input VC, and its body flits follow it. Ejection outputs are as without
+    ``adaptive``.
 
     All outputs are combinational from ``heads``, ``eject_free`` and the registered
     state (ownership, credits, arbiter pointers), which they update at the clock edge;
@@ -92,7 +103,7 @@ class Allocator(wiring.Component):
     """
 
     def __init__(self, *, n_in, n_out, vcs, buffer_flits, n_eject=1, observe=False,
-                 adaptive=False, escape_vcs=2, inject=()):
+                 adaptive=False, escape_vcs=2, inject=(), escape_bias=None):
         check_int("n_in", n_in, least=1)
         check_int("n_out", n_out, least=2)
         check_int("vcs", vcs, least=1)
@@ -101,6 +112,10 @@ class Allocator(wiring.Component):
         self.n_in, self.n_out, self.vcs, self.buffer_flits = n_in, n_out, vcs, buffer_flits
         self.n_eject, self.observe = n_eject, bool(observe)
         self.adaptive, self.escape_vcs, self.inject = bool(adaptive), escape_vcs, set(inject)
+        if escape_bias is None:
+            escape_bias = buffer_flits
+        check_int("escape_bias", escape_bias, least=0)
+        self.escape_bias = escape_bias
         if self.adaptive:
             check_int("escape_vcs", escape_vcs, least=1, most=vcs - 1)
         observed = {"hold": In(n_out - n_eject),
@@ -181,6 +196,15 @@ class Allocator(wiring.Component):
         """Adaptive routing with cut-through (class docstring)."""
         n_in, n_out, vcs, depth = self.n_in, self.n_out, self.vcs, self.buffer_flits
         picks, self._latches = [], []
+        # Per torus output: the credits of all its VCs, the port's congestion.
+        port_credits = []
+        for o in range(eject):
+            total = Signal(range(vcs * depth + 1), name=f"port_credits{o}")
+            m.d.comb += total.eq(sum(credits[o]))
+            port_credits.append(total)
+        preference = self.escape_bias
+        key_shape = (len(Signal(range(depth + 1)))
+                     + len(Signal(range(vcs * depth + preference + 1))))
         for i in range(n_in):
             m.submodules[f"input{i}_arbiter"] = arb = RoundRobin(n=vcs)
             eligible, requests, latches = [], [], []
@@ -212,31 +236,36 @@ class Allocator(wiring.Component):
                                                                  room[o][w]))
                     with m.Default():
                         m.d.comb += ok_direct.eq(0)
-                # The candidate with the most credits: the escape hop's output VC (when it
-                # is a torus output), which wins a tie, then each adaptive one.
-                escape_credits = Signal(range(depth + 1), name=f"escape_credits{i}_{v}")
+                # The best candidate: the output port with the most credits over its VCs
+                # (the escape hop's port wins a tie), then on it the VC with the most
+                # credits (the escape hop's VC wins a tie). A key is the two counts side by
+                # side, the port's above, so one comparison orders candidates both ways.
+                escape_key = Signal(key_shape, name=f"escape_key{i}_{v}")
                 escape_torus = Signal(name=f"escape_torus{i}_{v}")
                 with m.Switch(Cat(h.vc, h.port)):
                     for o in range(eject):
                         for w in range(vcs):
                             with m.Case(o * MAX_VCS + w):
-                                m.d.comb += [escape_credits.eq(credits[o][w]),
+                                m.d.comb += [escape_key.eq(Cat(credits[o][w],
+                                                               port_credits[o] + preference)),
                                              escape_torus.eq(1)]
                 best_ok = h.head & escape_torus & ok_direct
-                best_credits, best_port, best_vc = escape_credits, h.port, h.vc
+                best_key, best_port, best_vc = escape_key, h.port, h.vc
                 for o in range(eject):
                     for w in range(self.escape_vcs, vcs):
                         ok = h.adapt & h.minimal[o] & free[o][w] & (credits[o][w] >= need)
+                        key = Cat(credits[o][w], port_credits[o]
+                                  + Mux(is_value(h.port, o), preference, 0))
                         better = Signal(name=f"better{i}_{v}_{o}_{w}")
-                        m.d.comb += better.eq(ok & (~best_ok | (credits[o][w] > best_credits)))
+                        m.d.comb += better.eq(ok & (~best_ok | (key > best_key)))
                         nxt = [Signal(name=f"best{k}{i}_{v}_{o}_{w}", shape=shape)
-                               for k, shape in (("ok", 1), ("credits", range(depth + 1)),
+                               for k, shape in (("ok", 1), ("key", key_shape),
                                                 ("port", h.port.shape()), ("vc", 2))]
                         m.d.comb += [nxt[0].eq(best_ok | ok),
-                                     nxt[1].eq(Mux(better, credits[o][w], best_credits)),
+                                     nxt[1].eq(Mux(better, key, best_key)),
                                      nxt[2].eq(Mux(better, o, best_port)),
                                      nxt[3].eq(Mux(better, w, best_vc))]
-                        best_ok, best_credits, best_port, best_vc = nxt
+                        best_ok, best_key, best_port, best_vc = nxt
                 adaptive = Signal(name=f"adaptive{i}_{v}")
                 m.d.comb += adaptive.eq(h.head & best_ok)      # the best of the candidates
                 request = Signal(head_layout, name=f"request{i}_{v}")

@@ -109,6 +109,10 @@ class Router(wiring.Component):
         ("source", the default with "adaptive": a flow's packets then share a sink). A
         system whose receivers need no order (``hdl.system.ChipNode``) takes "input" with
         "adaptive" too, so that a neighbour's packets over two links eject side by side.
+    escape_bias : int or None
+        With ``routing="adaptive"``: credits added to the escape hop's port when the
+        ports are compared (:class:`Allocator`), at least 0; default None:
+        ``buffer_flits``.
 
     Adaptive routing (``routing="adaptive"``): the table holds
     ``hdl.ici.layouts.adaptive_entry_layout`` entries (``adaptive_table_entries`` of
@@ -116,8 +120,10 @@ class Router(wiring.Component):
     ``table`` as ``adaptive_table_write_layout``. Allocation is virtual cut-through
     (:class:`Allocator` with ``adaptive``): a header takes an output VC only with credits
     for its whole packet, so packets must fit a buffer (longer ones are malformed and
-    dropped); it takes the free adaptive VC of a minimal port with the most credits, or
-    else its escape hop (the tables' escape route and VC); a packet in an escape VC
+    dropped); it takes the minimal port whose VCs have the most credits in all (the
+    escape hop's port counted with ``escape_bias`` more), and there the free VC with the
+    most credits: an adaptive one, or its escape hop (the tables' escape route and VC),
+    which wins ties; a packet in an escape VC
     stays on escape hops unless the tables allow re-entry. A header from an injection
     port needs credits for two packets when two fit a buffer (the injection rule). Each
     injection port has ``min(2*dims, vcs)`` queues: a packet joins queue
@@ -190,7 +196,7 @@ class Router(wiring.Component):
 
     def __init__(self, *, dims=2, vcs=2, buffer_flits=8, flit_words=1, n_nodes=256,
                  pipeline=1, local_ports=1, observe=False, routing="dor", escape_vcs=2,
-                 eject_by=None):
+                 escape_bias=None, eject_by=None):
         check_int("dims", dims, least=2, most=3)
         check_int("vcs", vcs, least=2, most=MAX_VCS)
         check_int("buffer_flits", buffer_flits, least=1)
@@ -215,6 +221,9 @@ class Router(wiring.Component):
         self.escape_vcs = escape_vcs
         if self.adaptive:
             check_int("escape_vcs", escape_vcs, least=1, most=vcs - 1)
+        if escape_bias is not None:
+            check_int("escape_bias", escape_bias, least=0)
+        self.escape_bias = escape_bias
         self.queues = min(self.n_ports, vcs) if self.adaptive else 1
         link = LinkSignature(vcs=vcs, flit_words=flit_words)
         flit = stream.Signature(flit_layout(flit_words))
@@ -306,7 +315,8 @@ class Router(wiring.Component):
         m.submodules.allocator = alloc = Allocator(
             n_in=n_ports + k, n_out=n_ports + k, vcs=vcs, buffer_flits=self.buffer_flits,
             n_eject=k, observe=self.observe, adaptive=self.adaptive,
-            escape_vcs=self.escape_vcs, inject=range(n_ports, n_ports + k))
+            escape_vcs=self.escape_vcs, inject=range(n_ports, n_ports + k),
+            escape_bias=self.escape_bias)
         ejects = [self.local("eject", j) for j in range(k)]
         eject_free = [~e.valid | e.ready for e in ejects]
         m.d.comb += alloc.eject_free.eq(Cat(*eject_free))

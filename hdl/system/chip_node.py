@@ -19,6 +19,14 @@ from .layouts import node_row_layout
 
 __all__ = ["ChipNode", "chip_node_signature", "FLIT_WORDS"]
 
+#: With ``routing="adaptive"``, the routers' ``escape_bias``: none, so a header takes the
+#: minimal port whose VCs hold the most credits, the escape hop's on a tie. A system's
+#: receivers drain at link rate, so a link's buffers stay nearly empty and only the flits
+#: in flight tell a busy link from an idle one: with a bias of a buffer (the router's
+#: default) every packet to a neighbour on a ring of two would keep to its dimension-order
+#: link.
+SYSTEM_ESCAPE_BIAS = 0
+
 #: Words per flit of the system's links: one, so a link carries one word per cycle each
 #: way, the rate of the DMA's packetizer and of the receive engine.
 FLIT_WORDS = 1
@@ -49,10 +57,11 @@ class ChipNode(wiring.Component):
     router ejects by the torus input a packet arrives on, so with 2 ports the packets
     from the two directions of an axis land through different receive engines).
 
-    With ``routing="adaptive"`` the router is adaptive (:class:`~hdl.ici.Router`), and it
-    ejects a packet by the torus input it arrives on as well, not by its source: the
-    receive engines need no order, and so the packets of one neighbour that come over
-    two links (both ways round a ring of two) land through two receive engines at once.
+    With ``routing="adaptive"`` the router is adaptive (:class:`~hdl.ici.Router`, with
+    :data:`SYSTEM_ESCAPE_BIAS`), and it ejects a packet by the torus input it arrives on as
+    well, not by its source: the receive engines need no order, and so the packets of one
+    neighbour that come over two links (both ways round a ring of two) land through two
+    receive engines at once.
 
     Every chip of a system is the same module: its id comes in on ``node``, its routing
     table and lit ports in the configuration rows (``node_row_layout``, as
@@ -126,7 +135,8 @@ class ChipNode(wiring.Component):
         m.submodules.router = router = Router(
             dims=self.dims, vcs=self.vcs, buffer_flits=self.buffer_flits,
             flit_words=FLIT_WORDS, n_nodes=self.n_nodes, local_ports=self.local_ports,
-            routing=self.routing, eject_by="input")
+            routing=self.routing, eject_by="input",
+            **({"escape_bias": SYSTEM_ESCAPE_BIAS} if self.routing == "adaptive" else {}))
         local = range(self.local_ports)
         for j in local:
             wiring.connect(m, port(chip, "push", j), router.local("inject", j))

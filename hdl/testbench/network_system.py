@@ -105,8 +105,9 @@ class NetworkSystem(wiring.Component):
     ----------
     dims : str or tuple
         ``"4x4"``, ``"4x4x8"`` or a tuple: 2 or 3 axes, 2 to 256 nodes.
-    vcs, buffer_flits, link_latency, local_ports, source_queue
-        Of every node (:class:`~hdl.testbench.node.NetworkNode`).
+    vcs, buffer_flits, link_latency, local_ports, source_queue, routing, escape_bias
+        Of every node (:class:`~hdl.testbench.node.NetworkNode`); ``escape_bias`` None
+        (the default) leaves the node's default and the node's parameters as they were.
     reconfig_cycles : int
         Of every OCS.
 
@@ -145,7 +146,7 @@ class NetworkSystem(wiring.Component):
     """
 
     def __init__(self, *, dims="4x4", vcs=2, buffer_flits=8, link_latency=2, local_ports=1,
-                 source_queue=64, reconfig_cycles=2, routing="dor"):
+                 source_queue=64, reconfig_cycles=2, routing="dor", escape_bias=None):
         signature = network_system_signature(dims=dims, vcs=vcs, local_ports=local_ports,
                                              reconfig_cycles=reconfig_cycles, routing=routing)
         self.routing = routing
@@ -154,7 +155,9 @@ class NetworkSystem(wiring.Component):
         self.node_params = dict(dims=len(self.dims), vcs=vcs, buffer_flits=buffer_flits,
                                 link_latency=link_latency, n_nodes=n,
                                 local_ports=local_ports, source_queue=source_queue,
-                                **({"routing": routing} if routing != "dor" else {}))
+                                **({"routing": routing} if routing != "dor" else {}),
+                                **({"escape_bias": escape_bias}
+                                   if escape_bias is not None else {}))
         self.vcs, self.reconfig_cycles = vcs, reconfig_cycles
         self.faces = face_ports(self.dims)
         super().__init__(signature)

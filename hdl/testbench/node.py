@@ -104,6 +104,8 @@ class NetworkNode(wiring.Component):
         Of the router (``escape_vcs`` ``ADAPTIVE_ESCAPE_VCS``); with "adaptive" the
         configuration rows carry adaptive table entries and the sinks check flows
         unordered (:class:`TrafficSink`'s ``ordered``).
+    escape_bias : int or None
+        With "adaptive": the router's ``escape_bias`` (default None: its default).
 
     Ports
     -----
@@ -152,7 +154,7 @@ class NetworkNode(wiring.Component):
     """
 
     def __init__(self, *, dims=2, vcs=2, buffer_flits=8, link_latency=2, n_nodes=16,
-                 local_ports=1, source_queue=64, routing="dor"):
+                 local_ports=1, source_queue=64, routing="dor", escape_bias=None):
         check_int("dims", dims, least=2, most=3)
         check_int("vcs", vcs, least=2, most=MAX_VCS)
         check_int("buffer_flits", buffer_flits, least=1)
@@ -164,6 +166,9 @@ class NetworkNode(wiring.Component):
         self.link_latency, self.n_nodes = link_latency, n_nodes
         self.local_ports, self.source_queue = local_ports, source_queue
         self.routing = routing
+        if escape_bias is not None:
+            check_int("escape_bias", escape_bias, least=0)
+        self.escape_bias = escape_bias
         super().__init__(node_signature(dims=dims, vcs=vcs, n_nodes=n_nodes,
                                         local_ports=local_ports, routing=routing))
 
@@ -173,8 +178,8 @@ class NetworkNode(wiring.Component):
         m.submodules.router = router = Router(
             dims=self.dims, vcs=self.vcs, buffer_flits=self.buffer_flits,
             flit_words=FLIT_WORDS, n_nodes=self.n_nodes, local_ports=k, observe=True,
-            **({"routing": "adaptive", "escape_vcs": ADAPTIVE_ESCAPE_VCS}
-               if self.routing == "adaptive" else {}))
+            **({"routing": "adaptive", "escape_vcs": ADAPTIVE_ESCAPE_VCS,
+                "escape_bias": self.escape_bias} if self.routing == "adaptive" else {}))
         generators = [TrafficGenerator(n_nodes=self.n_nodes, lane=j, local_ports=k,
                                        source_queue=self.source_queue) for j in range(k)]
         sinks = [TrafficSink(n_nodes=self.n_nodes, local_ports=k,

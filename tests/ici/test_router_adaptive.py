@@ -8,10 +8,12 @@ escape one where re-entry is not allowed), and the counters against the hops see
 
 import numpy as np
 import pytest
+from amaranth.sim import Simulator
 
 from golden import ici
 from golden import topology as topo
 from hdl.ici import Router
+from hdl.ici.allocator import Allocator
 from hdl.ici.layouts import adaptive_table_entries
 from hdl.ici.network import Network
 
@@ -206,3 +208,59 @@ def test_injection_queues_pass_a_blocked_direction(routing):
     assert seen["passed"] == (routing == "adaptive")
     assert seen["held"] == 0
     assert sum(map(len, bench.ejected)) == 20
+
+
+def choose(escape_bias, sent, *, buffer_flits=12):
+    """An adaptive allocator with one input, 4 torus outputs (0: +x, 1: -x, 2: +y, 3: -y)
+    of 3 VCs of ``buffer_flits`` and one ejection output: ``sent`` 1-flit packets leave on the escape hop
+    (output 0, VC 0; ``adapt`` low, so no other choice), their credits never return;
+    then a header whose escape hop is output 0 VC 0 and whose minimal ports are 0 and
+    2 asks. Returns the (output, VC) it is granted."""
+    alloc = Allocator(n_in=1, n_out=5, vcs=3, buffer_flits=buffer_flits, adaptive=True,
+                      escape_vcs=2, escape_bias=escape_bias)
+    out = {}
+
+    async def bench(ctx):
+        head = alloc.heads[0][0]
+        ctx.set(head.valid, 1)
+        ctx.set(head.head, 1)
+        ctx.set(head.tail, 1)
+        ctx.set(head.length, 1)
+        ctx.set(head.port, 0)
+        ctx.set(head.vc, 0)
+        ctx.set(head.minimal, 0b0001)
+        for k in range(sent):
+            assert (ctx.get(alloc.send[0]), ctx.get(alloc.send_vc[0])) == (1, 0), k
+            await ctx.tick()
+        ctx.set(head.adapt, 1)
+        ctx.set(head.minimal, 0b0101)
+        sends = [o for o in range(4) if ctx.get(alloc.send[o])]
+        assert len(sends) == 1
+        out["choice"] = (sends[0], ctx.get(alloc.send_vc[sends[0]]))
+
+    sim = Simulator(alloc)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return out["choice"]
+
+
+@pytest.mark.parametrize("escape_bias", [0, 4, 8])
+def test_the_choice_compares_ports_with_the_escape_bias(escape_bias):
+    """The port whose VCs hold the most credits wins, the escape hop's port counted with
+    ``escape_bias`` more; on it the VC with the most credits; the escape hop wins ties.
+    With 12-flit buffers, port 0 holds 36 - sent credits (its VC 0: 12 - sent), port 2
+    holds 36, so port 0 keeps the packet while sent <= escape_bias, on its roomier
+    adaptive VC 2 once its escape VC has spent a credit."""
+    assert choose(escape_bias, 0) == (0, 0)             # all even: the escape hop
+    if escape_bias:
+        assert choose(escape_bias, escape_bias) == (0, 2)   # same port, roomier VC
+    assert choose(escape_bias, escape_bias + 1) == (2, 2)   # the other port
+
+
+def test_the_default_escape_bias_is_a_buffer():
+    assert Allocator(n_in=1, n_out=5, vcs=3, buffer_flits=6, adaptive=True).escape_bias == 6
+    with pytest.raises(ValueError, match="escape_bias"):
+        Allocator(n_in=1, n_out=5, vcs=3, buffer_flits=6, adaptive=True, escape_bias=-1)
+    with pytest.raises(ValueError, match="escape_bias"):
+        Router(vcs=3, routing="adaptive", escape_bias=-1)

@@ -67,6 +67,23 @@ def test_adaptive_runs_stream_adaptive_tables(monkeypatch):
             assert got == adaptive_table_entries(tables, c, vcs=3)[r]
 
 
+def test_escape_bias_reaches_the_routers(monkeypatch):
+    """``escape_bias`` is a build parameter of adaptive runs only; left out, the build's
+    parameters are as without it."""
+    plain = _captured_run(monkeypatch, routing="adaptive", vcs=3)
+    assert "escape_bias" not in plain.params
+    biased = _captured_run(monkeypatch, routing="adaptive", vcs=3, escape_bias=3)
+    assert biased.params == plain.params | {"escape_bias": 3}
+    from hdl.testbench import NetworkSystem
+    node = NetworkSystem(**biased.params).make_node(0)
+    assert node.escape_bias == 3
+    with pytest.raises(ValueError, match="^escape_bias is for routing='adaptive', not 'dor'"):
+        network.run("4x4", rate=0.1, cycles=10, warmup=0, escape_bias=3)
+    with pytest.raises(ValueError, match="^escape_bias must be"):
+        network.run("4x4", rate=0.1, cycles=10, warmup=0, vcs=3, routing="adaptive",
+                    escape_bias=-1)
+
+
 def _sink_run(order):
     """Feed an unordered sink (node 2 of 4) 2-flit probes ``(src, seq)`` in this order;
     its ``sequence_errors`` and ``received``."""

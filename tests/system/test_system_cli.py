@@ -110,10 +110,10 @@ def test_the_topologys_routing_goes_with_its_default_chip(monkeypatch, capsys):
         raise system.SystemRunError("stopped by the test")
     monkeypatch.setattr(system, "collective", record)
     # 2x2x2: rings of two chips, so the default chip comes with adaptive routing, and its
-    # routers with 4 VCs of two 66-flit packets.
+    # routers with 4 VCs of one and a half 66-flit packets.
     assert cli.main(["system", "collective", "all_reduce", "--topology", "2x2x2"]) == 1
-    assert seen[-1] == dict(chip=None, routing="adaptive", vcs=4, buffer_flits=132)
-    assert ("adaptive routing (the default for the topology) with 4 VCs of 132 flits a link"
+    assert seen[-1] == dict(chip=None, routing="adaptive", vcs=4, buffer_flits=99)
+    assert ("adaptive routing (the default for the topology) with 4 VCs of 99 flits a link"
             in capsys.readouterr().out)
     # A chip option: the given chip routes by dimension order unless told.
     assert cli.main(["system", "collective", "all_reduce", "--topology", "2x2x2",
@@ -122,7 +122,7 @@ def test_the_topologys_routing_goes_with_its_default_chip(monkeypatch, capsys):
     assert cli.main(["system", "collective", "all_reduce", "--topology", "2x2x2",
                      "--lanes", "16", "--routing", "adaptive", "--vcs", "3"]) == 1
     assert (seen[-1]["routing"], seen[-1]["vcs"], seen[-1]["buffer_flits"]) == \
-        ("adaptive", 3, 132)
+        ("adaptive", 3, 99)
 
 
 def test_sizes_and_inputs():

@@ -8,7 +8,8 @@ import numpy as np
 
 from verif.report import plot_curves
 
-__all__ = ["measure_goals", "command", "PAPER", "compare_routing", "routing_markdown"]
+__all__ = ["measure_goals", "command", "PAPER", "compare_routing", "routing_markdown",
+           "compare_twist", "twist_markdown"]
 
 
 def _summary(stats):
@@ -398,3 +399,65 @@ def routing_markdown(results):
     peak = ", ".join(f"{r} {v} VCs {max(p['accepted'] for p in results[r, v]):.3f}"
                      for r, v in keys)
     return "\n".join(lines) + f"\n\nPeak accepted load: {peak}.\n"
+
+
+def compare_twist(shape, *, configs=(("dor", 2), ("adaptive", 3)), rates=(0.5, 1.0, 1.5, 2.0),
+                  cycles=6000, warmup=2000, seed=1, backend="verilator", buffer_flits=8,
+                  out=None, progress=None):
+    """Issue 44's twist figures: for each ``(routing, vcs)`` of ``configs`` and each torus
+    of ``shape`` (regular, then twisted), the all-to-all of "Twisted against regular tori"
+    (4-flit packets, 16-packet messages, 2 local ports: network only) at each offered
+    rate of ``rates``, every run's integrity checked. Throughput is the peak accepted load
+    over the rates. Returns ``{"shape", "bound": {twist: fluid bound}, "curves":
+    {(routing, vcs): {twist: [summary per rate]}}}``; :func:`twist_markdown` tabulates it.
+    With ``out``, also writes the latency-load plot ``latency_<shape>.png`` there (one
+    curve per routing and torus). Each configuration is one build per routing: tens of
+    minutes for a 4x4x8."""
+    from golden import topology as topo
+    from sim.network import NetworkIntegrityError, run_stats
+    bound = {twist: topo.all_to_all_bound(topo.torus(shape, twist=twist))
+             for twist in (False, True)}
+    curves = {}
+    for routing, vcs in configs:
+        for twist in (False, True):
+            curve = []
+            for rate in rates:
+                stats = run_stats(topo.torus(shape, twist=twist), traffic="all_to_all",
+                                  rate=rate, packet_flits=4, message_packets=16, local_ports=2,
+                                  vcs=vcs, buffer_flits=buffer_flits, cycles=cycles,
+                                  warmup=warmup, seed=seed, backend=backend, routing=routing)
+                if stats.problems():
+                    raise NetworkIntegrityError(
+                        f"{shape} {'twisted' if twist else 'regular'}, {routing}, {vcs} VCs, "
+                        f"rate {rate}: " + "; ".join(stats.problems()))
+                curve.append(_summary(stats))
+                if progress is not None:
+                    progress(f"{shape} {'twisted' if twist else 'regular'} {routing} vcs={vcs} "
+                             f"rate {rate}: accepted {stats.run.accepted:.3f}")
+            curves.setdefault((routing, vcs), {})[twist] = curve
+    result = {"shape": shape, "bound": bound, "curves": curves}
+    if out is not None:
+        plot_curves({f"{r} {v} VCs, {'twisted' if t else 'regular'}":
+                     [(p["offered"], _Point(_run(p))) for p in curve]
+                     for (r, v), pair in curves.items() for t, curve in pair.items()},
+                    Path(out), shape, "all-to-all")
+    return result
+
+
+def twist_markdown(result):
+    """The table of :func:`compare_twist`: per configuration the peak accepted load on
+    the regular and the twisted torus, the twist's gain, each as a fraction of its fluid
+    bound, beside the fluid bounds' gain and the paper's (``PAPER``, where known)."""
+    shape, bound = result["shape"], result["bound"]
+    fluid = bound[True] / bound[False]
+    paper = f"{PAPER[shape]:.2f}x" if shape in PAPER else "not given"
+    lines = ["| routing | regular: peak accepted (flits/node/cycle) | twisted | twist gain | "
+             "regular / twisted, of the fluid bound | fluid bounds regular / twisted / gain | "
+             "paper's gain |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for (routing, vcs), pair in result["curves"].items():
+        peak = {t: max(p["accepted"] for p in curve) for t, curve in pair.items()}
+        lines.append(f"| {routing}, {vcs} VCs | {peak[False]:.3f} | {peak[True]:.3f} | "
+                     f"{peak[True] / peak[False]:.2f}x | {peak[False] / bound[False]:.2f} / "
+                     f"{peak[True] / bound[True]:.2f} | {bound[False]:.2f} / {bound[True]:.2f} "
+                     f"/ {fluid:.2f}x | {paper} |")
+    return "\n".join(lines) + "\n"

@@ -77,8 +77,8 @@ def add_parser(subparsers, help):
     c.add_argument("--vcs", type=positive, metavar="N",
                    help="virtual channels a link (default 2 with dor, 4 with adaptive)")
     c.add_argument("--buffer-flits", type=positive, metavar="N",
-                   help="flits of each VC buffer (default 8 with dor; 132, two whole "
-                        "packets, with adaptive)")
+                   help="flits of each VC buffer (default 8 with dor; 99, one and a "
+                        "half packets, with adaptive)")
     c.add_argument("--backend", choices=("verilator", "amaranth", "icarus"),
                    default="verilator")
     c.add_argument("--seed", type=natural, default=0, help="seed of the data (default 0)")
