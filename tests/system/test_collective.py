@@ -89,6 +89,9 @@ def test_float32_values_are_accepted_and_returned_as_float32():
     (dict(topology="2by2"), "dims must look like '4x4x8', not '2by2'"),
     (dict(inputs=np.zeros((3, 32), np.uint32)), "4"),
     (dict(inputs=np.zeros((4, 32), np.int64)), "int64"),
+    (dict(routing="minimal"), "routing must be one of 'dor', 'adaptive', not 'minimal'"),
+    (dict(routing="adaptive", vcs=2), "routing='adaptive' needs vcs above 2"),
+    (dict(buffer_flits=64), "buffer_flits must hold the chips' longest packet \\(66 flits\\)"),
 ])
 def test_bad_input_is_refused_with_a_reason(kwargs, message):
     args = dict(kind="all_reduce", inputs=np.zeros((4, 32), np.uint32), topology="2x2",

@@ -86,3 +86,14 @@ def test_auto_chunks_stay_within_the_chips_flags():
                                   push_words=256, push_ports=2)
     assert plan.chunks in (1, 2) and plan.n_flags <= 16
     assert plan.predicted_cycles > 0
+
+
+@pytest.mark.parametrize("shape, twist, routing", [
+    ((2, 2), False, "adaptive"),       # rings of two: both links to the one neighbour
+    ((2, 2, 2), False, "adaptive"),
+    ((2, 2, 4), True, "adaptive"),
+    ((1, 4), False, "dor"),            # longer rings: one minimal route to a neighbour
+    ((4, 4), False, "dor"),
+])
+def test_the_topologys_routing(shape, twist, routing):
+    assert system_chip.collective_routing(topo.torus(shape, twist=twist)) == routing
