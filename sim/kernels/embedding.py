@@ -13,20 +13,26 @@ over the ICI and sync flags:
    it serves (its deduplicated ids) once from its table shard into a staging area, bits
    unchanged, and adds the rows it read to ``F_GATHER``: that flag, read back after the
    run, is ``hbm_reads[o]``.
-3. *Rows all-to-all.* For each source, in the order of the source's ids message, the owner
-   pushes each row from the staging area into the source's *received table* (its own rows
-   locally), on the source's flag ``F_ROWS`` (``D`` words a row).
+3. *Pack and rows all-to-all.* Owner o's SparseCore copies the staged rows into an
+   outbox in each source's message order (sources in rank order; another gather item,
+   from the staging area, on ``F_PACK``: the staging area and the outbox stand for the
+   SparseCore's Spmem, and no table row is read again), and the owner pushes each source
+   its rows in one descriptor (``D`` words a row, strided over the padded rows) into the
+   source's *received table* (its own rows locally), on the source's flag ``F_ROWS``.
 4. *Combine.* Chip c's SparseCore runs a lookup on its received table, each id renamed to
    its row there (owners in rank order, then the id's place in the owner's message),
    writing the bags' rows: ``golden.sparsecore.lookup`` on the whole table, bit for bit.
 5. *Gradients all-to-all* (with ``grads``). ``mode="exact"``: chip c pushes to each owner
    o != c the header ``[B, lengths, slots]`` (``1 + B + N`` words) and the gradient row of
-   each of its B bags holding an id of o (``D`` words each, its own locally), into the
-   owner's gradient area, sources in rank order, on ``F_GRADS``. ``mode="prereduced"``:
+   each of its B bags holding an id of o (``D`` words each, its own locally; packed by
+   its SparseCore, owners in rank order, on ``F_PACK_GRADS``, and pushed in one
+   descriptor a pair), into the owner's gradient area, sources in rank order, on
+   ``F_GRADS``. ``mode="prereduced"``:
    chip c's SparseCore first sums each of its unique ids' gradients with a lookup on its
    gradient rows (a bag per unique id, owners in rank order, of the bags its occurrences
    are in, in position order: ``golden.sparsecore.row_gradients``' sums, from +0.0), and
-   chip c pushes each owner the partials of its ids (``D`` words each).
+   chip c pushes each owner the partials of its ids (``D`` words each, one descriptor a
+   pair).
 6. *Sum-then-apply.* Owner o's SparseCore runs an update of its table shard with every
    source's sub-bags (``"exact"``) or one bag of one id per partial (``"prereduced"``),
    sources in rank order: ``golden.embedding.step``'s update, restricted to o's rows.
@@ -41,8 +47,8 @@ tables the SparseCore reads; the all-to-alls carry the ``D`` real words.
 
 Memory of every chip, in words (each area starts at a multiple of 8): the tile's table
 region (shard rows, then their optimizer state) at 0, the received table after it, then
-the areas the plan sizes (:class:`EmbeddingPlan`). Flags ``F_IDS`` .. ``F_PARTIALS`` are 1 to
-7 (:data:`FLAGS`).
+the areas the plan sizes (:class:`EmbeddingPlan`). Flags ``F_IDS`` .. ``F_PACK_GRADS`` are 1 to
+9 (:data:`FLAGS`).
 """
 
 from dataclasses import dataclass
@@ -59,9 +65,10 @@ from hdl.tensorcore.sparse_issue import doorbell_address, work_address
 __all__ = ["EmbeddingPlan", "plan_embedding", "FLAGS", "PHASES"]
 
 #: The flags of the step's programs.
-FLAGS = dict(ids=1, gather=2, rows=3, lookup=4, grads=5, update=6, partials=7)
+FLAGS = dict(ids=1, gather=2, rows=3, lookup=4, grads=5, update=6, partials=7, pack=8,
+             pack_grads=9)
 #: The step's phases, in program order (the last two with ``grads`` only).
-PHASES = ("ids", "gather", "rows", "combine", "grads", "update")
+PHASES = ("ids", "gather", "pack", "rows", "combine", "grads", "update")
 _IMM = 1 << 15            # a wait's operand and an SMEM address are signed 16-bit
 _MIN = 16                 # the smallest tile capacity, so that small steps share a build
 
@@ -163,6 +170,15 @@ class _Chip:
             self.lines.append(f"wait f{flag}, {value}")
 
 
+def _rows(src_at, dst, n, width, row_words, flag):
+    """One descriptor moving ``n`` rows of ``width`` words, ``row_words`` apart on both
+    sides, from HBM word ``src_at`` to ``dst``: ``n * width`` words."""
+    if width == row_words or n == 1:
+        return gm.Descriptor(("hbm", src_at), dst, (n * width,), (1,), (1,), flag)
+    return gm.Descriptor(("hbm", src_at), dst, (width, n), (1, row_words), (1, row_words),
+                         flag)
+
+
 def _item(*, op, combiner=0, optimizer=0, weighted=0, gather=0, lr=0, n_rows, n_ids, n_bags,
           table, ids, weights, ends, grads, out, flag, per_line):
     words = dict(control=op | combiner << 1 | optimizer << 3 | weighted << 4 | gather << 5,
@@ -249,6 +265,7 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
     sub = {(c, o): p.sub_bags(c, o, batches[c][1]) for c in range(C) for o in range(C)}
     shard_rows = [len(range(o, V, C)) for o in range(C)]
     received = [int(p.unique[c].sum()) for c in range(C)]
+    received_by = [int(p.unique[:, o].sum()) for o in range(C)]     # rows owner o sends
     if prereduced:
         # The owner's update: one bag of one id per partial, sources in rank order.
         owner_ids = owner_bags = [int(p.unique[:, o].sum()) for o in range(C)]
@@ -283,6 +300,11 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
             w.area(f"recv_ids{o}", 1 + p.unique[o, c])
         w.area("served", len(p.served[c]), p.served[c])
         w.area("stage", len(p.served[c]) * Dp)
+        # The outbox: each source's rows in its message's order, sources in rank order.
+        where = {int(v): k for k, v in enumerate(p.served[c])}
+        w.area("pack_ids", received_by[c], [where[int(v)] for src in range(C)
+                                            for v in ge.local(p.sends[src][c], C)])
+        w.area("outbox", received_by[c] * Dp)
         if backward:
             padded = np.zeros((len(offs) - 1, Dp), np.uint32)
             padded[:, :D] = grads[c]
@@ -301,6 +323,9 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
                 w.area("part_ends", len(ends), ends)
                 w.area("partials", len(ends) * Dp)
             else:
+                sent_bags = [int(b) for o in range(C) for b in sub[c, o][0]]
+                w.area("gpack_ids", len(sent_bags), sent_bags)
+                w.area("gbox", len(sent_bags) * Dp)
                 for o in range(C):
                     bags, ends = sub[c, o]
                     mine = np.flatnonzero(p.owners[c] == o)
@@ -331,15 +356,23 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
                          grads=0, out=w.areas["stage"], flag=FLAGS["gather"],
                          per_line=per_line), FLAGS["gather"], len(p.served[c]))
         w.mark("gather")
-        # 3. rows to each source, in its message's order, into its received table.
-        where = {int(v): s for s, v in enumerate(p.served[c])}
+        # 3. the outbox: the SparseCore copies the staged rows into each source's message
+        # order (the staging area and the outbox stand for the SparseCore's Spmem: no
+        # table row is read again), then one push per source, into its received table.
+        if received_by[c]:
+            w.post(_item(op=0, gather=1, n_rows=len(p.served[c]), n_ids=received_by[c],
+                         n_bags=0, table=w.areas["stage"], ids=w.areas["pack_ids"],
+                         weights=0, ends=0, grads=0, out=w.areas["outbox"],
+                         flag=FLAGS["pack"], per_line=per_line), FLAGS["pack"],
+                   received_by[c])
+        w.mark("pack")
         for s in range(C):
-            at = received_base + int(p.unique[s, :c].sum()) * Dp
-            for u, v in enumerate(ge.local(p.sends[s][c], C)):
-                src = ("hbm", w.areas["stage"] + where[int(v)] * Dp)
-                dst = ("hbm", at + u * Dp) if s == c else \
-                    ("remote", int(chips[s]), "hbm", at + u * Dp)
-                w.dma(gm.Descriptor(src, dst, (D,), (1,), (1,), FLAGS["rows"]))
+            n = int(p.unique[s, c])
+            if n:
+                at = received_base + int(p.unique[s, :c].sum()) * Dp
+                dst = ("hbm", at) if s == c else ("remote", int(chips[s]), "hbm", at)
+                w.dma(_rows(w.areas["outbox"] + int(p.unique[:s, c].sum()) * Dp, dst, n, D,
+                            Dp, FLAGS["rows"]))
         w.wait(FLAGS["rows"], received[c] * D)
         w.mark("rows")
         # 4. the combine: a lookup on the received table.
@@ -365,20 +398,27 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
                              flag=FLAGS["partials"], per_line=per_line),
                        FLAGS["partials"], 1)
             for o in range(C):
-                first = int(p.unique[:c, o].sum())
-                base_o = int(p.unique[c, :o].sum())
-                for u in range(int(p.unique[c, o])):
-                    dst_at = work[o].areas["own_grads"] + (first + u) * Dp
+                n = int(p.unique[c, o])
+                if n:
+                    dst_at = work[o].areas["own_grads"] + int(p.unique[:c, o].sum()) * Dp
                     dst = ("hbm", dst_at) if o == c else ("remote", int(chips[o]), "hbm", dst_at)
-                    w.dma(gm.Descriptor(("hbm", w.areas["partials"] + (base_o + u) * Dp), dst,
-                                        (D,), (1,), (1,), FLAGS["grads"]))
+                    w.dma(_rows(w.areas["partials"] + int(p.unique[c, :o].sum()) * Dp, dst, n,
+                                D, Dp, FLAGS["grads"]))
             w.wait(FLAGS["grads"], owner_bags[c] * D)
             w.mark("grads")
             for s in range(C):
                 own_ids += ge.local(p.sends[s][c], C).tolist()
             own_ends = list(range(1, len(own_ids) + 1))
         else:
-            # 5. gradients: headers and bag rows to each owner.
+            # 5. gradients: the SparseCore packs each owner's bag rows together (owners in
+            # rank order), then each owner gets its header and its bag rows, one push each.
+            packed = int(sum(len(sub[c, o][0]) for o in range(C)))
+            if packed:
+                w.post(_item(op=0, gather=1, n_rows=len(offs) - 1, n_ids=packed, n_bags=0,
+                             table=w.areas["grads"], ids=w.areas["gpack_ids"], weights=0,
+                             ends=0, grads=0, out=w.areas["gbox"], flag=FLAGS["pack_grads"],
+                             per_line=per_line), FLAGS["pack_grads"], packed)
+            at = 0
             for o in range(C):
                 bags, _ = sub[c, o]
                 if o != c:
@@ -387,12 +427,13 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
                         ("remote", int(chips[o]), "hbm", work[o].areas[f"recv_head{c}"]),
                         (1 + len(bags) + int(p.occurrences[c, o]),), (1,), (1,),
                         FLAGS["grads"]))
-                first = int(sum(len(sub[s, o][0]) for s in range(c)))
-                for k, b in enumerate(bags):
-                    dst_at = work[o].areas["own_grads"] + (first + k) * Dp
+                if len(bags):
+                    first = int(sum(len(sub[s, o][0]) for s in range(c)))
+                    dst_at = work[o].areas["own_grads"] + first * Dp
                     dst = ("hbm", dst_at) if o == c else ("remote", int(chips[o]), "hbm", dst_at)
-                    w.dma(gm.Descriptor(("hbm", w.areas["grads"] + int(b) * Dp), dst, (D,),
-                                        (1,), (1,), FLAGS["grads"]))
+                    w.dma(_rows(w.areas["gbox"] + at * Dp, dst, len(bags), D, Dp,
+                                FLAGS["grads"]))
+                at += len(bags)
             expect = sum(1 + int(p.bags[s, c]) + int(p.occurrences[s, c])
                          for s in range(C) if s != c) + owner_bags[c] * D
             w.wait(FLAGS["grads"], expect)

@@ -68,8 +68,9 @@ def test_the_programs_push_golden_s_words_and_gather_each_row_once(name, topolog
     served = []
     for chip in plan.chips:
         items = [dict(zip(WORK_FIELDS, item)) for item in _items(plan, chip)]
-        gathers = [item for item in items if item["control"] >> 5 & 1]
-        assert len(gathers) <= 1
+        gathers = [item for item in items if item["control"] >> 5 & 1
+                   and item["flag"] == FLAGS["gather"]]
+        assert len(gathers) <= 1 and int(gathers[0]["table"]) == 0 if gathers else True
         served.append(int(gathers[0]["n_ids"]) if gathers else 0)
     assert served == want.hbm_reads.tolist()
 
@@ -93,13 +94,14 @@ def test_without_dedup_every_occurrence_is_pushed_and_read_and_phases_cut_progra
     served = []
     for chip in plan.chips:
         items = [dict(zip(WORK_FIELDS, item)) for item in _items(plan, chip)]
-        served.append(sum(int(i["n_ids"]) for i in items if i["control"] >> 5 & 1))
+        served.append(sum(int(i["n_ids"]) for i in items if i["control"] >> 5 & 1
+                          and i["flag"] == FLAGS["gather"]))
     assert served == occurrences.sum(axis=0).tolist()
     want = ge.traffic(ge.plan(indices, offsets, num_rows=12, n_chips=4), 8, backward=True,
                       dedup=False)
     assert plan.ici_words == want.total
     # The phases cut each program after its phase's wait, and halt.
-    for phase in ("ids", "gather", "rows", "combine", "grads", "update"):
+    for phase in ("ids", "gather", "pack", "rows", "combine", "grads", "update"):
         cut = plan.programs_until(phase)
         assert all(text.endswith("halt") and len(text) <= len(full)
                    for text, full in zip(cut, plan.programs))
