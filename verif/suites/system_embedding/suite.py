@@ -12,7 +12,8 @@ table and the whole optimizer state with ``golden.embedding.step`` of the same i
 and ``hbm_reads`` (counted by the RTL) and ``ici_words`` with golden's. A case whose
 capacity is one below its largest pair's unique ids must raise
 ``golden.embedding.CapacityOverflow`` on both sides, with the same message, before
-anything is built or run. A chip fault or a hang (``sim.system.SystemRunError``) fails
+anything is built or run; the case then runs the same step without a capacity, so that
+every case runs the RTL. A chip fault or a hang (``sim.system.SystemRunError``) fails
 the case with its message. A failure names the seed, the build, the case and the command
 that reproduces it.
 
@@ -21,8 +22,8 @@ a seed (the others return a record with nothing checked): a system of chips with
 SparseCore is orders of magnitude slower there.
 
 Functional coverage (:mod:`.coverage`) is sampled per case from its configuration. With
-``inject="golden-fault"`` the expected table of every case has a bit flipped (an overflow
-case expects a different message): the seed must fail.
+``inject="golden-fault"`` the expected table of every case has a bit flipped (and an
+overflow case expects another message): the seed must fail.
 """
 
 import numpy as np
