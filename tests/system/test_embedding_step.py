@@ -64,6 +64,9 @@ def test_the_programs_push_golden_s_words_and_gather_each_row_once(name, topolog
                 pushed += int(np.prod(d.counts))
             assert d.flag != FLAGS["gather"]             # the SparseCore gathers, not DMA
     assert pushed == want.ici_words == plan.ici_words
+    # Each line of the programs is one bundle (the regression sizes IMEM by lines).
+    assert all(len(tc.program_words(text)) == len(text.splitlines())
+               for text in plan.programs if text is not None)
     # Each owner posts one gather item (when it serves a row) of its served rows.
     served = []
     for chip in plan.chips:
@@ -177,8 +180,9 @@ def test_the_step_is_bit_exact_on_the_rtl(name, topology, optimizer, combiner, n
     _check(run, ge.step(table, indices, offsets, **kwargs), name, indices)
 
 
-# The 3-D tori on Verilator, on the builds of the system_embedding regression's seeds 3 and
-# 4 (its chips, numerics and link latency), so that they share them.
+# The 3-D tori on Verilator, with the chips, numerics and link latency of the
+# system_embedding regression's seeds 3 and 4 (fixed sizes: the twisted 2x2x4 with and
+# without a failed chip share one build; the tests' -Og builds are not the regression's).
 @pytest.mark.slow
 @pytest.mark.parametrize("seed, failed", [(3, ()), (4, ()), (4, (5,))])
 def test_the_step_is_bit_exact_on_3d_and_twisted_tori(seed, failed, rng):

@@ -41,7 +41,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from golden import embedding as ge
-from golden import tensorcore as tc
 from golden import topology as topo
 from golden.sparsecore import COMBINERS
 from sim.backends.whole_run import memory_depth
@@ -275,7 +274,9 @@ def fits(c, b):
         p = plan_embedding(table, indices, offsets, chip=chip, **kwargs)
     except ValueError:
         return False
-    longest = max(len(tc.program_words(text)) for text in p.programs if text is not None)
+    # Each line of the step's programs is one bundle (tests/system/test_embedding_step.py
+    # checks it), so the lines size the IMEM without assembling.
+    longest = max(len(text.splitlines()) for text in p.programs if text is not None)
     return (p.chip["sparsecore"] == chip["sparsecore"]
             and p.chip["hbm_words"] == chip["hbm_words"]
             and p.chip["smem_words"] == chip["smem_words"]
