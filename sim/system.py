@@ -623,8 +623,9 @@ def embedding_step(table, indices, offsets, *, grads=None, weights=None, topolog
     ``chip`` (overrides of :data:`EMBEDDING_CHIP`), ``vcs``, ``buffer_flits``,
     ``link_latency``, ``routing``, ``waves`` and ``progress`` as :func:`collective`'s.
 
-    The RTL runs ``mode="exact"`` with ``"sgd"`` or ``"adagrad"`` (the tile's optimizers);
-    ``"prereduced"`` and ``"rowwise_adagrad"`` are ValueErrors here (golden has them).
+    The RTL runs both modes with ``"sgd"`` or ``"adagrad"`` (the tile's optimizers);
+    ``"rowwise_adagrad"`` is a ValueError here (golden has it). ``hbm_reads`` is what the
+    RTL counted: the rows each owner's SparseCore gather read (its gather flag).
 
     Raises
     ------
@@ -634,7 +635,7 @@ def embedding_step(table, indices, offsets, *, grads=None, weights=None, topolog
         A chip faulted or the run hung.
     """
     from golden import embedding as golden_embedding
-    from .kernels.embedding import plan_embedding
+    from .kernels.embedding import FLAGS, plan_embedding
     topology = _topology(topology)
     # golden's checks of every argument, ids and capacity included, before anything is
     # planned or built (its result is not needed here).
@@ -663,5 +664,6 @@ def embedding_step(table, indices, offsets, *, grads=None, weights=None, topolog
         new_state = None
     cycles = max(run.cycles, 1)
     return EmbeddingRun(out=out, table=new_table, state=new_state, cycles=run.cycles,
-                        hbm_reads=plan.plan.hbm_reads, ici_words=plan.ici_words,
+                        hbm_reads=run.flags[plan.chips, FLAGS["gather"]].astype(np.int64),
+                        ici_words=plan.ici_words,
                         link_utilization=run.link_flits / cycles, seconds=run.seconds)

@@ -26,7 +26,9 @@ WORK_FIELDS = ("control", "lr", "n_rows", "n_ids", "n_bags", "table", "ids", "we
 def work_layout(addr_width):
     """A work item (``WORK_FIELDS``); every address is a line of the chip's HBM.
 
-    ``control``: op (bit 0), combiner (bits 2..1), optimizer (bit 3), weighted (bit 4).
+    ``control``: op (bit 0), combiner (bits 2..1), optimizer (bit 3), weighted (bit 4),
+    gather (bit 5: the engine's row copy, :class:`SparseCoreEngine`, instead of the tile's
+    op).
     ``table``: the first line of the tile's table region (its state region follows it,
     ``SparseCoreTile``'s layout). ``ids``, ``weights``, ``ends``: ``n_ids``, ``n_ids`` and
     ``n_bags`` words (one per id, two's complement; fp32; ``offsets[1:]``) from those lines
@@ -35,7 +37,7 @@ def work_layout(addr_width):
     batch is over.
     """
     return data.StructLayout({
-        "op": Op, "combiner": Combiner, "optimizer": Optimizer, "weighted": 1,
+        "op": Op, "combiner": Combiner, "optimizer": Optimizer, "weighted": 1, "gather": 1,
         "lr": unsigned(WORD_BITS), "n_rows": unsigned(WORD_BITS),
         "n_ids": unsigned(WORD_BITS), "n_bags": unsigned(WORD_BITS),
         **{name: unsigned(addr_width) for name in ("table", "ids", "weights", "ends",
@@ -115,6 +117,14 @@ class SparseCoreEngine(wiring.Component):
     the readers, the tile and the writer), which the chip shares with its DMA engine. The
     values are the tile's, so they equal ``golden.sparsecore`` bit for bit.
 
+    A *gather* item (``gather`` set) leaves the tile alone: for each of the ``n_ids`` ids
+    (local rows, as the owner of a sharded table serves them) it reads the row's
+    ``row_words`` words from the table region once and writes them, bits unchanged, to
+    ``out`` (row k at ``out + k * row_words / wpc``), then adds the number of rows it read
+    to ``flag``, so that the flag counts the rows; ``hbm_reads`` says it too. An id at or
+    past ``n_rows`` (or negative) stops the copy there: the rows before it are copied and
+    counted, nothing from it on, and the status is ``BAD_ID``.
+
     A batch the tile refuses (an id out of range, too many unique ids, an operation not
     built) or that does not fit the tile (``n_rows``, ``n_ids`` or ``n_bags`` too large)
     writes nothing, sets ``status`` (:class:`Status`) and still adds 1 to the flag, so
@@ -144,7 +154,7 @@ class SparseCoreEngine(wiring.Component):
     status : Out(range(5))
         The last batch's :class:`Status`.
     batches, hbm_reads : Out(32)
-        Batches run, and table rows the tile read in the last batch.
+        Batches run, and table rows the tile (or the gather) read in the last batch.
     """
 
     def __init__(self, *, tile=None, addr_width, depth=8):
@@ -174,25 +184,32 @@ class SparseCoreEngine(wiring.Component):
                    for name in ("ids", "weights", "ends", "grads")}
         for name, reader in readers.items():
             m.submodules[f"{name}_reader"] = reader
-        m.submodules.share = share = PortShare(signature=sig, initiators=len(readers) + 2,
+        m.submodules.share = share = PortShare(signature=sig, initiators=len(readers) + 4,
                                                depth=self.depth)
         for i, reader in enumerate(readers.values()):
             wiring.connect(m, reader.port, share.initiators[i])
         wiring.connect(m, share.memory, wiring.flipped(self.hbm))
         tile_port, out_port = share.initiators[len(readers)], share.initiators[len(readers) + 1]
+        copy_in, copy_out = share.initiators[len(readers) + 2], share.initiators[len(readers) + 3]
 
         work = Signal.like(self.work.payload)
         running = Signal()
         flagging = Signal()
         start = Signal()
-        m.d.comb += [self.idle.eq(~running & ~flagging), self.work.ready.eq(self.idle)]
+        gathering = Signal()                            # a gather item runs
+        gather_start = Signal()
+        m.d.comb += [self.idle.eq(~running & ~flagging & ~gathering),
+                     self.work.ready.eq(self.idle)]
         fits = Signal()
         p = self.work.payload
         m.d.comb += fits.eq((p.n_rows <= g.rows) & (p.n_ids <= g.max_ids)
                             & (p.n_bags <= g.max_bags))
         with m.If(self.work.valid & self.work.ready):
             m.d.sync += [work.eq(p), self.status.eq(Status.OK)]
-            with m.If(fits):
+            with m.If(p.gather):
+                m.d.sync += gathering.eq(1)
+                m.d.comb += gather_start.eq(1)
+            with m.Elif(fits):
                 m.d.sync += running.eq(1)
                 m.d.comb += [clear.eq(1), start.eq(1)]
             with m.Else():
@@ -206,11 +223,13 @@ class SparseCoreEngine(wiring.Component):
         counts = {"ids": p.n_ids, "weights": Mux(p.weighted, p.n_ids, 0), "ends": p.n_bags,
                   "grads": Mux(p.op == Op.UPDATE, p.n_bags * g.row_words, 0)}
         for name, reader in readers.items():
-            m.d.comb += [reader.start.eq(start), reader.base.eq(getattr(p, name)),
+            m.d.comb += [reader.start.eq(start | (gather_start & (name == "ids"))),
+                         reader.base.eq(getattr(p, name)),
                          reader.count.eq(counts[name])]
 
         # ids and weights zip into the tile's id beats; an unweighted weight is 1.0.
         ids, weights = readers["ids"].words, readers["weights"].words
+        take_id = Signal()                              # the gather takes an id
         # After the reset, the tile wipes its dedup map before it takes an input.
         m.d.comb += tile.wipe.eq(running)
         feeding = running & tile.wiped
@@ -219,7 +238,7 @@ class SparseCoreEngine(wiring.Component):
             tile.ids.valid.eq(feeding & both),
             tile.ids.payload.id.eq(ids.payload),
             tile.ids.payload.weight.eq(Mux(work.weighted, weights.payload, ONE)),
-            ids.ready.eq(feeding & tile.ids.ready & both),
+            ids.ready.eq((feeding & tile.ids.ready & both) | take_id),
             weights.ready.eq(feeding & tile.ids.ready & both & work.weighted),
             tile.ends.valid.eq(feeding & readers["ends"].words.valid),
             tile.ends.payload.eq(readers["ends"].words.payload),
@@ -273,6 +292,58 @@ class SparseCoreEngine(wiring.Component):
         with m.If(start):
             m.d.sync += [written.eq(0), part.eq(0), filled.eq(0)]
 
+        # The gather: each id's row read once from the table region into a FIFO of lines,
+        # and written from there to ``out``, bits unchanged.
+        lines_per_row = g.row_words // wpc
+        m.submodules.copy_lines = lines = SyncFIFOBuffered(width=WORD_BITS * wpc,
+                                                           depth=self.depth)
+        have_row = Signal()
+        row_base = Signal(sig.addr_width)
+        line = Signal(range(lines_per_row))
+        pending = Signal(range(self.depth + 2))         # lines requested, not yet written
+        copied = Signal(WORD_BITS)                      # lines written so far
+        rows_read = Signal(WORD_BITS)
+        bad = Signal()
+        m.d.comb += take_id.eq(gathering & ~have_row & ids.valid)
+        with m.If(take_id):
+            with m.If(bad | (ids.payload >= work.n_rows)):
+                m.d.sync += bad.eq(1)
+            with m.Else():
+                m.d.sync += [have_row.eq(1), line.eq(0), rows_read.eq(rows_read + 1),
+                             row_base.eq(work.table + ids.payload * lines_per_row)]
+        fire_copy = copy_in.req.valid & copy_in.req.ready
+        pop_copy = copy_out.req.valid & copy_out.req.ready
+        m.d.comb += [
+            copy_in.req.valid.eq(have_row & (pending < self.depth)),
+            copy_in.req.payload.addr.eq(row_base + line),
+            copy_in.req.payload.write.eq(0),
+            lines.w_data.eq(copy_in.resp.payload.data),
+            lines.w_en.eq(copy_in.resp.valid),
+            copy_in.resp.ready.eq(lines.w_rdy),
+            copy_out.req.valid.eq(lines.r_rdy),
+            copy_out.req.payload.addr.eq(work.out + copied),
+            copy_out.req.payload.write.eq(1),
+            copy_out.req.payload.data.eq(lines.r_data),
+            copy_out.req.payload.mask.eq(-1),
+            lines.r_en.eq(pop_copy),
+            copy_out.resp.ready.eq(1),
+        ]
+        m.d.sync += pending.eq(pending + fire_copy - pop_copy)
+        with m.If(fire_copy):
+            m.d.sync += line.eq(line + 1)
+            with m.If(line == lines_per_row - 1):
+                m.d.sync += have_row.eq(0)
+        with m.If(pop_copy):
+            m.d.sync += copied.eq(copied + 1)
+        with m.If(gather_start):
+            m.d.sync += [have_row.eq(0), pending.eq(0), copied.eq(0), rows_read.eq(0),
+                         bad.eq(0)]
+        with m.If(gathering & ~gather_start & readers["ids"].idle & ~have_row
+                  & ~pending.any()):
+            m.d.sync += [gathering.eq(0), flagging.eq(1), self.hbm_reads.eq(rows_read)]
+            with m.If(bad):
+                m.d.sync += self.status.eq(Status.BAD_ID)
+
         # The end of a batch: the tile finished and every reader drained.
         readers_idle = Cat(*(r.idle for r in readers.values())).all()
         with m.If(running & tile.finished & readers_idle & ~start):
@@ -285,7 +356,7 @@ class SparseCoreEngine(wiring.Component):
                 m.d.sync += self.status.eq(Status.UNSUPPORTED)
         m.d.comb += [self.flag_add.valid.eq(flagging),
                      self.flag_add.payload.flag.eq(work.flag),
-                     self.flag_add.payload.amount.eq(1)]
+                     self.flag_add.payload.amount.eq(Mux(work.gather, self.hbm_reads, 1))]
         with m.If(self.flag_add.valid & self.flag_add.ready):
             m.d.sync += [flagging.eq(0), self.batches.eq(self.batches + 1)]
 

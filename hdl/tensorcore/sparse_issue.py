@@ -30,7 +30,7 @@ class SparseIssue(wiring.Component):
     1 for the first). After ``start``, this unit reads the doorbell again and again through
     its SMEM port; whenever it differs from the items taken, it reads the item and offers
     it on ``work`` (``control`` is op in bit 0, combiner in bits 2..1, optimizer in bit 3,
-    weighted in bit 4; addresses are HBM lines). The core must not rewrite the item before
+    weighted in bit 4, gather in bit 5; addresses are HBM lines). The core must not rewrite the item before
     the engine has taken it: waiting for the item's flag, as it waits for a DMA, is enough.
 
     Parameters
@@ -76,6 +76,7 @@ class SparseIssue(wiring.Component):
         m.d.comb += [
             payload.op.eq(control[0]), payload.combiner.eq(control[1:3]),
             payload.optimizer.eq(control[3]), payload.weighted.eq(control[4]),
+            payload.gather.eq(control[5]),
             *(getattr(payload, name).eq(field[name])
               for name in ("lr", "n_rows", "n_ids", "n_bags", "table", "ids", "weights",
                            "ends", "grads", "out", "flag")),

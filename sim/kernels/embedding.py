@@ -9,21 +9,36 @@ over the ICI and sync flags:
 
 1. *Ids all-to-all.* Chip c pushes its message to each owner o != c: ``[U, local ids]``
    (``1 + U`` words), on the owner's flag ``F_IDS``; each owner waits for every source's.
-2. *Gather.* Owner o copies each row it serves (its deduplicated ids) once from its table
-   shard into a staging area (one local DMA per row, ``D`` words): ``hbm_reads[o]`` rows.
-3. *Rows all-to-all.* For each source, in the order of the source's ids message, the owner
-   pushes each row from the staging area into the source's *received table* (its own rows
-   locally), on the source's flag ``F_ROWS`` (``D`` words a row).
+2. *Gather.* Owner o posts a gather work item to its SparseCore, which copies each row
+   it serves (its deduplicated ids) once from its table shard into a staging area, bits
+   unchanged, and adds the rows it read to ``F_GATHER``: that flag, read back after the
+   run, is ``hbm_reads[o]``.
+3. *Pack and rows all-to-all.* Owner o's SparseCore copies the staged rows into an
+   outbox in each source's message order (sources in rank order; another gather item,
+   from the staging area, on ``F_PACK``: the staging area and the outbox stand for the
+   SparseCore's Spmem, and no table row is read again), and the owner pushes each source
+   its rows in one descriptor (``D`` words a row, strided over the padded rows) into the
+   source's *received table* (its own rows locally), on the source's flag ``F_ROWS``.
 4. *Combine.* Chip c's SparseCore runs a lookup on its received table, each id renamed to
    its row there (owners in rank order, then the id's place in the owner's message),
    writing the bags' rows: ``golden.sparsecore.lookup`` on the whole table, bit for bit.
-5. *Gradients all-to-all* (with ``grads``; ``mode="exact"``). Chip c pushes to each owner
+5. *Gradients all-to-all* (with ``grads``). ``mode="exact"``: chip c pushes to each owner
    o != c the header ``[B, lengths, slots]`` (``1 + B + N`` words) and the gradient row of
-   each of its B bags holding an id of o (``D`` words each, its own locally), into the
-   owner's gradient area, sources in rank order, on ``F_GRADS``.
+   each of its B bags holding an id of o (``D`` words each, its own locally; packed by
+   its SparseCore, owners in rank order, on ``F_PACK_GRADS``, and pushed in one
+   descriptor a pair), into the owner's gradient area, sources in rank order, on
+   ``F_GRADS``. ``mode="prereduced"``:
+   chip c's SparseCore first sums each of its unique ids' gradients with a lookup on its
+   gradient rows (a bag per unique id, owners in rank order, of the bags its occurrences
+   are in, in position order: ``golden.sparsecore.row_gradients``' sums, from +0.0), and
+   chip c pushes each owner the partials of its ids (``D`` words each, one descriptor a
+   pair).
 6. *Sum-then-apply.* Owner o's SparseCore runs an update of its table shard with every
-   source's sub-bags, sources in rank order: ``golden.sparsecore.update`` on the
-   concatenated batch, restricted to o's rows.
+   source's sub-bags (``"exact"``) or one bag of one id per partial (``"prereduced"``),
+   sources in rank order: ``golden.embedding.step``'s update, restricted to o's rows.
+
+Each work item is stored in SMEM below the SparseCore's item slot; the program copies it
+into the slot, rings the doorbell and waits on the item's flag.
 
 The owners' update batch (their local ids and bag ends) is planned from the same
 ``golden.embedding`` plan as the messages carry; the headers land but the SparseCore reads
@@ -32,8 +47,8 @@ tables the SparseCore reads; the all-to-alls carry the ``D`` real words.
 
 Memory of every chip, in words (each area starts at a multiple of 8): the tile's table
 region (shard rows, then their optimizer state) at 0, the received table after it, then
-the areas the plan sizes (:class:`EmbeddingPlan`). Flags ``F_IDS`` .. ``F_UPDATE`` are 1 to
-6.
+the areas the plan sizes (:class:`EmbeddingPlan`). Flags ``F_IDS`` .. ``F_PACK_GRADS`` are 1 to
+9 (:data:`FLAGS`).
 """
 
 from dataclasses import dataclass
@@ -47,10 +62,13 @@ from golden import tensorcore as tc
 from hdl.sparsecore import LANES, WORK_FIELDS
 from hdl.tensorcore.sparse_issue import doorbell_address, work_address
 
-__all__ = ["EmbeddingPlan", "plan_embedding", "FLAGS"]
+__all__ = ["EmbeddingPlan", "plan_embedding", "FLAGS", "PHASES"]
 
 #: The flags of the step's programs.
-FLAGS = dict(ids=1, gather=2, rows=3, lookup=4, grads=5, update=6)
+FLAGS = dict(ids=1, gather=2, rows=3, lookup=4, grads=5, update=6, partials=7, pack=8,
+             pack_grads=9)
+#: The step's phases, in program order (the last two with ``grads`` only).
+PHASES = ("ids", "gather", "pack", "rows", "combine", "grads", "update")
 _IMM = 1 << 15            # a wait's operand and an SMEM address are signed 16-bit
 _MIN = 16                 # the smallest tile capacity, so that small steps share a build
 
@@ -85,6 +103,14 @@ class EmbeddingPlan:
     areas: list
     ici_words: int
     backward: bool
+    phases: dict = None
+
+    def programs_until(self, phase):
+        """Every chip's program cut after ``phase`` (:data:`PHASES`; one the step does not
+        have is refused) and halted: a run of it times the step up to that phase's end."""
+        if phase not in self.phases:
+            raise ValueError(f"phase must be one of {', '.join(self.phases)}, not {phase!r}")
+        return self.phases[phase]
 
     def results(self, hbms, *, table, state, optimizer):
         """``(out, table, state)`` from the final HBM images of every chip id."""
@@ -112,7 +138,11 @@ class _Chip:
 
     def __init__(self, base):
         self.next, self.hbm, self.smem, self.lines, self.descriptors = base, {}, [], [], 0
-        self.areas = {}
+        self.areas, self.items, self.marks = {}, [], {}
+
+    def mark(self, phase):
+        """The program so far ends ``phase``."""
+        self.marks[phase] = len(self.lines)
 
     def area(self, name, words, values=None):
         at = self.areas[name] = self.next
@@ -125,6 +155,13 @@ class _Chip:
         self.smem.append(tc.descriptor_words(descriptor))
         self.lines.append(f"dma {tc.DESCRIPTOR_WORDS * (len(self.smem) - 1)}")
 
+    def post(self, item, flag, value):
+        """Post work ``item`` to the SparseCore (copied below the doorbell, which then
+        counts it) and wait until ``flag`` reaches ``value``."""
+        self.lines.append(("post", len(self.items)))
+        self.items.append(item)
+        self.wait(flag, value)
+
     def wait(self, flag, value):
         if value:
             if value >= _IMM:
@@ -133,9 +170,19 @@ class _Chip:
             self.lines.append(f"wait f{flag}, {value}")
 
 
-def _item(*, op, combiner=0, optimizer=0, weighted=0, lr=0, n_rows, n_ids, n_bags, table,
-          ids, weights, ends, grads, out, flag, per_line):
-    words = dict(control=op | combiner << 1 | optimizer << 3 | weighted << 4, lr=lr,
+def _rows(src_at, dst, n, width, row_words, flag):
+    """One descriptor moving ``n`` rows of ``width`` words, ``row_words`` apart on both
+    sides, from HBM word ``src_at`` to ``dst``: ``n * width`` words."""
+    if width == row_words or n == 1:
+        return gm.Descriptor(("hbm", src_at), dst, (n * width,), (1,), (1,), flag)
+    return gm.Descriptor(("hbm", src_at), dst, (width, n), (1, row_words), (1, row_words),
+                         flag)
+
+
+def _item(*, op, combiner=0, optimizer=0, weighted=0, gather=0, lr=0, n_rows, n_ids, n_bags,
+          table, ids, weights, ends, grads, out, flag, per_line):
+    words = dict(control=op | combiner << 1 | optimizer << 3 | weighted << 4 | gather << 5,
+                 lr=lr,
                  n_rows=n_rows, n_ids=n_ids, n_bags=n_bags, flag=flag,
                  **{name: value // per_line for name, value in dict(
                      table=table, ids=ids, weights=weights, ends=ends, grads=grads,
@@ -143,24 +190,49 @@ def _item(*, op, combiner=0, optimizer=0, weighted=0, lr=0, n_rows, n_ids, n_bag
     return np.array([words[name] for name in WORK_FIELDS], np.uint32)
 
 
+def _sizes(chip, need):
+    """The SparseCore's parameters: what the step needs, raised to ``chip["sparsecore"]``'s
+    sizes when it gives them (so that every step of a regression shares one build); its
+    ``combiners`` and ``optimizers`` when given (they must hold the step's)."""
+    given = dict(chip.get("sparsecore") or {})
+    tile = dict(need)
+    for name in ("rows", "max_ids", "max_bags", "row_words"):
+        if name in given:
+            tile[name] = max(int(given[name]), need[name])
+    for name, choices in (("combiners", gs.COMBINERS), ("optimizers", gs.OPTIMIZERS)):
+        if name in given:
+            wanted = set(need[name].split(","))
+            have = {part.strip() for part in given[name].split(",")}
+            if not wanted <= have:
+                raise ValueError(f"chip['sparsecore']['{name}'] is {given[name]!r}: the step "
+                                 f"needs {need[name]!r}")
+            tile[name] = given[name]
+    tile |= {k: v for k, v in given.items() if k not in tile}
+    return tile
+
+
 def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topology,
                    combiner="sum", optimizer="sgd", lr=0.01, state=None, mode="exact",
-                   capacity=None, chip):
+                   capacity=None, chip, dedup=True):
     """Plan the step (module docstring); returns an :class:`EmbeddingPlan`.
 
     Arguments as :func:`golden.embedding.step` (checked there first); ``chip`` the
     TensorCore parameters of the system's chips (``words_per_cycle``, ``numerics``, ...),
-    to which the SparseCore's are added.
+    to which the SparseCore's are added (``chip["sparsecore"]``, when given, sets the
+    tile's least sizes, and ``hbm_words`` and ``smem_words`` are the least memories: a
+    regression gives them so that its steps share one build). ``dedup=False`` plans the
+    step that sends every occurrence (the benchmarks' comparison, ``mode="exact"`` only):
+    each occurrence is an id of its pair's message, a row the owner reads and a row it
+    sends back; the results are the same bits.
 
     Raises
     ------
     ValueError
-        As ``golden.embedding.step`` does, and for what the RTL does not do: ``mode
-        ="prereduced"``, ``optimizer="rowwise_adagrad"``, or a step whose waits or SMEM
-        addresses do not fit an immediate.
+        As ``golden.embedding.step`` does, and for what the RTL does not do:
+        ``optimizer="rowwise_adagrad"``, or a step whose waits or SMEM addresses do not
+        fit an immediate.
     """
-    if mode != "exact":
-        raise ValueError(f"mode={mode!r} is not in the RTL programs: they run mode='exact'")
+    gs.check_choice(mode, ge.MODES, "mode")
     if optimizer == "rowwise_adagrad":
         raise ValueError("optimizer 'rowwise_adagrad' is not in the SparseCore tile RTL; it "
                          "has 'sgd' and 'adagrad'")
@@ -171,8 +243,13 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
     V, D = bits.shape
     p = ge.plan(indices, offsets, num_rows=V, n_chips=C, capacity=capacity, names=names)
     batches = [gs.check_csr(i, o)[:2] for i, o in zip(indices, offsets)]
-    Dp = -(-D // LANES) * LANES
     backward = grads is not None
+    prereduced = backward and mode == "prereduced"
+    golden_plan = p
+    if not dedup:
+        if prereduced:
+            raise ValueError("dedup=False plans mode='exact' only: 'prereduced' sums by id")
+        p = _every_occurrence(p, batches)
     if backward:
         grads = [gs.fp32_array(g, f"grads[{c}]", (len(batches[c][1]) - 1, D))
                  for c, g in enumerate(grads)]
@@ -188,13 +265,23 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
     sub = {(c, o): p.sub_bags(c, o, batches[c][1]) for c in range(C) for o in range(C)}
     shard_rows = [len(range(o, V, C)) for o in range(C)]
     received = [int(p.unique[c].sum()) for c in range(C)]
-    owner_ids = [int(p.occurrences[:, o].sum()) for o in range(C)]
-    owner_bags = [int(sum(len(sub[c, o][0]) for c in range(C))) for o in range(C)]
-    rows = _pow2(max(shard_rows + received))
-    tile = dict(rows=rows, row_words=Dp,
-                max_ids=_pow2(max([len(b[0]) for b in batches] + owner_ids)),
-                max_bags=_pow2(max([len(b[1]) - 1 for b in batches] + owner_bags)),
-                combiners=combiner, optimizers=optimizer if backward else "sgd")
+    received_by = [int(p.unique[:, o].sum()) for o in range(C)]     # rows owner o sends
+    if prereduced:
+        # The owner's update: one bag of one id per partial, sources in rank order.
+        owner_ids = owner_bags = [int(p.unique[:, o].sum()) for o in range(C)]
+    else:
+        owner_ids = [int(p.occurrences[:, o].sum()) for o in range(C)]
+        owner_bags = [int(sum(len(sub[c, o][0]) for c in range(C))) for o in range(C)]
+    batch_rows = [len(b[1]) - 1 for b in batches] if prereduced else []
+    rows = _pow2(max(shard_rows + received + batch_rows))
+    tile = _sizes(chip, dict(
+        rows=rows, row_words=-(-D // LANES) * LANES,
+        max_ids=_pow2(max([len(b[0]) for b in batches] + owner_ids)),
+        max_bags=_pow2(max([len(b[1]) - 1 for b in batches] + owner_bags + received)),
+        # (the partials of "prereduced" are a lookup with the sum combiner)
+        combiners=",".join(dict.fromkeys([combiner] + ["sum"] * prereduced)),
+        optimizers=optimizer if backward else "sgd"))
+    rows, Dp = tile["rows"], tile["row_words"]
     per_line = chip.get("words_per_cycle", 1)
 
     work = [_Chip(3 * rows * Dp) for _ in range(C)]
@@ -211,21 +298,46 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
             message = np.concatenate([[p.unique[c, o]], ge.local(p.sends[c][o], C)])
             w.area(f"send_ids{o}", len(message), message)
             w.area(f"recv_ids{o}", 1 + p.unique[o, c])
-        w.area("stage", len(p.served[c]) * D)
+        w.area("served", len(p.served[c]), p.served[c])
+        w.area("stage", len(p.served[c]) * Dp)
+        # The outbox: each source's rows in its message's order, sources in rank order.
+        where = {int(v): k for k, v in enumerate(p.served[c])}
+        w.area("pack_ids", received_by[c], [where[int(v)] for src in range(C)
+                                            for v in ge.local(p.sends[src][c], C)])
+        w.area("outbox", received_by[c] * Dp)
         if backward:
-            w.area("grads", grads[c].size, grads[c].reshape(-1))
-            for o in range(C):
-                bags, ends = sub[c, o]
-                mine = np.flatnonzero(p.owners[c] == o)
-                header = np.concatenate([[len(bags)], np.diff(ends, prepend=0),
-                                         p.slots[c][mine]])
-                w.area(f"send_head{o}", len(header), header)
-                w.area(f"recv_head{o}", 1 + p.bags[o, c] + p.occurrences[o, c])
+            padded = np.zeros((len(offs) - 1, Dp), np.uint32)
+            padded[:, :D] = grads[c]
+            w.area("grads", padded.size, padded.reshape(-1))
+            if prereduced:
+                # The partials' lookup: a bag per unique id (owners in rank order, then
+                # the pair's order) of the bags its occurrences are in, in position order.
+                bag_of = np.repeat(np.arange(len(offs) - 1), np.diff(offs))
+                order, ends = [], []
+                for o in range(C):
+                    mine = np.flatnonzero(p.owners[c] == o)
+                    for u in range(int(p.unique[c, o])):
+                        order += bag_of[mine[p.slots[c][mine] == u]].tolist()
+                        ends.append(len(order))
+                w.area("part_ids", len(order), order)
+                w.area("part_ends", len(ends), ends)
+                w.area("partials", len(ends) * Dp)
+            else:
+                sent_bags = [int(b) for o in range(C) for b in sub[c, o][0]]
+                w.area("gpack_ids", len(sent_bags), sent_bags)
+                w.area("gbox", len(sent_bags) * Dp)
+                for o in range(C):
+                    bags, ends = sub[c, o]
+                    mine = np.flatnonzero(p.owners[c] == o)
+                    header = np.concatenate([[len(bags)], np.diff(ends, prepend=0),
+                                             p.slots[c][mine]])
+                    w.area(f"send_head{o}", len(header), header)
+                    w.area(f"recv_head{o}", 1 + p.bags[o, c] + p.occurrences[o, c])
             w.area("own_ids", owner_ids[c])
             w.area("own_ends", owner_bags[c])
             w.area("own_grads", owner_bags[c] * Dp)
     received_base = 2 * rows * Dp
-    hbm_words = _pow2(max(w.next for w in work), least=1024)
+    hbm_words = max(_pow2(max(w.next for w in work), least=1024), chip.get("hbm_words", 0))
 
     for c, w in enumerate(work):
         # 1. ids out, and every source's ids in.
@@ -235,32 +347,78 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
                                     ("remote", int(chips[o]), "hbm", work[o].areas[f"recv_ids{c}"]),
                                     (1 + int(p.unique[c, o]),), (1,), (1,), FLAGS["ids"]))
         w.wait(FLAGS["ids"], sum(1 + int(p.unique[s, c]) for s in range(C) if s != c))
-        # 2. the gather: each served row once, table -> staging.
-        for s, row in enumerate(p.served[c]):
-            w.dma(gm.Descriptor(("hbm", int(row) * Dp), ("hbm", w.areas["stage"] + s * D),
-                                (D,), (1,), (1,), FLAGS["gather"]))
-        w.wait(FLAGS["gather"], len(p.served[c]) * D)
-        # 3. rows to each source, in its message's order, into its received table.
-        where = {int(v): s for s, v in enumerate(p.served[c])}
+        w.mark("ids")
+        # 2. the gather: the SparseCore copies each served row once, table -> staging, and
+        # adds the rows it read to the flag.
+        if len(p.served[c]):
+            w.post(_item(op=0, gather=1, n_rows=shard_rows[c], n_ids=len(p.served[c]),
+                         n_bags=0, table=0, ids=w.areas["served"], weights=0, ends=0,
+                         grads=0, out=w.areas["stage"], flag=FLAGS["gather"],
+                         per_line=per_line), FLAGS["gather"], len(p.served[c]))
+        w.mark("gather")
+        # 3. the outbox: the SparseCore copies the staged rows into each source's message
+        # order (the staging area and the outbox stand for the SparseCore's Spmem: no
+        # table row is read again), then one push per source, into its received table.
+        if received_by[c]:
+            w.post(_item(op=0, gather=1, n_rows=len(p.served[c]), n_ids=received_by[c],
+                         n_bags=0, table=w.areas["stage"], ids=w.areas["pack_ids"],
+                         weights=0, ends=0, grads=0, out=w.areas["outbox"],
+                         flag=FLAGS["pack"], per_line=per_line), FLAGS["pack"],
+                   received_by[c])
+        w.mark("pack")
         for s in range(C):
-            at = received_base + int(p.unique[s, :c].sum()) * Dp
-            for u, v in enumerate(ge.local(p.sends[s][c], C)):
-                src = ("hbm", w.areas["stage"] + where[int(v)] * D)
-                dst = ("hbm", at + u * Dp) if s == c else \
-                    ("remote", int(chips[s]), "hbm", at + u * Dp)
-                w.dma(gm.Descriptor(src, dst, (D,), (1,), (1,), FLAGS["rows"]))
+            n = int(p.unique[s, c])
+            if n:
+                at = received_base + int(p.unique[s, :c].sum()) * Dp
+                dst = ("hbm", at) if s == c else ("remote", int(chips[s]), "hbm", at)
+                w.dma(_rows(w.areas["outbox"] + int(p.unique[:s, c].sum()) * Dp, dst, n, D,
+                            Dp, FLAGS["rows"]))
         w.wait(FLAGS["rows"], received[c] * D)
+        w.mark("rows")
         # 4. the combine: a lookup on the received table.
         ids, offs = batches[c]
-        lookup = _item(op=0, combiner=gs.COMBINERS.index(combiner),
-                       weighted=int(weights is not None), n_rows=received[c], n_ids=len(ids),
-                       n_bags=len(offs) - 1, table=received_base, ids=w.areas["slots"],
-                       weights=w.areas["weights"], ends=w.areas["ends"], grads=0,
-                       out=w.areas["out"], flag=FLAGS["lookup"], per_line=per_line)
-        w.lines += ["li s1, 1", "sw s1, DOORBELL(s0)", f"wait f{FLAGS['lookup']}, 1"]
-        update = None
-        if backward:
-            # 5. gradients: headers and bag rows to each owner.
+        w.post(_item(op=0, combiner=gs.COMBINERS.index(combiner),
+                     weighted=int(weights is not None), n_rows=received[c], n_ids=len(ids),
+                     n_bags=len(offs) - 1, table=received_base, ids=w.areas["slots"],
+                     weights=w.areas["weights"], ends=w.areas["ends"], grads=0,
+                     out=w.areas["out"], flag=FLAGS["lookup"], per_line=per_line),
+               FLAGS["lookup"], 1)
+        w.mark("combine")
+        if not backward:
+            continue
+        own_ids, own_ends = [], []
+        if prereduced:
+            # 5. each source's partial per unique id (a lookup on its gradients), then
+            # the partials to their owners, sources in rank order.
+            n_parts = received[c]
+            if n_parts:
+                w.post(_item(op=0, n_rows=len(offs) - 1, n_ids=len(ids), n_bags=n_parts,
+                             table=w.areas["grads"], ids=w.areas["part_ids"], weights=0,
+                             ends=w.areas["part_ends"], grads=0, out=w.areas["partials"],
+                             flag=FLAGS["partials"], per_line=per_line),
+                       FLAGS["partials"], 1)
+            for o in range(C):
+                n = int(p.unique[c, o])
+                if n:
+                    dst_at = work[o].areas["own_grads"] + int(p.unique[:c, o].sum()) * Dp
+                    dst = ("hbm", dst_at) if o == c else ("remote", int(chips[o]), "hbm", dst_at)
+                    w.dma(_rows(w.areas["partials"] + int(p.unique[c, :o].sum()) * Dp, dst, n,
+                                D, Dp, FLAGS["grads"]))
+            w.wait(FLAGS["grads"], owner_bags[c] * D)
+            w.mark("grads")
+            for s in range(C):
+                own_ids += ge.local(p.sends[s][c], C).tolist()
+            own_ends = list(range(1, len(own_ids) + 1))
+        else:
+            # 5. gradients: the SparseCore packs each owner's bag rows together (owners in
+            # rank order), then each owner gets its header and its bag rows, one push each.
+            packed = int(sum(len(sub[c, o][0]) for o in range(C)))
+            if packed:
+                w.post(_item(op=0, gather=1, n_rows=len(offs) - 1, n_ids=packed, n_bags=0,
+                             table=w.areas["grads"], ids=w.areas["gpack_ids"], weights=0,
+                             ends=0, grads=0, out=w.areas["gbox"], flag=FLAGS["pack_grads"],
+                             per_line=per_line), FLAGS["pack_grads"], packed)
+            at = 0
             for o in range(C):
                 bags, _ = sub[c, o]
                 if o != c:
@@ -269,48 +427,63 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
                         ("remote", int(chips[o]), "hbm", work[o].areas[f"recv_head{c}"]),
                         (1 + len(bags) + int(p.occurrences[c, o]),), (1,), (1,),
                         FLAGS["grads"]))
-                first = int(sum(len(sub[s, o][0]) for s in range(c)))
-                for k, b in enumerate(bags):
-                    dst_at = work[o].areas["own_grads"] + (first + k) * Dp
+                if len(bags):
+                    first = int(sum(len(sub[s, o][0]) for s in range(c)))
+                    dst_at = work[o].areas["own_grads"] + first * Dp
                     dst = ("hbm", dst_at) if o == c else ("remote", int(chips[o]), "hbm", dst_at)
-                    w.dma(gm.Descriptor(("hbm", w.areas["grads"] + int(b) * D), dst, (D,),
-                                        (1,), (1,), FLAGS["grads"]))
+                    w.dma(_rows(w.areas["gbox"] + at * Dp, dst, len(bags), D, Dp,
+                                FLAGS["grads"]))
+                at += len(bags)
             expect = sum(1 + int(p.bags[s, c]) + int(p.occurrences[s, c])
                          for s in range(C) if s != c) + owner_bags[c] * D
             w.wait(FLAGS["grads"], expect)
-            # 6. the owner's sum-then-apply, every source's sub-bags in rank order.
-            own_ids, own_ends = [], []
+            w.mark("grads")
             for s in range(C):
                 bags, ends = sub[s, c]
                 mine = np.flatnonzero(p.owners[s] == c)
                 own_ids += ge.local(batches[s][0][mine], C).tolist()
                 own_ends += (ends + (own_ends[-1] if own_ends else 0)).tolist()
-            w.hbm[w.areas["own_ids"]] = np.array(own_ids, np.int64).astype(np.uint32)
-            w.hbm[w.areas["own_ends"]] = np.array(own_ends, np.int64).astype(np.uint32)
-            update = _item(op=1, optimizer=int(optimizer == "adagrad"), lr=lr_bits,
-                           n_rows=shard_rows[c], n_ids=len(own_ids), n_bags=len(own_ends),
-                           table=0, ids=w.areas["own_ids"], weights=0,
-                           ends=w.areas["own_ends"], grads=w.areas["own_grads"], out=0,
-                           flag=FLAGS["update"], per_line=per_line)
-        w.items = (lookup, update)
+        # 6. the owner's sum-then-apply, every source's sub-bags (or partials) in rank order.
+        w.hbm[w.areas["own_ids"]] = np.array(own_ids, np.int64).astype(np.uint32)
+        w.hbm[w.areas["own_ends"]] = np.array(own_ends, np.int64).astype(np.uint32)
+        w.post(_item(op=1, optimizer=int(optimizer == "adagrad"), lr=lr_bits,
+                     n_rows=shard_rows[c], n_ids=len(own_ids), n_bags=len(own_ends),
+                     table=0, ids=w.areas["own_ids"], weights=0, ends=w.areas["own_ends"],
+                     grads=w.areas["own_grads"], out=0, flag=FLAGS["update"],
+                     per_line=per_line), FLAGS["update"], 1)
+        w.mark("update")
 
-    # SMEM: descriptors from 0, the update's item, then the SparseCore's item and doorbell.
-    smem_words = _pow2(max(len(w.smem) * tc.DESCRIPTOR_WORDS for w in work)
-                       + 2 * len(WORK_FIELDS) + 1, least=1024)
+    # SMEM: descriptors from 0; the work items, each copied below the doorbell when posted.
+    n_items = max(len(w.items) for w in work)
+    smem_words = max(_pow2(max(len(w.smem) * tc.DESCRIPTOR_WORDS for w in work)
+                           + (n_items + 1) * len(WORK_FIELDS) + 1, least=1024),
+                     chip.get("smem_words", 0))
     if smem_words > _IMM:
         raise ValueError(f"the step needs {smem_words} SMEM words, more than an address "
                          f"reaches: use a smaller step")
-    second = work_address(smem_words) - len(WORK_FIELDS)
+    slot = work_address(smem_words)
     programs, hbm, smem = ([None] * topology.n_chips for _ in range(3))
+    phases = {phase: [None] * topology.n_chips for phase in PHASES
+              if phase in work[0].marks}
     for c, w in enumerate(work):
-        lines = [line.replace("DOORBELL", str(doorbell_address(smem_words)))
-                 for line in w.lines]
-        if backward:
-            lines += [f"lw s2, {second + i}(s0)\nsw s2, {work_address(smem_words) + i}(s0)"
-                      for i in range(len(WORK_FIELDS))]
-            lines += ["li s1, 2", f"sw s1, {doorbell_address(smem_words)}(s0)",
-                      f"wait f{FLAGS['update']}, 1"]
+        lines, ends = [], {}
+        for i, line in enumerate(w.lines + [None]):
+            for phase, at in w.marks.items():
+                if at == i:
+                    ends[phase] = len(lines)
+            if line is None:
+                break
+            if isinstance(line, tuple):                 # post item k: copy it, ring
+                k = line[1]
+                at = slot - (k + 1) * len(WORK_FIELDS)
+                lines += [f"lw s2, {at + i}(s0)\nsw s2, {slot + i}(s0)"
+                          for i in range(len(WORK_FIELDS))]
+                lines += [f"li s1, {k + 1}", f"sw s1, {doorbell_address(smem_words)}(s0)"]
+            else:
+                lines.append(line)
         programs[chips[c]] = "\n".join(lines + ["halt"])
+        for phase in phases:
+            phases[phase][chips[c]] = "\n".join(lines[:ends[phase]] + ["halt"])
         image = np.zeros(hbm_words, np.uint32)
         shard = bits[c::C]
         image[:shard.shape[0] * Dp].reshape(-1, Dp)[:, :D] = shard
@@ -323,18 +496,39 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
         words = np.zeros(smem_words, np.uint32)
         if w.smem:
             words[:len(w.smem) * tc.DESCRIPTOR_WORDS] = np.concatenate(w.smem)
-        words[work_address(smem_words):doorbell_address(smem_words)] = w.items[0]
-        if w.items[1] is not None:
-            words[second:second + len(WORK_FIELDS)] = w.items[1]
+        for k, item in enumerate(w.items):
+            at = slot - (k + 1) * len(WORK_FIELDS)
+            words[at:at + len(WORK_FIELDS)] = item
         smem[chips[c]] = words
         w.areas["bags"] = len(batches[c][1]) - 1
     params = dict(chip, hbm_words=hbm_words, smem_words=smem_words, sparsecores=1,
                   sparsecore=tile)
-    ici = ge.traffic(p, D, backward=backward).total
+    ici = ge.traffic(golden_plan, D, backward=backward, mode=mode, dedup=dedup).total
     return EmbeddingPlan(programs=programs, hbm=hbm, smem=smem, chip=params, plan=p,
                          chips=[int(x) for x in chips], width=D, row_words=Dp, rows=rows,
                          areas=_areas_by_chip(work, chips, topology.n_chips), ici_words=ici,
-                         backward=backward)
+                         backward=backward, phases=phases)
+
+
+def _every_occurrence(p, batches):
+    """``p`` as if no id repeated: each pair's message holds every occurrence (position
+    order), and each owner reads every id it received."""
+    C = p.n_chips
+    sends, slots = [], []
+    for c, (ids, _) in enumerate(batches):
+        slot = np.zeros(len(ids), np.int64)
+        row = []
+        for o in range(C):
+            mine = np.flatnonzero(p.owners[c] == o)
+            row.append(ids[mine].astype(np.int64))
+            slot[mine] = np.arange(len(mine))
+        sends.append(tuple(row))
+        slots.append(slot)
+    served = tuple(ge.local(np.concatenate([np.zeros(0, np.int64)] +
+                                           [sends[c][o] for c in range(C)]), C)
+                   for o in range(C))
+    return ge.Plan(C, tuple(sends), p.owners, tuple(slots), served, p.occurrences.copy(),
+                   p.occurrences, p.bags)
 
 
 def _areas_by_chip(work, chips, n):

@@ -55,11 +55,11 @@ def _tile(rows=ROWS, combiners="sum", optimizers="sgd"):
 
 
 def _work(dut, *, op, combiner=0, optimizer=0, weighted=0, lr=0, n_rows, n_ids, n_bags,
-          flag, out=OUT):
+          flag, out=OUT, gather=0):
     lines = {name: word // dut.wpc for name, word in dict(
         table=TABLE, ids=IDS, weights=WEIGHTS, ends=ENDS, grads=GRADS, out=out).items()}
     return {"op": op, "combiner": combiner, "optimizer": optimizer, "weighted": weighted,
-            "lr": lr, "n_rows": n_rows, "n_ids": n_ids, "n_bags": n_bags, **lines,
+            "gather": gather, "lr": lr, "n_rows": n_rows, "n_ids": n_ids, "n_bags": n_bags, **lines,
             "flag": flag}
 
 
@@ -163,6 +163,31 @@ def test_a_bad_batch_writes_nothing_and_still_signals(rng):
     final, flags, statuses = _run(dut, image, works)
     assert statuses == ["bad_id", "too_large"] and flags == [(1, 1), (1, 1)]
     assert_bits(final, image, "the HBM after refused batches")
+
+
+@pytest.mark.parametrize("words_per_cycle, jitter", [(4, 3), (1, 0)])
+def test_a_gather_copies_each_row_once_bit_for_bit_and_counts_them(words_per_cycle, jitter,
+                                                                    rng):
+    # The owner's gather of the embedding step: rows copied unchanged (-0.0, NaN payloads
+    # and subnormals included), in id order; the flag gets the rows read; a lookup after
+    # it on the same engine still works.
+    dut = EngineOnHBM(words_per_cycle=words_per_cycle, jitter=jitter, tile=_tile())
+    table = stimulus.fp32_values(rng, (20, ROW_WORDS), special_density=0.3)
+    table[5, :3] = [0x80000000, 0x7FC00001, 0x00000001]
+    served = np.array([5, 0, 19, 7, 11], np.int64)
+    b = stimulus.batch(rng, rows=20, width=ROW_WORDS, n_bags=3, longest=3)
+    image = _image(table, None, served, served, np.array([0, len(served)]), None)
+    image[ENDS:ENDS + len(b.offsets) - 1] = b.offsets[1:]
+    work = _work(dut, op=0, n_rows=20, n_ids=len(served), n_bags=0, flag=4, gather=1)
+    final, flags, statuses = _run(dut, image, [work])
+    assert flags == [(4, len(served))] and statuses == ["ok"]
+    want = image.copy()
+    want[OUT:OUT + served.size * ROW_WORDS] = table[served].reshape(-1)
+    assert_bits(final, want, "the HBM after a gather")
+    # An id past n_rows: nothing from it on is read, the status says so.
+    bad = _work(dut, op=0, n_rows=11, n_ids=len(served), n_bags=0, flag=4, gather=1)
+    final, flags, statuses = _run(dut, image, [bad])
+    assert statuses == ["bad_id"] and flags == [(4, 2)]
 
 
 def test_parameters_are_checked():

@@ -5,6 +5,7 @@
     tpu-rtl bench                          # blocks: speed, export cost, MXU utilization
     tpu-rtl bench system --quick           # collectives on the 1x4 ring (docs/system.md)
     tpu-rtl bench network                  # the goals of docs/network.md
+    tpu-rtl bench embedding                # the embedding step on the 4x4 (docs/system.md)
     tpu-rtl bench dma                      # DMA throughput and latencies (a table)
     tpu-rtl bench blocks --update-docs     # rewrite docs/benchmarks.md in place
 
@@ -33,6 +34,9 @@ SECTIONS = {
                "system.md"),
     "collectives": ("collectives through sim.system.collective's defaults: the goals, and "
                     "busbw against size on the 4x4 (a section of system.md)", "system.md"),
+    "embedding": ("the embedding step on the 4x4 torus: cycles by phase, the all-to-alls "
+                  "against the bisection bound, the gather against the HBM, dedup's speed-up "
+                  "(a section of system.md)", "system.md"),
     "network": ("latency-load curves and the twisted torus against the regular one",
                 "network.md"),
     "regression": ("seeds per minute on the local executor and a Dask LocalCluster (a "
@@ -92,6 +96,9 @@ def run(args):
         from verif.bench.collectives import measure
         measure(path, seed=args.seed, out=lambda text: print(text, flush=True),
                 plot=None if args.update_docs else path.with_name("busbw_4x4.png"))
+    elif section == "embedding":
+        from verif.bench.embedding import measure
+        measure(path, seed=args.seed, out=lambda text: print(text, flush=True))
     elif section == "network":
         from verif.bench.network import measure_goals
         twisted = [x for x in (args.twisted or "4x4x8,4x8x8").split(",") if x.strip()]

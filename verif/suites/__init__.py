@@ -12,6 +12,7 @@ from .mxu import suite as mxu
 from .network import suite as network
 from .sparsecore import suite as sparsecore
 from .system import suite as system
+from .system_embedding import suite as system_embedding
 from .tensorcore import suite as tensorcore
 from .vpu import suite as vpu
 
@@ -19,4 +20,5 @@ __all__ = ["SUITES"]
 
 #: Suites whose seeds a regression worker runs: name -> module with ``runs``.
 SUITES = {"arith": arith, "mxu": mxu, "dma": dma, "network": network, "sparsecore": sparsecore,
-          "system": system, "tensorcore": tensorcore, "vpu": vpu}
+          "system": system, "system_embedding": system_embedding, "tensorcore": tensorcore,
+          "vpu": vpu}

@@ -1,0 +1,244 @@
+"""``tpu-rtl bench embedding``: the multi-chip embedding step of issue 41 on a 4x4 torus with
+Zipf(1.05) ids, on the compiled path, written to docs/system.md between its ``<!-- bench
+embedding -->`` markers.
+
+Every run is checked bit for bit against ``golden.embedding.step`` (the table, every
+chip's lookups), and the figures are:
+
+* the step's cycles split by phase (:data:`sim.kernels.embedding.PHASES`): each phase's
+  cycles are the difference between runs of the programs cut after it and after the phase
+  before (``EmbeddingPlan.programs_until``), so they include the waits that end it;
+* each all-to-all phase against the bisection bound: the most words that cross either
+  half-way cut of either axis in one direction, over the links that cut has in that
+  direction (a torus ring crosses it twice), one word a link a cycle; the fraction is that
+  bound over the phase's cycles (goal >= 0.80);
+* the gather against the HBM bandwidth: the rows the busiest owner read, in HBM lines, over
+  the gather phase's cycles (one line a cycle is the port's bandwidth; goal >= 0.90);
+* ``hbm_reads`` (the RTL's count, each owner's gather flag) against the unique ids each
+  owner serves, counted here, and each pair's pushed words (from the programs'
+  descriptors) against ``golden.embedding.traffic``'s formula;
+* dedup's speed-up: the same step planned without dedup (``plan_embedding(dedup=False)``:
+  every occurrence sent and read), its cycles and ICI words against the step's.
+
+The dedup and no-dedup programs share one build: the chip's memories and SparseCore are
+sized for the larger of the two plans.
+"""
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["measure", "SHAPE", "ALPHA", "ROWS", "DIM", "BATCH", "BAG", "GOALS",
+           "bisection_bound"]
+
+#: The benchmark's topology and step.
+SHAPE, ALPHA, ROWS, DIM, BATCH, BAG = "4x4", 1.05, 1024, 8, 8, 4
+#: The goals: all-to-all phases against the bisection bound, gather against HBM bandwidth.
+GOALS = dict(all_to_all=0.80, gather=0.90)
+BEGIN, END = "<!-- bench embedding -->", "<!-- /bench embedding -->"
+
+
+def bisection_bound(topology, words):
+    """Cycles no all-to-all of ``words`` (int [C, C], rank c to rank o) can beat: the most
+    words crossing a half-way cut of an axis in one direction, over the links crossing it
+    that way (two a ring of the axis on a torus), one word a link a cycle."""
+    live = np.flatnonzero(topology.alive)
+    coords = topology.coords[live]
+    best = 0.0
+    for axis, k in enumerate(topology.dims):
+        if k < 2:
+            continue
+        side = coords[:, axis] < k // 2
+        rings = topology.n_chips // k
+        links = rings * (2 if topology.wrap and k > 2 else 1)
+        for a, b in ((side, ~side), (~side, side)):
+            best = max(best, words[np.ix_(a, b)].sum() / links)
+    return best
+
+
+def _pair_words(plan, flags):
+    """Words each program pushes from rank c to rank o on ``flags``, from the descriptors
+    in its SMEM."""
+    from golden import tensorcore as tc
+    rank = {chip: r for r, chip in enumerate(plan.chips)}
+    words = np.zeros((len(plan.chips),) * 2, np.int64)
+    for chip in plan.chips:
+        smem = plan.smem[chip]
+        for line in plan.programs[chip].splitlines():
+            if line.startswith("dma "):
+                at = int(line.split()[1])
+                d = tc.descriptor_from_words(smem[at:at + tc.DESCRIPTOR_WORDS])
+                if d.remote and d.flag in flags:
+                    words[rank[chip], rank[d.dst[1]]] += int(np.prod(d.counts))
+    return words
+
+
+def _run(label, topology, programs, plan, *, seed):
+    from sim import system
+    from verif.progress import ProgressLine
+    line = ProgressLine(label)
+
+    def progress(cycle, status):
+        line.update(text=f"cycle {cycle:,}: {status}")
+    try:
+        return system.run_programs(topology, programs, vmem=[None] * topology.n_chips,
+                                   smem=plan.smem, hbm=plan.hbm, chip=plan.chip, seed=seed,
+                                   progress=progress)
+    finally:
+        line.close()
+
+
+def _check(run, plan, want, inputs, what):
+    table, indices, offsets = inputs
+    out, new_table, _ = plan.results(run.hbm, table=np.asarray(table).view(np.uint32),
+                                     state=None, optimizer="sgd")
+    bad = [f"out of rank {r}" for r, (a, b) in enumerate(zip(out, want.out))
+           if not np.array_equal(a.view(np.uint32), b.view(np.uint32))]
+    if not np.array_equal(new_table.view(np.uint32), want.table.view(np.uint32)):
+        bad.append("the table")
+    if bad:
+        raise RuntimeError(f"bench embedding, {what}: {', '.join(bad)} differ from golden")
+
+
+def measure(path=Path("docs/system.md"), *, seed=1, out=print):
+    """Run the benchmark (module docstring), print its rows, write the section into
+    ``path``; returns the figures as a dict."""
+    from golden import embedding as ge
+    from golden import tensorcore as tc
+    from golden import topology as topo
+    from sim.backends.whole_run import memory_depth
+    from sim.kernels.embedding import FLAGS, PHASES, plan_embedding
+    from sim.system import EMBEDDING_CHIP
+    from verif.suites.system.inputs import embedding_inputs
+
+    rng = np.random.default_rng(seed)
+    topology = topo.torus(SHAPE)
+    chips = int(topology.alive.sum())
+    table, indices, offsets, _, grads = embedding_inputs(
+        rng, chips, rows=ROWS, dim=DIM, batch=BATCH, bag=BAG, alpha=ALPHA)
+    kwargs = dict(grads=grads, topology=topology, optimizer="sgd", lr=0.125)
+    want = ge.step(table, indices, offsets, **kwargs)
+
+    # One build for both plans: the larger of each size.
+    chip = dict(EMBEDDING_CHIP)
+    first = [plan_embedding(table, indices, offsets, chip=chip, dedup=d, **kwargs)
+             for d in (True, False)]
+    tile = {k: max(p.chip["sparsecore"][k] for p in first)
+            for k in ("rows", "row_words", "max_ids", "max_bags")}
+    chip |= dict(sparsecore=dict(first[0].chip["sparsecore"], **tile),
+                 hbm_words=max(p.chip["hbm_words"] for p in first),
+                 smem_words=max(p.chip["smem_words"] for p in first),
+                 imem_depth=max(memory_depth(len(tc.program_words(text)))
+                                for p in first for text in p.programs))
+    plan, flat = (plan_embedding(table, indices, offsets, chip=chip, dedup=d, **kwargs)
+                  for d in (True, False))
+    assert plan.chip == flat.chip
+
+    started = time.perf_counter()
+    cycles = {}
+    for phase in PHASES:
+        run = _run(f"embedding {SHAPE} until {phase}", topology, plan.programs_until(phase),
+                   plan, seed=seed)
+        cycles[phase] = run.cycles
+        out(f"  until the end of {phase}: {run.cycles:,} cycles")
+    _check(run, plan, want, (table, indices, offsets), "the step")
+    hbm_reads = run.flags[plan.chips, FLAGS["gather"]].astype(np.int64)
+    utilization = run.link_flits / max(run.cycles, 1)
+    flat_run = _run(f"embedding {SHAPE} without dedup", topology, flat.programs, flat,
+                    seed=seed)
+    _check(flat_run, flat, want, (table, indices, offsets), "the step without dedup")
+    flat_reads = flat_run.flags[flat.chips, FLAGS["gather"]].astype(np.int64)
+
+    split, before = {}, 0
+    for phase in PHASES:
+        split[phase] = cycles[phase] - before
+        before = cycles[phase]
+    served = [len({int(v) for ids in indices for v in ids if v % chips == o})
+              for o in range(chips)]
+    traffic = ge.traffic(ge.plan(indices, offsets, num_rows=ROWS, n_chips=chips), DIM,
+                         backward=True)
+    pushed = {"ids": _pair_words(plan, {FLAGS["ids"]}),
+              "rows": _pair_words(plan, {FLAGS["rows"]}),
+              "grads": _pair_words(plan, {FLAGS["grads"]})}
+    def descriptors(phase):
+        """The most DMA descriptors a chip issues in ``phase``."""
+        at = PHASES.index(phase)
+        count = [plan.programs_until(phase)[chip].count("dma ") -
+                 (plan.programs_until(PHASES[at - 1])[chip].count("dma ") if at else 0)
+                 for chip in plan.chips]
+        return max(count)
+    a2a = {}
+    for phase in ("ids", "rows", "grads"):
+        bound = bisection_bound(topology, pushed[phase])
+        a2a[phase] = dict(words=int(pushed[phase].sum()), bound=bound,
+                          descriptors=descriptors(phase),
+                          cycles=split[phase], fraction=bound / max(split[phase], 1),
+                          formula=bool(np.array_equal(pushed[phase],
+                                                      getattr(traffic, phase))))
+    wpc = plan.chip["words_per_cycle"]
+    busiest = int(np.argmax(hbm_reads))
+    lines = int(hbm_reads[busiest]) * plan.row_words // wpc
+    gather = dict(owner=busiest, rows=int(hbm_reads[busiest]), lines=lines,
+                  cycles=split["gather"], fraction=lines / max(split["gather"], 1),
+                  port=2 * lines / max(split["gather"], 1))
+    result = dict(
+        cycles=cycles["update"], split=split, a2a=a2a, gather=gather,
+        hbm_reads=hbm_reads.tolist(), served=served,
+        reads_exact=hbm_reads.tolist() == served, ids=int(sum(len(i) for i in indices)),
+        ici_words=plan.ici_words, flat_cycles=flat_run.cycles, flat_ici_words=flat.ici_words,
+        flat_reads=int(flat_reads.sum()), link_peak=float(utilization.max()),
+        seconds=time.perf_counter() - started, seed=seed, chip=plan.chip)
+    text = _markdown(result)
+    _write(Path(path), text)
+    out(text)
+    return result
+
+
+def _markdown(r):
+    split = r["split"]
+    lines = [
+        f"`tpu-rtl bench embedding --seed {r['seed']}` ({SHAPE} torus, a table of {ROWS} x "
+        f"{DIM} fp32, {BATCH} bags of {BAG} Zipf({ALPHA}) ids a chip, SGD, `mode=\"exact\"`, "
+        f"Verilator; bit-exact against `golden.embedding.step`, with and without dedup):",
+        "",
+        "| phase | cycles | share |",
+        "|---|---:|---:|",
+        *(f"| {phase} | {split[phase]:,} | {split[phase] / r['cycles']:.0%} |"
+          for phase in split),
+        f"| **step** | **{r['cycles']:,}** | |",
+        "",
+        "| all-to-all | words between chips | bisection bound (cycles) | phase cycles | "
+        f"fraction (goal {GOALS['all_to_all']}) | most descriptors a chip | "
+        "words per pair = formula |",
+        "|---|---:|---:|---:|---:|---:|---|",
+        *(f"| {phase} | {a['words']:,} | {a['bound']:.0f} | {a['cycles']:,} | "
+          f"{a['fraction']:.3f} | {a['descriptors']} | {'yes' if a['formula'] else 'NO'} |"
+          for phase, a in r["a2a"].items()),
+        "",
+        f"- Gather: the busiest owner (rank {r['gather']['owner']}) read "
+        f"{r['gather']['rows']} rows, {r['gather']['lines']} HBM lines, in a gather phase of "
+        f"{r['gather']['cycles']:,} cycles: {r['gather']['fraction']:.3f} of one line a cycle "
+        f"(goal {GOALS['gather']}); with the writes to the staging area on the same port, "
+        f"{r['gather']['port']:.3f} of the port's cycles.",
+        f"- HBM row reads per owner (the RTL's count): {r['hbm_reads']}; unique ids each "
+        f"owner serves, counted from the ids: {r['served']}: "
+        f"{'equal' if r['reads_exact'] else 'NOT equal'}; {sum(r['hbm_reads'])} reads for "
+        f"{r['ids']} ids.",
+        f"- Dedup: {r['cycles']:,} cycles and {r['ici_words']:,} ICI words, against "
+        f"{r['flat_cycles']:,} cycles and {r['flat_ici_words']:,} words (and "
+        f"{r['flat_reads']} row reads) sending every occurrence: "
+        f"{r['flat_cycles'] / r['cycles']:.2f}x the cycles, "
+        f"{r['flat_ici_words'] / r['ici_words']:.2f}x the words.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _write(path, text):
+    old = path.read_text() if path.exists() else f"# Multi-chip systems\n\n{BEGIN}\n{END}\n"
+    if BEGIN not in old or END not in old:
+        old = old.rstrip("\n") + f"\n\n{BEGIN}\n{END}\n"
+    head, rest = old.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    path.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")
