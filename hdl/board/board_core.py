@@ -98,9 +98,9 @@ class BoardSim(wiring.Component):
 
     Parameters
     ----------
-    chip : str
+    chip : str or dict
         The proto chip's configuration: a preset's name (``hdl.tensorcore.presets``;
-        default ``"proto"``).
+        default ``"proto"``), or ``TensorCoreSystem`` parameters.
     divisor : int
         Clock cycles per UART bit on both sides (default 4, the least: a byte each 40
         cycles).
@@ -140,8 +140,8 @@ class BoardSim(wiring.Component):
         from ..tensorcore.presets import preset as chip_preset
         self.chip = chip
         self.divisor = check_int("divisor", divisor, least=4)
-        self.core = BoardCore(target=ProtoChip(chip=chip_preset(chip),
-                                               wait_cycles=wait_cycles),
+        params = chip_preset(chip) if isinstance(chip, str) else dict(chip)
+        self.core = BoardCore(target=ProtoChip(chip=params, wait_cycles=wait_cycles),
                               divisor=divisor, timeout=timeout, heartbeat=1 << 16)
         super().__init__({"host_tx": In(stream.Signature(9)),
                           "host_rx": Out(stream.Signature(8)),

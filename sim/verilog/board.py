@@ -47,10 +47,11 @@ def program_commands(build):
 
 
 def build_board(board="ulx3s-85f", *, clock_mhz=50, baud=115_200, folder=None,
-                target="proto", progress=None):
+                target="memory", progress=None):
     """Build the bitstream of ``board``'s top (:data:`BOARDS`) with the design clock
-    ``clock_mhz``, the host bridge at ``baud`` and ``target`` behind it (``"proto"``, the
-    proto chip, or ``"memory"``, a block-RAM word memory); returns a :class:`BoardBuild`.
+    ``clock_mhz``, the host bridge at ``baud`` and ``target`` behind it (``"memory"``, a
+    block-RAM word memory, or ``"proto"``, the proto chip, which does not fit the LFE5U-85F
+    yet); returns a :class:`BoardBuild`.
 
     ``progress(text)`` receives one-line messages: each step, and a heartbeat every
     30 s while a tool runs. nextpnr fails the build if the clock misses ``clock_mhz``.
