@@ -14,7 +14,6 @@ from amaranth.lib.memory import Memory
 
 from hdl.arith import BF16Multiplier, FP32Adder, FP32Divider, FP32Exp, FP32Multiplier, \
     FP32Rcp, FP32Rsqrt, FP32Sqrt, FP32ToBF16
-from hdl.board.board_core import BoardSim
 from hdl.ici import Router
 from hdl.memory import DmaSystem
 from hdl.mxu import MXU, ProcessingElement, preset
@@ -49,9 +48,6 @@ BLOCKS = {
     # A TensorCore on its memory system: what sim.chip runs (hdl.system.ChipNode adds the
     # router, for sim.system).
     "tensorcore": TensorCoreSystem,
-    # A board's logic (the UARTBone bridge and the proto chip) and a host's UART: what
-    # sim.board's simulated transport runs, fed UART bytes.
-    "board": BoardSim,
 }
 
 # How to read each parameter from the command line.

@@ -1,8 +1,29 @@
 """How the host's bytes reach a board: a serial port, or the board's simulation."""
 
 import time
+from contextlib import contextmanager
 
 __all__ = ["SerialTransport", "SimulatedTransport", "TransportError", "SIM_DIVISOR"]
+
+#: The simulated board's block name in the whole runs' catalogue (``sim.blocks.BLOCKS``:
+#: ``hdl.board.board_core.BoardSim``, a simulation top rather than a block for users to
+#: export, so it is in the catalogue only while a simulated transport runs it).
+SIM_BLOCK = "board"
+
+
+@contextmanager
+def _catalogued():
+    from hdl.board.board_core import BoardSim
+
+    from ..blocks import BLOCKS
+    had = SIM_BLOCK in BLOCKS
+    BLOCKS[SIM_BLOCK] = BoardSim
+    try:
+        yield
+    finally:
+        if not had:
+            del BLOCKS[SIM_BLOCK]
+
 
 #: Clock cycles per UART bit in the simulated board (the UART's least): a byte each 40
 #: cycles, so a run's loads take thousands of cycles, not millions.
@@ -94,10 +115,11 @@ class SimulatedTransport:
         for send, answer in segments:
             self.queue(send, answer)
         total = self.answered + self.owed
-        run = WholeRun("board", self.params, play={"host_tx": self.sent},
+        run = WholeRun(SIM_BLOCK, self.params, play={"host_tx": self.sent},
                        record={"host_rx": total}, busy="busy", watchdog=self.watchdog)
         began = time.perf_counter()
-        result = run_whole(run, backend=self.backend, progress=self.progress)
+        with _catalogued():
+            result = run_whole(run, backend=self.backend, progress=self.progress)
         self.seconds += time.perf_counter() - began
         self.cycles = result.cycles
         if result.outputs.get("overruns"):
