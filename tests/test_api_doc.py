@@ -13,8 +13,11 @@ CALL = re.compile(r"`((?:golden|sim)\.[a-z_.]+)\.([a-z_]+)\(([^`]*?)\)`", re.S)
 
 
 def _not_written_yet():
+    """The names the third paragraph lists as not written yet, if it lists any."""
     intro = DOC.read_text().split("\n\n")[2]
-    assert intro.startswith("Not written yet"), intro
+    if not intro.startswith("Not written yet"):
+        assert intro.startswith("Every function below is written."), intro
+        return set()
     return set(re.findall(r"`((?:golden|sim)\.[a-z_.]+)`", intro))
 
 

@@ -1,17 +1,16 @@
 """The ULX3S-85F board top: PLL, reset, status LEDs and the UARTBone host bridge on the
-FT231X, in front of a block-RAM word memory (the proto chip's place, issue 43)."""
+FT231X, in front of the proto chip (or a block-RAM word memory)."""
 
 import math
 from dataclasses import dataclass
 from fractions import Fraction
 
 from amaranth.hdl import ClockDomain, ClockSignal, Elaboratable, Instance, Module, Signal
-from amaranth.lib import io, wiring
+from amaranth.lib import io
 from amaranth.lib.cdc import ResetSynchronizer
 
 from ..lib.params import check_int
-from .uart_bridge import UartBridge
-from .word_memory import WordMemory
+from .board_core import BoardCore, make_target
 
 __all__ = ["PllSetting", "ecp5_pll", "ULX3STop", "BOARDS", "board_platform"]
 
@@ -79,13 +78,16 @@ class ULX3STop(Elaboratable):
     - **Host bridge**: :class:`~hdl.board.uart_bridge.UartBridge` on the FT231X's pins
       at ``baud`` (115,200 by default, ``litex_server --uart``'s), with an idle timeout
       of ``timeout_ms``.
-    - **Target** (:meth:`make_target`, the seam where the proto chip plugs in): today a
-      :class:`~hdl.board.word_memory.WordMemory` of ``memory_words`` words and its
-      registers; the bridge's error and timeout counts are its ``status0`` and
-      ``status1``.
-    - **LEDs**: 0 run, 1 halt, 2 error (the control register's bits 0 and 1; bit 2, or
-      any frame error or timeout since reset), 3 a frame in progress, 7 a heartbeat of
-      about 1 Hz (the clock runs and reset is released).
+    - **Target** (:meth:`make_target`): the proto chip
+      (:class:`~hdl.board.proto_chip.ProtoChip`: IMEM, SMEM, VMEM, HBM, the flags and the
+      control and status registers on the bridge's word bus), or with
+      ``target="memory"`` a :class:`~hdl.board.word_memory.WordMemory` of
+      ``memory_words`` words; the bridge's error and timeout counts are its ``status0``
+      and ``status1``. (:class:`~hdl.board.board_core.BoardCore` holds the bridge, the
+      target and the LEDs.)
+    - **LEDs**: 0 run, 1 halt, 2 error (the target's ``control`` bits 0 to 2: the chip
+      running, halted, faulted; or any frame error or timeout since reset), 3 a frame in
+      progress, 7 a heartbeat of about 1 Hz (the clock runs and reset is released).
 
     Parameters
     ----------
@@ -93,13 +95,17 @@ class ULX3STop(Elaboratable):
         The design's clock (default 50).
     baud : int
         The UART's rate (default 115200); ``clock / baud`` cycles per bit, rounded.
+    target : str
+        ``"proto"`` (default) or ``"memory"``.
     memory_words : int
-        Words of the block-RAM memory (default 4096), a power of two.
+        Words of the block-RAM memory of ``target="memory"`` (default 4096), a power of
+        two.
     timeout_ms : int
         The host bridge's idle timeout (default 100, LiteX's).
     """
 
-    def __init__(self, *, clock_mhz=50, baud=115_200, memory_words=4096, timeout_ms=100):
+    def __init__(self, *, clock_mhz=50, baud=115_200, target="proto", memory_words=4096,
+                 timeout_ms=100):
         self.pll = ecp5_pll(25, clock_mhz)
         self.baud = check_int("baud", baud, least=300, most=3_000_000)
         self.timeout_ms = check_int("timeout_ms", timeout_ms, least=1, most=10_000)
@@ -111,14 +117,18 @@ class ULX3STop(Elaboratable):
         self.memory_words = check_int("memory_words", memory_words, least=1, most=1 << 20)
         if memory_words & (memory_words - 1):
             raise ValueError(f"memory_words must be a power of two, not {memory_words}")
+        self.target_name = target
         self.target = self.make_target()
 
     def make_target(self):
-        """The component behind the host bridge: it has ``bus``
-        (``In(word_bus_signature())``), ``status0`` and ``status1`` (In(32): the
-        bridge's counts) and ``control`` (Out(32): bits 0 to 2 light the run, halt and
-        error LEDs). The proto chip's wrapper replaces this memory (issue 43)."""
-        return WordMemory(depth=self.memory_words)
+        """The component behind the host bridge (:func:`hdl.board.board_core.make_target`):
+        it has ``bus`` (``In(word_bus_signature())``), ``status0`` and ``status1``
+        (In(32): the bridge's counts) and ``control`` (Out(32): bits 0 to 2 light the run,
+        halt and error LEDs). The proto chip's memories wait ``WAIT`` reads for at most
+        80 % of the bridge's idle timeout."""
+        wait = max(1, round(self.clock_hz * self.timeout_ms / 1000 * 0.8))
+        return make_target(self.target_name, memory_words=self.memory_words,
+                           wait_cycles=wait)
 
     def elaborate(self, platform):
         m = Module()
@@ -152,25 +162,13 @@ class ULX3STop(Elaboratable):
         uart = platform.request("uart", 0, dir="-")
         m.submodules.uart_rx = uart_rx = io.Buffer("i", uart.rx)
         m.submodules.uart_tx = uart_tx = io.Buffer("o", uart.tx)
-        m.submodules.bridge = bridge = UartBridge(
-            divisor=self.divisor, timeout=round(self.clock_hz * self.timeout_ms / 1000))
-        m.submodules.target = target = self.target
-        wiring.connect(m, bridge.bus, target.bus)
-        m.d.comb += [bridge.rx.eq(uart_rx.i), uart_tx.o.eq(bridge.tx),
-                     target.status0.eq(bridge.errors), target.status1.eq(bridge.timeouts)]
-
-        half_second = round(self.clock_hz / 2)
-        heartbeat = Signal(range(half_second))
-        beat = Signal()
-        with m.If(heartbeat.any()):
-            m.d.sync += heartbeat.eq(heartbeat - 1)
-        with m.Else():
-            m.d.sync += [heartbeat.eq(half_second - 1), beat.eq(~beat)]
-        leds = [buffer("o", "led", k) for k in range(8)]
-        faulted = bridge.errors.any() | bridge.timeouts.any()
-        m.d.comb += [leds[0].o.eq(target.control[0]), leds[1].o.eq(target.control[1]),
-                     leds[2].o.eq(target.control[2] | faulted), leds[3].o.eq(bridge.busy),
-                     leds[7].o.eq(beat)]
+        m.submodules.board = board = BoardCore(
+            target=self.target, divisor=self.divisor,
+            timeout=round(self.clock_hz * self.timeout_ms / 1000),
+            heartbeat=round(self.clock_hz / 2))
+        m.d.comb += [board.rx.eq(uart_rx.i), uart_tx.o.eq(board.tx)]
+        for k in range(8):
+            m.d.comb += buffer("o", "led", k).o.eq(board.leds[k])
         return m
 
 

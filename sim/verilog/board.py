@@ -46,9 +46,12 @@ def program_commands(build):
             f"openFPGALoader -b ulx3s -f {build.bitstream}       # into the flash, kept"]
 
 
-def build_board(board="ulx3s-85f", *, clock_mhz=50, baud=115_200, folder=None, progress=None):
+def build_board(board="ulx3s-85f", *, clock_mhz=50, baud=115_200, folder=None,
+                target="memory", progress=None):
     """Build the bitstream of ``board``'s top (:data:`BOARDS`) with the design clock
-    ``clock_mhz`` and the host bridge at ``baud``; returns a :class:`BoardBuild`.
+    ``clock_mhz``, the host bridge at ``baud`` and ``target`` behind it (``"memory"``, a
+    block-RAM word memory, or ``"proto"``, the proto chip, which does not fit the LFE5U-85F
+    yet); returns a :class:`BoardBuild`.
 
     ``progress(text)`` receives one-line messages: each step, and a heartbeat every
     30 s while a tool runs. nextpnr fails the build if the clock misses ``clock_mhz``.
@@ -60,8 +63,9 @@ def build_board(board="ulx3s-85f", *, clock_mhz=50, baud=115_200, folder=None, p
     tools = {name: tool_path(f"yowasp-{name}") for name in ("yosys", "nextpnr-ecp5", "ecppack")}
     started = time.monotonic()
 
-    say(f"elaborating the {board} top (clock {clock_mhz} MHz, UART {baud} baud)...")
-    top = top_class(clock_mhz=clock_mhz, baud=baud)
+    say(f"elaborating the {board} top ({target}, clock {clock_mhz} MHz, UART {baud} "
+        f"baud)...")
+    top = top_class(clock_mhz=clock_mhz, baud=baud, target=target)
     plan = platform.prepare(top, name=TOP)
     folder.mkdir(parents=True, exist_ok=True)
     for name, contents in plan.files.items():

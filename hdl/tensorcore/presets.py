@@ -1,0 +1,30 @@
+"""Named chip configurations: ``TensorCoreSystem`` parameters for a purpose.
+
+``proto`` is the FPGA prototype's chip (SPEC section 4.10, issue 43): what the matmul
+kernel (``sim.kernels.plan_matmul``) needs, an 8-lane VPU with an 8x8 MXU, with its
+memories sized for block RAM (an LFE5U-85F has 208 18-kbit blocks, 416 KiB):
+
+- HBM 32 Ki words (128 KiB, 64 blocks), lines of 8 words, read latency 4;
+- VMEM 512 lines of 8 words (16 KiB); SMEM 1024 words; IMEM 256 bundles;
+- the VPU built with only the optional ops the kernel uses (``xor``, ``max``).
+
+It is not yet small enough for the device: the VPU levers of issue 43 (its register file
+in block RAM, ``alu_width``, a shared transcendental unit) and an MXU apart from the lane
+count are still to come (docs/fpga.md).
+"""
+
+__all__ = ["PRESETS", "preset"]
+
+#: Preset name -> ``TensorCoreSystem`` keyword parameters.
+PRESETS = {
+    "proto": dict(lanes=8, mxu_results=80, vector_queue=16, vmem_lines=512, imem_depth=256,
+                  words_per_cycle=8, read_latency=4, ops=("xor", "max"), hbm_words=1 << 15,
+                  smem_words=1024),
+}
+
+
+def preset(name):
+    """A copy of preset ``name``'s parameters; ValueError naming the presets otherwise."""
+    if name not in PRESETS:
+        raise ValueError(f"preset must be one of {', '.join(PRESETS)}, not {name!r}")
+    return dict(PRESETS[name])
