@@ -128,9 +128,9 @@ def add_parser(subparsers, help):
                    help="Zipf exponent of the ids, > 1 (default 1.05)")
     e.add_argument("--combiner", choices=("sum", "mean", "sqrtn"), default="sum")
     e.add_argument("--optimizer", choices=("sgd", "adagrad"), default="sgd")
-    e.add_argument("--mode", choices=("exact",), default="exact",
-                   help="the backward (default exact; golden.embedding also has prereduced, "
-                        "not the RTL)")
+    e.add_argument("--mode", choices=("exact", "prereduced"), default="exact",
+                   help="the backward (default exact; prereduced sums each chip's "
+                        "gradients of an id before they travel)")
     e.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01)")
     e.add_argument("--forward", action="store_true", help="the forward only")
     e.add_argument("--numerics", choices=("tpu", "ieee"), default="tpu")
@@ -384,7 +384,7 @@ def cmd_embedding(args):
     print(f"system embedding step on {topology.shape}{' twisted' if args.twist else ''}"
           f"{' failed ' + ','.join(map(str, args.fail)) if args.fail else ''} ({chips} chips, "
           f"table {args.rows}x{args.dim}, {args.batch} bags of {args.bag} Zipf({args.alpha}) "
-          f"ids a chip, {args.combiner}, {'forward only' if args.forward else args.optimizer}"
+          f"ids a chip, {args.combiner}, {'forward only' if args.forward else f'{args.optimizer} {args.mode}'}"
           f", numerics {args.numerics}, seed {args.seed}, backend {args.backend}; the first "
           f"run of a shape builds the system, minutes)", flush=True)
     want = ge.step(table, indices, offsets, **kwargs)
