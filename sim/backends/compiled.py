@@ -206,6 +206,8 @@ def build_top(run, *, simulator, design, key, images=None, waves=None, waves_sco
            sorted((player, recorder) for player, (recorder, _) in run.loopbacks.items()),
            flags, waves_scope, model_opt() if verilating else None, _tool_version(simulator),
            amaranth_version()]
+    if covering:        # what a coverage build adds (not in the plain builds' key)
+        key.append(Path(coverage_build.__file__).read_bytes())
 
     def make(folder):
         text, signature, repeated = design()

@@ -11,7 +11,10 @@ writes its ``coverage.dat``; its points are added to ``<folder>/<prefix>.<build>
 ``design.v`` (:func:`sim.verilog.source_map.source_map`), for
 :mod:`verif.regress.source_coverage`.
 
-Outside :func:`collecting` nothing changes: no flags, no files.
+The test equipment (the harness module, the testbench) is built with coverage off, and
+the points Verilator gives the wrappers of hierarchical blocks are dropped: what is
+left is the block's own Verilog. Outside :func:`collecting` nothing changes: no flags,
+no files, the plain builds' cache key.
 """
 
 import json
@@ -81,7 +84,10 @@ def add_run(build, dat):
     where = f"{build.parent.name}/{build.name}/design.v"     # the build, in every point
     points = _read(target) if target.exists() else {}
     for key, count in _read(dat).items():
-        key = _FILE.sub(lambda m: m[1] + where if m[2] == "design.v" else m[0], key)
+        found = _FILE.search(key)
+        if found is None or found[2] != "design.v":
+            continue        # the wrappers Verilator writes around hierarchical blocks
+        key = key[:found.start(2)] + where + key[found.end(2):]
         points[key] = points.get(key, 0) + count
     with open(target, "w", encoding="latin-1") as f:
         f.write("# SystemC::Coverage-3\n")

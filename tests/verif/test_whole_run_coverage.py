@@ -105,3 +105,14 @@ def test_collecting_refuses_a_prefix_that_is_no_file_name(tmp_path):
     with pytest.raises(ValueError, match="prefix must be a plain file name part"):
         with coverage_build.collecting(tmp_path, prefix="a/b"):
             pass
+
+
+def test_code_coverage_is_asked_of_verilator_seeds_unless_turned_off(tmp_path):
+    from verif.cli import _parser
+    from verif.regress.executor.seed import SeedTask
+    assert "--code-coverage" in SeedTask("dma", 1, "verilator").command(tmp_path)
+    assert "--code-coverage" not in SeedTask("dma", 1, "verilator",
+                                             code_coverage=False).command(tmp_path)
+    assert "--code-coverage" not in SeedTask("dma", 1, "icarus").command(tmp_path)
+    args = _parser("regress").parse_args(["regress", "all", "--no-code-coverage"])
+    assert args.no_code_coverage
