@@ -172,6 +172,9 @@ def _report_all(campaign):
             print(f"  reproduce: {regression.repro[outcome.seed]}")
     for suite in campaign.short:
         entry = campaign.database.get(suite, {"points": {}})
+        if not entry.get("seeds"):          # interrupted before any of its seeds ended
+            print(f"{suite}: no seed finished")
+            continue
         holes = [f"{p.name}: {' x '.join(b.label) if isinstance(b.label, tuple) else b.label}"
                  for p in entry["points"].values() for b in p.bins if b.hits < p.at_least]
         print(f"{suite}: {len(holes)} bins stayed empty"
