@@ -207,7 +207,7 @@ def build_top(run, *, simulator, design, key, images=None, waves=None, waves_sco
            flags, waves_scope, model_opt() if verilating else None, _tool_version(simulator),
            amaranth_version()]
     if covering:        # what a coverage build adds (not in the plain builds' key)
-        key.append(Path(coverage_build.__file__).read_bytes())
+        key += coverage_build.build_key()
 
     def make(folder):
         text, signature, repeated = design()

@@ -5,8 +5,9 @@ A regression seed that asks for code coverage runs its whole-run cases inside
 :mod:`sim.backends.compiled` builds gets Verilator's line (with branch) and toggle
 coverage (:data:`FLAGS`), which are part of the build's cache key, so the coverage
 build sits beside the plain one and plain runs never use it. Each run of such a build
-writes its ``coverage.dat``; its points are added to ``<folder>/<prefix>.<build>.dat``
-(one file per build a seed used, its points' ``f`` field naming the build), beside which
+writes its ``coverage.dat``; its points are summed per build, and when
+:func:`collecting` ends they are written to ``<folder>/<prefix>.<build>.dat`` (one file per
+build a seed used, its points' ``f`` field naming the build), beside which
 ``<prefix>.<build>.src.json`` gives the ``hdl/`` line owning each line of the build's
 ``design.v`` (:func:`sim.verilog.source_map.source_map`), for
 :mod:`verif.regress.source_coverage`.
@@ -33,27 +34,38 @@ SOURCE_MAP = "src.json"
 #: Put before the test equipment (the harness module, the testbench): no points there.
 HARNESS_OFF = "/*verilator coverage_off*/\n"
 
-_TARGET = []        # the (folder, prefix) of the innermost collecting()
+_TARGET = []        # the (folder, prefix, {build folder: points}) of each collecting()
+
+
+def build_key():
+    """What a coverage build adds to the cache key of a harness build besides
+    :data:`FLAGS`: how the test equipment is left out, and the code making the source
+    map (a build product)."""
+    from ..verilog import source_map
+    return [HARNESS_OFF, SOURCE_MAP, Path(source_map.__file__).read_bytes()]
 
 
 @contextmanager
 def collecting(folder, *, prefix):
-    """While active, compiled whole runs on Verilator use coverage builds and add their
-    points to ``folder/<prefix>.<build>.dat``."""
+    """While active, compiled whole runs on Verilator use coverage builds; their points
+    are summed per build and written to ``folder/<prefix>.<build>.dat`` when it ends."""
     if not isinstance(prefix, str) or not re.fullmatch(r"[\w.+-]+", prefix):
         raise ValueError(f"prefix must be a plain file name part, not {prefix!r}")
     folder = Path(folder).resolve()
     folder.mkdir(parents=True, exist_ok=True)
-    _TARGET.append((folder, prefix))
+    builds = {}
+    _TARGET.append((folder, prefix, builds))
     try:
         yield folder
     finally:
         _TARGET.pop()
+        for build, points in builds.items():
+            _write(folder, prefix, build, points)
 
 
 def active():
     """``(folder, prefix)`` of the active :func:`collecting`, or None."""
-    return _TARGET[-1] if _TARGET else None
+    return _TARGET[-1][:2] if _TARGET else None
 
 
 def source_map_of(folder, plain, design):
@@ -76,19 +88,22 @@ def source_map_of(folder, plain, design):
 
 def add_run(build, dat):
     """Add the points of one run's ``dat`` (a coverage.dat of the coverage build in folder
-    ``build``) to the active :func:`collecting`'s file for that build, and put the build's
-    source map beside it. Returns that file."""
-    folder, prefix = active()
+    ``build``) to the active :func:`collecting`'s sums for that build (held in memory: a
+    build's points can be tens of MB of text, and a case runs a build many times)."""
     build = Path(build)
-    target = folder / f"{prefix}.{build.name}.dat"
+    points = _TARGET[-1][2].setdefault(build, {})
     where = f"{build.parent.name}/{build.name}/design.v"     # the build, in every point
-    points = _read(target) if target.exists() else {}
     for key, count in _read(dat).items():
         found = _FILE.search(key)
         if found is None or found[2] != "design.v":
             continue        # the wrappers Verilator writes around hierarchical blocks
         key = key[:found.start(2)] + where + key[found.end(2):]
         points[key] = points.get(key, 0) + count
+
+
+def _write(folder, prefix, build, points):
+    """Write ``folder/<prefix>.<build>.dat`` with the build's source map beside it."""
+    target = folder / f"{prefix}.{build.name}.dat"
     with open(target, "w", encoding="latin-1") as f:
         f.write("# SystemC::Coverage-3\n")
         f.writelines(f"C '{key}' {count}\n" for key, count in sorted(points.items()))
