@@ -37,6 +37,7 @@ from ..blocks import BLOCKS
 from ..verilog.export import export
 from ..verilog.repeated import emit
 from ..toolchain.build_cache import build_root, cached_build
+from . import coverage_build
 from .icarus_source import icarus_source
 from .testbench import TOP, testbench_verilog
 from ..checks import wave_format
@@ -181,7 +182,9 @@ def build_top(run, *, simulator, design, key, images=None, waves=None, waves_sco
     Verilator builds each module of ``hierarchical`` (repeated ones) as a block of its own
     (see :func:`_verilator_config`); ``images`` cannot name memories inside them. Icarus
     ignores ``hierarchical`` and ``threads``, and its build is the same for either trace
-    format (``vvp`` picks it when it runs).
+    format (``vvp`` picks it when it runs). Inside
+    :func:`sim.backends.coverage_build.collecting` (a regression asking for code coverage)
+    Verilator's build is a coverage build, cached apart from the plain one.
     """
     from .whole_run import RING_DEPTH, make_harness
     images = images or {}
@@ -192,21 +195,28 @@ def build_top(run, *, simulator, design, key, images=None, waves=None, waves_sco
         check_fst_tracing()
     # Icarus takes the scope in the testbench; Verilator's main at run time (+waves_scope).
     waves_scope = waves_scope if waves and not verilating else None
+    covering = verilating and coverage_build.active() is not None
     flags = (VERILATOR_FLAGS + _trace_flags(waves)
              + (("--threads", str(threads)) if threads > 1 else ())
-             + (("--hierarchical",) if hierarchical else ())) if verilating else ICARUS_FLAGS
+             + (("--hierarchical",) if hierarchical else ())
+             + (coverage_build.FLAGS if covering else ())) if verilating else ICARUS_FLAGS
     key = [_source_digest(), *key, run.block, sorted(run.params.items()), sorted(images),
            # No depth, no count: the harness is streamed, the same for any data.
            run.until, run.busy, sorted((*run.play, *run.record)), RING_DEPTH,
            sorted((player, recorder) for player, (recorder, _) in run.loopbacks.items()),
            flags, waves_scope, model_opt() if verilating else None, _tool_version(simulator),
            amaranth_version()]
+    if covering:        # what a coverage build adds (not in the plain builds' key)
+        key += coverage_build.build_key()
 
     def make(folder):
         text, signature, repeated = design()
         harness = make_harness(run, BlackBox(run.block, signature), streamed=True)
-        text += "\n" + amaranth_verilog.convert(harness, name=HARNESS_MODULE, emit_src=False,
-                                                strip_internal_attrs=True)
+        if covering:        # the block's lines to hdl/ lines; none in the test equipment
+            coverage_build.source_map_of(folder, text, design)
+        text += "\n" + (coverage_build.HARNESS_OFF if covering else "") + \
+            amaranth_verilog.convert(harness, name=HARNESS_MODULE, emit_src=False,
+                                     strip_internal_attrs=True)
         if not verilating:
             text = icarus_source(text)
         elif waves:
@@ -216,8 +226,9 @@ def build_top(run, *, simulator, design, key, images=None, waves=None, waves_sco
             raise ValueError(f"hierarchical blocks {sorted(set(hierarchical) - set(repeated))} "
                              f"are not among the repeated modules {repeated}")
         (folder / "config.vlt").write_text(_verilator_config(repeated, hierarchical))
-        (folder / "tb.v").write_text(testbench_verilog(harness, module=HARNESS_MODULE,
-                                                       images=images, waves_scope=waves_scope))
+        (folder / "tb.v").write_text((coverage_build.HARNESS_OFF if covering else "")
+                                     + testbench_verilog(harness, module=HARNESS_MODULE,
+                                                         images=images, waves_scope=waves_scope))
         compile_harness(folder, simulator=simulator, flags=flags,
                         large=len(text) > LARGE_DESIGN_BYTES, what=what)
 
@@ -287,6 +298,10 @@ def run_built(folder, run, images, *, simulator, waves=None, waves_scope=None, p
         args.append(f"+status={work / 'status.txt'}")
         if progress is not None:
             args.append(f"+progress={PROGRESS_EVERY}")
+        covering = (simulator == "verilator" and coverage_build.active() is not None
+                    and (folder / coverage_build.SOURCE_MAP).exists())
+        if covering:
+            args.append(f"+coverage={work / 'coverage.dat'}")
         if waves:
             Path(waves).parent.mkdir(parents=True, exist_ok=True)
             args.append(f"+waves={Path(waves).resolve()}")
@@ -296,6 +311,8 @@ def run_built(folder, run, images, *, simulator, waves=None, waves_scope=None, p
         command = [str(folder / "obj" / f"V{TOP}")] if simulator == "verilator" else \
             ["vvp", "-n", str(folder / "tb.vvp"), f"-{wave_format(waves) or 'none'}"]
         seconds = _execute(command + args, work, simulator, run, progress)
+        if covering:
+            coverage_build.add_run(folder, work / "coverage.dat")
         status = _read_status(work / "status.txt", simulator, run)
         recorded = {port: _read_hex(work / f"{port}.out.hex", status[f"{port}_transfers"])
                     for port in run.record}

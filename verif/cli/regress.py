@@ -135,7 +135,8 @@ def _run_all(args):
                                until_covered=args.until_covered, cover_goal=args.cover_goal,
                                step=workers, timeout=args.timeout, only=args.only,
                                inject=args.inject, inject_seed=args.inject_seed,
-                               waves=args.waves, executor=executor)
+                               waves=args.waves, executor=executor,
+                               code_coverage=not args.no_code_coverage)
     except ClusterError as error:
         raise CommandError(str(error)) from None
     finally:
@@ -171,6 +172,9 @@ def _report_all(campaign):
             print(f"  reproduce: {regression.repro[outcome.seed]}")
     for suite in campaign.short:
         entry = campaign.database.get(suite, {"points": {}})
+        if not entry.get("seeds"):          # interrupted before any of its seeds ended
+            print(f"{suite}: no seed finished")
+            continue
         holes = [f"{p.name}: {' x '.join(b.label) if isinstance(b.label, tuple) else b.label}"
                  for p in entry["points"].values() for b in p.bins if b.hits < p.at_least]
         print(f"{suite}: {len(holes)} bins stayed empty"
@@ -263,7 +267,7 @@ def _regress_on(executor, args):
                           only_seed=args.seed, waves=args.waves, timeout=args.timeout,
                           inject=args.inject, inject_seed=args.inject_seed, only=args.only,
                           executor=executor, until_covered=args.until_covered,
-                          cover_goal=args.cover_goal,
+                          cover_goal=args.cover_goal, code_coverage=not args.no_code_coverage,
                           step=args.jobs if args.cluster is None else _cluster_workers(args)), \
         "seeds"
 
@@ -341,6 +345,9 @@ def add_parser(subparsers, help):
                    help="exhaustive suites: check only LO <= operand < HI (bf16_mul's a, a "
                         "transcendental's input bit pattern), a quick run")
     p.add_argument("--waves", action="store_true", help="write a waveform of every run")
+    p.add_argument("--no-code-coverage", action="store_true",
+                   help="Verilator: run the plain builds, without line, branch and toggle "
+                        "coverage (faster; by default every model is a coverage build)")
     p.add_argument("--timeout", type=_seconds, default=1800.0, metavar="SECONDS",
                    help="time limit of one seed (default 1800)")
     p.add_argument("--cluster", metavar="WHERE",

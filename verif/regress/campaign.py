@@ -88,12 +88,14 @@ def summary_table(campaign):
 
 def run_all(*, seeds, jobs=1, sim="verilator", suites=None, seed_base=1, until_covered=False,
             cover_goal=None, step=None, timeout=1800.0, only=None, inject=None,
-            inject_seed=None, waves=False, executor=None, out=None, report_link=True):
+            inject_seed=None, waves=False, executor=None, out=None, report_link=True,
+            code_coverage=True):
     """Run ``seeds`` seeds of every suite in ``suites`` (default all of
     :data:`verif.suites.SUITES`) on one executor; returns a :class:`Campaign` (see the module
     docstring). ``until_covered`` adds seeds in rounds of ``step`` (default ``jobs``) per
     suite until the suite reaches ``cover_goal`` (default 100) or has had ``seeds``.
-    ``inject`` goes to every suite (``inject_seed`` narrows it to one seed)."""
+    ``inject`` goes to every suite (``inject_seed`` narrows it to one seed).
+    ``code_coverage=False`` runs Verilator's plain builds (no code coverage, faster)."""
     suites = list(SUITES if suites is None else suites)
     unknown = [s for s in suites if s not in SUITES]
     if unknown or not suites:
@@ -106,7 +108,8 @@ def run_all(*, seeds, jobs=1, sim="verilator", suites=None, seed_base=1, until_c
             return run_all(seeds=seeds, jobs=jobs, sim=sim, suites=suites, seed_base=seed_base,
                            until_covered=until_covered, cover_goal=cover_goal, step=step,
                            timeout=timeout, only=only, inject=inject, inject_seed=inject_seed,
-                           waves=waves, executor=local, out=out, report_link=report_link)
+                           waves=waves, executor=local, out=out, report_link=report_link,
+                           code_coverage=code_coverage)
     started = time.perf_counter()
     goal = 100.0 if cover_goal is None and until_covered else cover_goal
     step = max(1, step or jobs)
@@ -114,7 +117,8 @@ def run_all(*, seeds, jobs=1, sim="verilator", suites=None, seed_base=1, until_c
     out = run_folder(root / "all") if out is None else Path(out)
     out.mkdir(parents=True, exist_ok=True)
     runs = {s: SuiteRun(s, sim, out / s, waves=waves, timeout=timeout, inject=inject,
-                        inject_seed=inject_seed, only=only) for s in suites}
+                        inject_seed=inject_seed, only=only, code_coverage=code_coverage)
+            for s in suites}
     bar = _SeedProgress(len(suites) * seeds, [out / s / "seeds" for s in suites],
                         label="regress all")
     end = seed_base + seeds

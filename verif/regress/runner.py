@@ -446,7 +446,7 @@ def _out_folder(out, suite):
 def run_regression(suite, *, seeds, jobs=1, sim="amaranth", seed_base=1, only_seed=None,
                    waves=False, timeout=1800.0, inject=None, inject_seed=None, only=None,
                    out=None, progress=None, executor=None, until_covered=False,
-                   cover_goal=None, step=None):
+                   cover_goal=None, step=None, code_coverage=True):
     """Run a regression; returns a :class:`Regression` (see the module docstring).
 
     ``executor`` (entered; see :func:`verif.regress.executor.open_executor`) runs the
@@ -454,7 +454,9 @@ def run_regression(suite, *, seeds, jobs=1, sim="amaranth", seed_base=1, only_se
     ``jobs`` workers. After Ctrl-C the result's ``interrupted`` is set and it
     holds, and its reports cover, the seeds that finished. ``until_covered`` runs
     the seeds in rounds of ``step`` (default ``jobs``) and stops once the merged
-    functional coverage reaches ``cover_goal`` (default 100).
+    functional coverage reaches ``cover_goal`` (default 100). ``code_coverage`` (Verilator)
+    builds every model with line, branch and toggle coverage and merges them; False runs
+    the plain builds, which are faster.
     """
     if suite not in SUITES:
         raise ValueError(f"unknown suite {suite!r}; suites: {', '.join(SUITE_NAMES)}")
@@ -467,13 +469,13 @@ def run_regression(suite, *, seeds, jobs=1, sim="amaranth", seed_base=1, only_se
                                   inject=inject, inject_seed=inject_seed, only=only, out=out,
                                   progress=progress, executor=local,
                                   until_covered=until_covered, cover_goal=cover_goal,
-                                  step=step)
+                                  step=step, code_coverage=code_coverage)
     seed_list = [only_seed] if only_seed is not None else \
         list(range(seed_base, seed_base + seeds))
     out = _out_folder(out, suite)
     bar = progress if progress is not None else _SeedProgress(len(seed_list), out / "seeds")
     run = SuiteRun(suite, sim, out, waves=waves, timeout=timeout, inject=inject,
-                   inject_seed=inject_seed, only=only)
+                   inject_seed=inject_seed, only=only, code_coverage=code_coverage)
     interrupted = False
     rounds = [seed_list]
     if until_covered:
@@ -508,8 +510,9 @@ class SuiteRun:
     (:meth:`finish`). Several suites' batches can share one executor (:func:`run_batches`)."""
 
     def __init__(self, suite, sim, out, *, waves=False, timeout=1800.0, inject=None,
-                 inject_seed=None, only=None):
+                 inject_seed=None, only=None, code_coverage=True):
         self.suite, self.sim, self.out = suite, sim, Path(out)
+        self.code_coverage = code_coverage
         self.waves, self.timeout, self.only = waves, timeout, only
         self.inject, self.inject_seed = inject, inject_seed
         self.seeds, self.by_seed, self.tasks = [], {}, {}
@@ -522,7 +525,8 @@ class SuiteRun:
             seed_inject = self.inject if self.inject and (
                 self.inject_seed is None or seed == self.inject_seed) else None
             task = SeedTask(self.suite, seed, self.sim, waves=self.waves, timeout=self.timeout,
-                            inject=seed_inject, only=self.only)
+                            inject=seed_inject, only=self.only,
+                            code_coverage=self.code_coverage)
             self.tasks[seed] = task
             self.seeds.append(seed)
             call = executor.seed_call(task, self.out / "seeds" / str(seed))

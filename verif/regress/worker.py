@@ -9,6 +9,7 @@ started it dies, so a killed runner or Dask worker leaves nothing running.
 """
 
 import argparse
+import contextlib
 import functools
 import json
 import os
@@ -19,7 +20,7 @@ import time
 import traceback
 from pathlib import Path
 
-from sim.backends import run_program
+from sim.backends import coverage_build, run_program
 from sim.toolchain.build_cache import BUILD_LISTENERS
 
 from verif.suites import SUITES
@@ -55,8 +56,12 @@ def run_seed(suite, seed, sim, out, *, waves=False, code_coverage=False, inject=
         wave_file = out / f"{name}.{'vcd' if sim != 'icarus' else 'fst'}" if waves else None
         try:
             if isinstance(run, WholeCase):
-                case |= run.check(backend=sim, coverage=out / f"{name}.cov.xml",
-                                  waves=wave_file)
+                # Code coverage: Verilator's whole runs on coverage builds, each adding its
+                # points to <name>.<build>.dat (with the build's source map beside it).
+                with (coverage_build.collecting(out, prefix=name) if code_coverage
+                      and sim == "verilator" else contextlib.nullcontext()):
+                    case |= run.check(backend=sim, coverage=out / f"{name}.cov.xml",
+                                      waves=wave_file)
             else:
                 block, params, name, program = run
                 case |= run_program(

@@ -11,6 +11,9 @@
 // the testbench's $dumpvars, whose scope Verilator ignores: +waves=FILE names the file, and
 // +waves_scope=PATH (a dotted path below the harness, "dut" being the block) limits it to
 // the signals under tb.dut.PATH.
+//
+// A coverage build (--coverage-line --coverage-toggle, for regressions) writes its
+// coverage.dat to the file +coverage=FILE names.
 
 #include <chrono>
 #include <cstdint>
@@ -21,6 +24,9 @@
 
 #include "Vtb.h"
 #include "verilated.h"
+#if VM_COVERAGE
+#include "verilated_cov.h"
+#endif
 
 #if VM_TRACE
 #if VM_TRACE_FST
@@ -86,6 +92,10 @@ int main(int argc, char** argv) {
         ++cycles;
     }
     top->final();
+#if VM_COVERAGE
+    const std::string coverage = plusarg(*context, "coverage");
+    if (!coverage.empty()) context->coveragep()->write(coverage);
+#endif
 #if VM_TRACE
     if (trace) trace->close();
 #endif

@@ -57,12 +57,14 @@ class SeedTask:
     inject: str | None = None
     only: str | None = None
     run_id: str = ""
+    code_coverage: bool = True      # Verilator only: coverage builds and their .dat files
 
     def command(self, folder):
         command = [sys.executable, "-m", "verif.regress.worker", self.suite, str(self.seed),
                    "--sim", self.sim, "--out", str(folder)]
         command += ["--waves"] if self.waves else []
-        command += ["--code-coverage"] if self.sim == "verilator" else []
+        command += ["--code-coverage"] if self.sim == "verilator" and self.code_coverage \
+            else []
         if self.inject and self.inject not in CLUSTER_INJECTIONS:
             command += ["--inject", self.inject]
         command += ["--only", self.only] if self.only else []

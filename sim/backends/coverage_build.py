@@ -1,0 +1,128 @@
+"""Code coverage of compiled whole runs, for regressions: the coverage build option.
+
+A regression seed that asks for code coverage runs its whole-run cases inside
+:func:`collecting`; while it is active, every Verilator harness that
+:mod:`sim.backends.compiled` builds gets Verilator's line (with branch) and toggle
+coverage (:data:`FLAGS`), which are part of the build's cache key, so the coverage
+build sits beside the plain one and plain runs never use it. Each run of such a build
+writes its ``coverage.dat``; its points are summed per build, and when
+:func:`collecting` ends they are written to ``<folder>/<prefix>.<build>.dat`` (one file per
+build a seed used, its points' ``f`` field naming the build), beside which
+``<prefix>.<build>.src.json`` gives the ``hdl/`` line owning each line of the build's
+``design.v`` (:func:`sim.verilog.source_map.source_map`), for
+:mod:`verif.regress.source_coverage`.
+
+The test equipment (the harness module, the testbench) is built with coverage off, and
+the points Verilator gives the wrappers of hierarchical blocks are dropped: what is
+left is the block's own Verilog. Outside :func:`collecting` nothing changes: no flags,
+no files, the plain builds' cache key.
+"""
+
+import json
+import re
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = ["FLAGS", "collecting", "active", "source_map_of", "add_run", "SOURCE_MAP",
+           "HARNESS_OFF"]
+
+#: Verilator's options of a coverage build: statement and branch points, and toggles.
+FLAGS = ("--coverage-line", "--coverage-toggle")
+#: The build folder's map of its ``design.v`` lines to ``hdl/`` lines.
+SOURCE_MAP = "src.json"
+#: Put before the test equipment (the harness module, the testbench): no points there.
+HARNESS_OFF = "/*verilator coverage_off*/\n"
+
+_TARGET = []        # the (folder, prefix, {build folder: points}) of each collecting()
+
+
+def build_key():
+    """What a coverage build adds to the cache key of a harness build besides
+    :data:`FLAGS`: how the test equipment is left out, and the code making the source
+    map (a build product)."""
+    from ..verilog import source_map
+    return [HARNESS_OFF, SOURCE_MAP, Path(source_map.__file__).read_bytes()]
+
+
+@contextmanager
+def collecting(folder, *, prefix):
+    """While active, compiled whole runs on Verilator use coverage builds; their points
+    are summed per build and written to ``folder/<prefix>.<build>.dat`` when it ends."""
+    if not isinstance(prefix, str) or not re.fullmatch(r"[\w.+-]+", prefix):
+        raise ValueError(f"prefix must be a plain file name part, not {prefix!r}")
+    folder = Path(folder).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    builds = {}
+    _TARGET.append((folder, prefix, builds))
+    try:
+        yield folder
+    finally:
+        _TARGET.pop()
+        for build, points in builds.items():
+            _write(folder, prefix, build, points)
+
+
+def active():
+    """``(folder, prefix)`` of the active :func:`collecting`, or None."""
+    return _TARGET[-1][:2] if _TARGET else None
+
+
+def source_map_of(folder, plain, design):
+    """Write the build ``folder``'s :data:`SOURCE_MAP`: the ``hdl/`` line owning each line
+    of ``plain``, the text ``design()`` exported, which begins its ``design.v``
+    (``design()`` exports it again, keeping the source attributes). A design whose
+    attributed export does not align with the plain one gets an empty map (its points are
+    then counted as no line's), with the reason in the file."""
+    from ..verilog.source_map import _keeping_attributes, generated_lines, source_map
+    with _keeping_attributes():
+        attributed = design()[0]
+    try:
+        owners, error = source_map(attributed, plain), None
+    except ValueError as failed:
+        owners, error = {}, str(failed)
+    (folder / SOURCE_MAP).write_text(json.dumps(
+        {"lines": plain.count("\n"), "owners": owners, "generated": generated_lines(plain),
+         "error": error}))
+
+
+def add_run(build, dat):
+    """Add the points of one run's ``dat`` (a coverage.dat of the coverage build in folder
+    ``build``) to the active :func:`collecting`'s sums for that build (held in memory: a
+    build's points can be tens of MB of text, and a case runs a build many times)."""
+    build = Path(build)
+    points = _TARGET[-1][2].setdefault(build, {})
+    where = f"{build.parent.name}/{build.name}/design.v"     # the build, in every point
+    for key, count in _read(dat).items():
+        found = _FILE.search(key)
+        if found is None or found[2] != "design.v":
+            continue        # the wrappers Verilator writes around hierarchical blocks
+        key = key[:found.start(2)] + where + key[found.end(2):]
+        points[key] = points.get(key, 0) + count
+
+
+def _write(folder, prefix, build, points):
+    """Write ``folder/<prefix>.<build>.dat`` with the build's source map beside it."""
+    target = folder / f"{prefix}.{build.name}.dat"
+    with open(target, "w", encoding="latin-1") as f:
+        f.write("# SystemC::Coverage-3\n")
+        f.writelines(f"C '{key}' {count}\n" for key, count in sorted(points.items()))
+    srcmap = target.with_suffix(".src.json")
+    if not srcmap.exists() and (build / SOURCE_MAP).exists():
+        shutil.copy(build / SOURCE_MAP, srcmap)
+    return target
+
+
+_FILE = re.compile("(\x01f\x02)([^\x01]*)")
+
+
+def _read(path):
+    """``{key: count}`` of a coverage.dat (``C '<key>' <count>`` lines)."""
+    points = {}
+    with open(path, encoding="latin-1") as f:
+        for line in f:
+            if line.startswith("C '"):
+                end = line.rindex("'")
+                key = line[3:end]
+                points[key] = points.get(key, 0) + int(line[end + 1:])
+    return points
