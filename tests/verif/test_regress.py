@@ -144,8 +144,9 @@ def test_unknown_suite_is_a_one_line_error(tmp_path):
     proc = _regress("alu", cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.strip() == ("tpu-rtl regress: error: unknown suite 'alu'; suites: "
-                                   "arith, mxu, dma, network, sparsecore, system, tensorcore, "
-                                   "vpu, bf16_mul_exhaustive, vpu_transcendental_exhaustive")
+                                   "arith, mxu, dma, network, sparsecore, system, "
+                                   "system_embedding, tensorcore, vpu, bf16_mul_exhaustive, "
+                                   "vpu_transcendental_exhaustive")
 
 
 @pytest.mark.slow
