@@ -1,10 +1,12 @@
 """Tables and plots that several commands and benchmarks share: the network's
 latency-load table and plots, the link heat maps, and the nccl-tests-style
-collective table."""
+collective table, and a bench's section of a hand-written page."""
+
+from pathlib import Path
 
 import numpy as np
 
-__all__ = ["latency_table", "link_down_report", "plot_curves", "common_load_points",
+__all__ = ["write_marked", "latency_table", "link_down_report", "plot_curves", "common_load_points",
            "collective_table", "plot_links"]
 
 
@@ -153,3 +155,17 @@ def plot_links(utilization, topology, path, title):
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def write_marked(path, text, *, begin, end, title="# Multi-chip systems"):
+    """Put ``text`` between the ``begin`` and ``end`` marker lines of the document at
+    ``path``, in place of what was there: a bench's own section of a hand-written page.
+    A page without the markers gets them at its end; a missing page starts with
+    ``title``."""
+    path = Path(path)
+    old = path.read_text() if path.exists() else f"{title}\n\n{begin}\n{end}\n"
+    if begin not in old or end not in old:
+        old = old.rstrip("\n") + f"\n\n{begin}\n{end}\n"
+    head, rest = old.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    path.write_text(f"{head}{begin}\n{text}{end}{tail}")

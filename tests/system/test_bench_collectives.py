@@ -3,6 +3,7 @@ rows without one, and the section written between its markers (fabricated rows: 
 runs themselves are the bench's)."""
 
 from verif.bench import collectives as bench
+from verif.report import write_marked
 
 
 def _row(label, goal, fraction, routing):
@@ -26,7 +27,7 @@ def test_the_goal_rows_say_met_or_not_and_the_compared_row_says_nothing(tmp_path
            "0.450 |  |" in lines
     path = tmp_path / "system.md"
     path.write_text(f"# A\n\nbefore\n{bench.BEGIN}\nSTALE\n{bench.END}\nafter\n")
-    bench._write(path, text)
+    write_marked(path, text, begin=bench.BEGIN, end=bench.END)
     written = path.read_text()
     assert "STALE" not in written and written.startswith("# A\n\nbefore\n")
     assert written.endswith(f"{bench.END}\nafter\n") and text in written

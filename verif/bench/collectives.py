@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from verif.report import write_marked
+
 __all__ = ["measure", "GOALS", "COMPARED", "SWEEP_BYTES"]
 
 #: (label, topology, kind, message bytes S, the goal's fraction of the link bound).
@@ -94,7 +96,7 @@ def measure(path=Path("docs/system.md"), *, backend="verilator", seed=1, out=pri
     _plot(sweep, plot)
     text = _markdown(goals, sweep, plot.relative_to(path.parent) if plot.is_relative_to(
         path.parent) else plot, seed=seed, backend=backend)
-    _write(path, text)
+    write_marked(path, text, begin=BEGIN, end=END)
     out(text)
     return goals, sweep
 
@@ -146,12 +148,3 @@ def _markdown(goals, sweep, plot, *, seed, backend):
                      f"{r['busbw']:.3f} | {r['fraction']:.3f} |")
     lines += ["", f"![busbw of the 4x4 all-reduce against message size]({plot})", ""]
     return "\n".join(lines)
-
-
-def _write(path, text):
-    old = path.read_text() if path.exists() else f"# Multi-chip systems\n\n{BEGIN}\n{END}\n"
-    if BEGIN not in old or END not in old:
-        old = old.rstrip("\n") + f"\n\n{BEGIN}\n{END}\n"
-    head, rest = old.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    path.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from verif.report import write_marked
+
 __all__ = ["measure", "SHAPE", "ALPHA", "ROWS", "DIM", "BATCH", "BAG", "GOALS",
            "bisection_bound"]
 
@@ -190,7 +192,7 @@ def measure(path=Path("docs/system.md"), *, seed=1, out=print):
         flat_reads=int(flat_reads.sum()), link_peak=float(utilization.max()),
         seconds=time.perf_counter() - started, seed=seed, chip=plan.chip)
     text = _markdown(result)
-    _write(Path(path), text)
+    write_marked(Path(path), text, begin=BEGIN, end=END)
     out(text)
     return result
 
@@ -233,12 +235,3 @@ def _markdown(r):
         "",
     ]
     return "\n".join(lines)
-
-
-def _write(path, text):
-    old = path.read_text() if path.exists() else f"# Multi-chip systems\n\n{BEGIN}\n{END}\n"
-    if BEGIN not in old or END not in old:
-        old = old.rstrip("\n") + f"\n\n{BEGIN}\n{END}\n"
-    head, rest = old.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    path.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from verif.report import write_marked
+
 __all__ = ["measure", "BENCH_CHIP", "RING_CHIP", "TORUS_CHIP", "CHUNK_SWEEP"]
 
 #: Memories that hold the largest benchmark messages (32 KiB per chip and its staging),
@@ -141,7 +143,7 @@ def measure(path=Path("docs/system.md"), *, backend="verilator", seed=1, quick=F
     speed["2x2"] = (small.cycles, small.seconds)
     text = _markdown(rows, params, sweep, sizes, speed, seed=seed, backend=backend,
                      quick=quick)
-    _write(Path(path), text)
+    write_marked(Path(path), text, begin=BEGIN, end=END)
     out(text)
     return rows
 
@@ -237,12 +239,3 @@ def _markdown(rows, params, sweep, sizes, speed, *, seed, backend, quick):
         lines.append(f"| {shape} | {cycles:,} | {seconds:.2f} | "
                      f"{cycles / max(seconds, 1e-9):,.0f} |")
     return "\n".join(lines) + "\n"
-
-
-def _write(path, text):
-    old = path.read_text() if path.exists() else f"# Multi-chip systems\n\n{BEGIN}\n{END}\n"
-    if BEGIN not in old or END not in old:
-        old += f"\n{BEGIN}\n{END}\n"
-    head, rest = old.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    path.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")
