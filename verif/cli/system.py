@@ -381,12 +381,13 @@ def cmd_embedding(args):
                   weights=weights if args.combiner != "sum" else None, topology=topology,
                   combiner=args.combiner, optimizer=args.optimizer, lr=args.lr,
                   mode=args.mode, numerics=args.numerics)
+    backward = "forward only" if args.forward else f"{args.optimizer} {args.mode}"
     print(f"system embedding step on {topology.shape}{' twisted' if args.twist else ''}"
           f"{' failed ' + ','.join(map(str, args.fail)) if args.fail else ''} ({chips} chips, "
           f"table {args.rows}x{args.dim}, {args.batch} bags of {args.bag} Zipf({args.alpha}) "
-          f"ids a chip, {args.combiner}, {'forward only' if args.forward else f'{args.optimizer} {args.mode}'}"
-          f", numerics {args.numerics}, seed {args.seed}, backend {args.backend}; the first "
-          f"run of a shape builds the system, minutes)", flush=True)
+          f"ids a chip, {args.combiner}, {backward}, numerics {args.numerics}, seed {args.seed}, "
+          f"backend {args.backend}; the first run of a shape builds the system, minutes)",
+          flush=True)
     want = ge.step(table, indices, offsets, **kwargs)
     progress = progress_printer("system embedding")
     try:
