@@ -96,8 +96,9 @@ def cmd_board_run(args):
 def add_parser(subparsers, help):
     """Add ``board`` to the ``tpu-rtl`` subcommands."""
     p = subparsers.add_parser("board", help=help,
-                              description="Build an FPGA board's bitstream with the pip tools "
-                                          "(docs/board.md).")
+                              description="Build an FPGA board's bitstream with the pip tools, "
+                                          "or run a matmul through its host bridge, on the "
+                                          "board or on its simulation (docs/board.md).")
     sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     b = sub.add_parser("build", help="the board top's bitstream (.bit, .svf)",
                        description="Elaborate the board top (the UARTBone host bridge on the "
