@@ -58,6 +58,7 @@ def test_a_wrong_word_fails_the_command_with_a_reproducer(monkeypatch, tmp_path,
     (["--routing", "minimal"], 2, "argument --routing: invalid choice: 'minimal'"),
     (["--buffer-flits", "0"], 2, "argument --buffer-flits: must be a positive integer, not 0"),
     (["--outstanding", "0"], 2, "argument --outstanding: must be a positive integer, not 0"),
+    (["--waves", "run.txt"], 2, "--waves run.txt: name a .vcd or .fst file"),
 ])
 def test_bad_arguments_are_one_line_errors(args, status, message, capsys):
     assert cli.main(["system", "collective", "all_reduce", *args]) == status
@@ -99,6 +100,24 @@ def test_router_and_dma_options_reach_the_run_and_the_header(monkeypatch, capsys
     assert [(c["chip"]["outstanding"], c["chip"]["network_ports"], c["vcs"], c["buffer_flits"])
             for c in seen] == [(8, 4, 4, 72)]
     assert "4 VCs of 72 flits a link" in capsys.readouterr().out
+
+
+def test_waves_record_the_largest_size_only(monkeypatch, tmp_path, capsys):
+    from golden import collectives
+    seen = []
+
+    def answer(kind, inputs, *, topology, waves, **kwargs):
+        seen.append((inputs.shape[1], waves))
+        return system.CollectiveRun(
+            out=collectives.collective(kind, inputs, topology=topology), cycles=100,
+            algbw=1.0, busbw=1.0, bus_bound=16.0, link_utilization=np.zeros((4, 4)))
+    monkeypatch.setattr(system, "collective", answer)
+    waves = str(tmp_path / "run.fst")
+    assert cli.main(["system", "collective", "all_gather", "--topology", "2x2", "--sizes",
+                     "256:512", "--waves", waves, "--out", str(tmp_path)]) == 0
+    # all_gather's S is 4*C*n bytes: n = 16 and 32 words.
+    assert seen == [(16, None), (32, waves)]
+    assert f"waves (512 B): {waves}" in capsys.readouterr().out
 
 
 def test_the_topologys_routing_goes_with_its_default_chip(monkeypatch, capsys):

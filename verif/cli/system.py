@@ -82,6 +82,9 @@ def add_parser(subparsers, help):
     c.add_argument("--backend", choices=("verilator", "amaranth", "icarus"),
                    default="verilator")
     c.add_argument("--seed", type=natural, default=0, help="seed of the data (default 0)")
+    c.add_argument("--waves", metavar="FILE", help="write a waveform (.vcd or .fst) of the "
+                                                   "largest size's run (a flat build of its "
+                                                   "own: slower)")
     c.add_argument("--out", type=Path, default=Path("build/system"),
                    help="folder of the heat map (default build/system)")
     c.set_defaults(func=cmd_collective)
@@ -213,7 +216,7 @@ def _sizes(args):
 
 
 def cmd_collective(args):
-    check_outputs(args, folders=("out",))
+    check_outputs(args, files=("waves",), folders=("out",))
     from golden import collectives
     from sim import system
     from sim.system_chip import collective_chip, collective_routing
@@ -255,6 +258,7 @@ def cmd_collective(args):
                                         numerics=args.numerics, chunks=args.chunks,
                                         chip=whole if chip else None,
                                         backend=args.backend, seed=args.seed,
+                                        waves=args.waves if size == sizes[-1] else None,
                                         **network)
             except system.SystemRunError as error:
                 raise CommandError(str(error)) from None
@@ -276,6 +280,8 @@ def cmd_collective(args):
     path = plot_links(last.link_utilization, topology, args.out / name,
                       f"{args.kind} {rows[-1]['size']:,} B")
     print(f"  link heat map: {path}")
+    if args.waves:
+        print(f"  waves ({sizes[-1]:,} B): {args.waves}")
     bad = sum(r["wrong"] for r in rows)
     if bad:
         again = (f"tpu-rtl system collective {args.kind}"
