@@ -93,7 +93,12 @@ class Allocator(wiring.Component):
     traffic needed whenever their dimension-order VC was busy (a permutation that
     dimension order runs at link rate, such as tornado on the 4x4, dropped to 0.75); the
     bias keeps them there against short fluctuations. The granted header's choice is
-    kept per input VC, and its body flits follow it. Ejection outputs are as without
+    kept per input VC, and its body flits follow it. A torus output keeps the input whose
+    header or body flit it sent at the top of its round robin until that packet's tail,
+    so a packet crosses the link back to back and other packets' flits only fill the
+    cycles it has none: flit-by-flit turns interleaved the packets in flight on a link,
+    and the next router's ejection port, which takes one packet at a time, then received
+    its packet at a fraction of the link's rate. Ejection outputs are as without
     ``adaptive``.
 
     All outputs are combinational from ``heads``, ``eject_free`` and the registered
@@ -290,12 +295,16 @@ class Allocator(wiring.Component):
         n_in, n_out, vcs, depth = self.n_in, self.n_out, self.vcs, self.buffer_flits
         won, credit_errors = [0] * n_in, []
         for o in range(n_out):
-            m.submodules[f"output{o}_arbiter"] = arb = RoundRobin(n=n_in)
+            # Cut-through: a torus output stays with the packet it sends until its tail.
+            sticky = self.adaptive and o < eject
+            m.submodules[f"output{o}_arbiter"] = arb = RoundRobin(n=n_in, sticky=sticky)
             winner = Signal(head_layout, name=f"winner{o}")
             m.d.comb += [arb.requests.eq(Cat(*(c.valid & is_value(c.port, o) for _, c in picks))),
                          arb.advance.eq(1), self.select[o].eq(arb.grant),
                          winner.eq(_pick(arb.grant, [c for _, c in picks])),
                          self.send[o].eq(winner.valid), self.send_vc[o].eq(winner.vc)]
+            if sticky:
+                m.d.comb += arb.keep.eq(~winner.tail)
             for i in range(n_in):
                 won[i] = won[i] | arb.grant[i]
             for w in range(out_vcs[o]):

@@ -31,13 +31,20 @@ class RoundRobin(wiring.Component):
         The grant was used: the pointer moves to just after the granted requester, so it
         has the lowest priority next cycle. While ``advance`` is low the pointer holds,
         so a grant that was not used is offered again.
+    keep : In(1), with ``sticky``
+        With ``advance``: the pointer moves to the granted requester instead, which keeps
+        the highest priority next cycle (a packet's flits stay together; the others are
+        granted only in the cycles it does not ask).
 
-    Fairness: a requester that keeps requesting is granted within ``n`` advancing grants.
+    Fairness: a requester that keeps requesting is granted within ``n`` advancing grants
+    (with ``sticky``, within ``n`` grants without ``keep``).
     """
 
-    def __init__(self, *, n):
+    def __init__(self, *, n, sticky=False):
         self.n = check_int("n", n, least=1)
-        super().__init__({"requests": In(n), "grant": Out(n), "advance": In(1)})
+        self.sticky = bool(sticky)
+        super().__init__({"requests": In(n), "grant": Out(n), "advance": In(1),
+                          **({"keep": In(1)} if self.sticky else {})})
 
     def elaborate(self, platform):
         m = Module()
@@ -51,6 +58,10 @@ class RoundRobin(wiring.Component):
         m.d.comb += self.grant.eq(Mux(high.any(), lowest_set(high, n),
                                       lowest_set(self.requests, n)))
         with m.If(self.advance & self.requests.any()):
-            # Strictly above the grant: ~(grant | grant - 1), within n bits.
-            m.d.sync += upper.eq(~(self.grant | (self.grant - 1)[:n]))
+            # Strictly above the grant: ~(grant | grant - 1), within n bits; with keep, at
+            # or above it: ~(grant - 1).
+            above = ~(self.grant | (self.grant - 1)[:n])
+            if self.sticky:
+                above = Mux(self.keep, ~(self.grant - 1)[:n], above)
+            m.d.sync += upper.eq(above)
         return m
