@@ -32,7 +32,7 @@ from hdl.lib.params import check_int
 from hdl.ocs import STATUSES
 from hdl.system import ChipNode, ChipSystem, chip_node_signature, chip_system_signature
 from hdl.tensorcore.isa import ERROR_CODES
-from hdl.tensorcore.sequencer import State
+from hdl.tensorcore.sequencer import STALL_CAUSES, State
 from hdl.testbench.node import ADAPTIVE_ESCAPE_VCS
 
 from .backends import check_backend, self_loading
@@ -72,14 +72,17 @@ class SystemRun:
     """What :func:`run_programs` leaves: per chip id, the final ``vmem`` (flat uint32,
     None for a failed chip) and ``flags``; the ``cycles`` from start until every live chip
     was done; ``link_flits`` [n_chips, 2*D], the flits each torus port sent; the
-    simulator's ``seconds``; and per chip id the final ``hbm`` when the run was given HBM
-    images (else None)."""
+    simulator's ``seconds``; per chip id the final ``hbm`` when the run was given HBM
+    images (else None); and ``stalls``, per cause of
+    ``hdl.tensorcore.sequencer.STALL_CAUSES`` an int array [n_chips]: the cycles each
+    chip's sequencer issued nothing for that cause (zeros for a failed chip)."""
     vmem: list
     flags: np.ndarray
     cycles: int
     link_flits: np.ndarray
     seconds: float
     hbm: list = None
+    stalls: dict = None
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,8 @@ class CollectiveRun:
     each directed link carried a flit) and the simulator's ``seconds`` (loading and
     read-back included, the build not); then what ran: ``chunks`` per transfer, the
     ``chip``'s TensorCore parameters, the cycles ``golden.collective_cost`` predicted
-    when ``chunks="auto"`` chose (else None), and the ``routing``."""
+    when ``chunks="auto"`` chose (else None), the ``routing``, and the chips' sequencer
+    ``stalls`` (:class:`SystemRun`'s)."""
     out: np.ndarray
     cycles: int
     algbw: float
@@ -103,6 +107,7 @@ class CollectiveRun:
     chip: dict = None
     predicted_cycles: float = None
     routing: str = "dor"
+    stalls: dict = None
 
 
 def system_params(topology, chip, *, vcs=2, buffer_flits=8, link_latency=2, routing="dor"):
@@ -244,9 +249,12 @@ def run_programs(topology, programs, *, vmem, smem=None, hbm=None, chip=None, vc
     hbms = None if hbm is None else [
         unpack_words(result.memories[f"chip{c}.hbm"], chip_params["words_per_cycle"])
         if alive[c] else None for c in range(n)]
+    stalls = _per_chip(out.get("stalls", 0), n * len(STALL_CAUSES), 32).reshape(
+        n, len(STALL_CAUSES))
     return SystemRun(vmem=vmems, flags=flags, cycles=int(out["cycles"]),
                      link_flits=links.reshape(n, topology.n_ports), seconds=result.seconds,
-                     hbm=hbms)
+                     hbm=hbms, stalls={cause: stalls[:, k].astype(np.int64)
+                                       for k, cause in enumerate(STALL_CAUSES)})
 
 
 def _hbm_image(c, image, chip):
@@ -401,7 +409,8 @@ def collective(kind, inputs, *, topology, dtype="float32", backend="verilator", 
         algbw=algbw, busbw=busbw,
         bus_bound=gc_golden.bus_bound(kind, topology, LINK_BYTES_PER_CYCLE),
         link_utilization=run.link_flits / cycles, seconds=run.seconds, chunks=plan.chunks,
-        chip=chip, predicted_cycles=plan.predicted_cycles, routing=routing)
+        chip=chip, predicted_cycles=plan.predicted_cycles, routing=routing,
+        stalls=run.stalls)
 
 
 #: The data-parallel step's chips: :data:`SYSTEM_CHIP` with an 8x8 MXU (the matmul kernel's

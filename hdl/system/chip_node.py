@@ -13,7 +13,7 @@ from ..lib.params import check_int
 from ..lib.numbered_ports import port
 from ..tensorcore import TensorCoreSystem
 from ..tensorcore.encoding import Error
-from ..tensorcore.sequencer import State
+from ..tensorcore.sequencer import STALL_CAUSES, State
 from .fabric import check_latencies, link_outputs
 from .layouts import node_row_layout
 
@@ -43,7 +43,7 @@ def chip_node_signature(*, dims, vcs, n_flags, routing="dor"):
         "state": Out(State), "pc": Out(32), "error": Out(Error),
         "waiting": Out(1), "flags": Out(data.ArrayLayout(32, n_flags)),
         "link_flits": Out(data.ArrayLayout(32, ports)), "dropped": Out(32),
-        "malformed": Out(32),
+        "malformed": Out(32), "stalls": Out(data.ArrayLayout(32, len(STALL_CAUSES))),
     })
 
 
@@ -97,6 +97,9 @@ class ChipNode(wiring.Component):
         Flits sent out of each torus port.
     dropped, malformed : Out(32)
         Malformed packets dropped by the router, and by the receive engine.
+    stalls : Out(ArrayLayout(32, len(STALL_CAUSES)))
+        The core's stall counters (``TensorCoreSystem``'s ``stall_<cause>``), in the order
+        of ``hdl.tensorcore.sequencer.STALL_CAUSES``.
 
     Attributes
     ----------
@@ -164,4 +167,6 @@ class ChipNode(wiring.Component):
             self.flags.eq(chip.flags), self.dropped.eq(router.dropped),
             self.malformed.eq(chip.system.malformed),
         ]
+        m.d.comb += [self.stalls[k].eq(getattr(chip, f"stall_{cause}"))
+                     for k, cause in enumerate(STALL_CAUSES)]
         return m

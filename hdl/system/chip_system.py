@@ -14,7 +14,7 @@ from ..ici.layouts import MAX_VCS
 from ..lib.params import check_int
 from ..ocs import status_layout
 from ..tensorcore.encoding import Error
-from ..tensorcore.sequencer import State
+from ..tensorcore.sequencer import STALL_CAUSES, State
 from .chip_node import ChipNode
 from .fabric import (config_rows, face_ports, ocs_layout, ocs_switches, parse_dims,
                      record_refusal, wire_links)
@@ -48,6 +48,7 @@ def chip_system_signature(*, dims="2x2", vcs=2, reconfig_cycles=2, n_flags, rout
         "flags": Out(data.ArrayLayout(32, n * n_flags)),
         "link_flits": Out(data.ArrayLayout(32, n * ports)),
         "dropped": Out(32), "malformed": Out(32),
+        "stalls": Out(data.ArrayLayout(32, n * len(STALL_CAUSES))),
     })
 
 
@@ -109,6 +110,9 @@ class ChipSystem(wiring.Component):
     dropped, malformed : Out(32)
         Malformed packets dropped by the routers, and by the receive engines (0 in a
         correct run).
+    stalls : Out(ArrayLayout(32, n_chips * len(STALL_CAUSES)))
+        Chip c's sequencer's stalled cycles of cause k (``STALL_CAUSES``) at
+        ``c * len(STALL_CAUSES) + k``.
 
     Attributes
     ----------
@@ -164,6 +168,9 @@ class ChipSystem(wiring.Component):
                          for f in range(n_flags)]
             m.d.comb += [self.link_flits[c * ports + p].eq(node.link_flits[p])
                          for p in range(ports)]
+            causes = len(STALL_CAUSES)
+            m.d.comb += [self.stalls[c * causes + k].eq(node.stalls[k])
+                         for k in range(causes)]
         m.d.comb += [self.dropped.eq(sum(node.dropped for node in nodes)[:32]),
                      self.malformed.eq(sum(node.malformed for node in nodes)[:32])]
 

@@ -53,6 +53,21 @@ def test_ring_of_pushes_lands_on_every_chip(shape, step):
 
 
 @pytest.mark.slow
+def test_stall_counters_say_why_each_chip_waited():
+    """Chip 0 idles 100 cycles (``delay``), then pushes to chip 1, which waits for the
+    words meanwhile; chips 2 and 3 halt at once."""
+    programs, vmem, smem = _ring_push(4)
+    programs = ["delay 100\ndma s0+0\nwait f0, 16\nhalt\n", "wait f1, 16\nhalt\n",
+                "halt\n", "halt\n"]
+    run = system.run_programs("2x2", programs, vmem=vmem, smem=smem, chip=CHIP)
+    assert list(run.vmem[1][64:64 + WORDS]) == [7 + j for j in range(WORDS)]
+    assert set(run.stalls) == {"fetch", "delay", "dma", "wait", "smem", "vector"}
+    assert list(run.stalls["delay"]) == [100, 0, 0, 0]
+    assert run.stalls["wait"][1] >= 100 and list(run.stalls["wait"][2:]) == [0, 0]
+    assert run.stalls["dma"][0] > 0 and list(run.stalls["dma"][1:]) == [0, 0, 0]
+
+
+@pytest.mark.slow
 def test_the_flat_build_runs_as_the_hierarchical_one(monkeypatch):
     """Every chip loads and dumps its own memories, so that Verilator can build the chip as
     a hierarchical block (``sim.system._hierarchical``); a flat build of the same system

@@ -276,6 +276,8 @@ def cmd_collective(args):
         progress.close()
     print("\n".join(collective_table(rows)))
     print(f"  bus bound: {last.bus_bound:.3f} bytes/cycle")
+    if last.stalls:
+        print(f"  {stall_line(last.stalls, last.cycles)} ({rows[-1]['size']:,} B)")
     name = f"links_{args.kind}_{topology.shape}{'_twist' if args.twist else ''}.png"
     path = plot_links(last.link_utilization, topology, args.out / name,
                       f"{args.kind} {rows[-1]['size']:,} B")
@@ -292,6 +294,18 @@ def cmd_collective(args):
                    + "".join(f" --{name.replace('_', '-')} {value}"
                              for name, value in (chip | network).items()))
         raise CommandError(f"mismatch: {bad} wrong words (reproduce: {again})")
+
+
+def stall_line(stalls, cycles):
+    """``stalls`` (``sim.system.SystemRun``'s, per cause an array over the chips) as one
+    line: each cause's mean share of the run's ``cycles``, the largest first."""
+    counts = {cause: np.asarray(c, float) for cause, c in stalls.items()}
+    # A live chip stalls at least for its first fetch; a failed chip counts nothing.
+    live = sum(counts.values()) > 0
+    shares = sorted(((c[live].mean() / max(cycles, 1), cause)
+                     for cause, c in counts.items() if c.any()), reverse=True)
+    parts = ", ".join(f"{cause} {share:.1%}" for share, cause in shares) or "none"
+    return f"sequencers stalled (mean over the chips, of the cycles): {parts}"
 
 
 def _check_router_flags(routing, vcs, flits):
