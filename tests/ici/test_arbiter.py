@@ -25,6 +25,13 @@ def model(n, requests, advances, keeps):
     return grants
 
 
+def _simulate(arb, testbench):
+    sim = Simulator(arb)
+    sim.add_clock(CLOCK)
+    sim.add_testbench(testbench)
+    sim.run()
+
+
 @pytest.mark.parametrize("sticky", [False, True])
 def test_grants_follow_the_rule(sticky, rng):
     n, cycles = 5, 400
@@ -43,10 +50,7 @@ def test_grants_follow_the_rule(sticky, rng):
             seen.append(ctx.get(arb.grant))
             await ctx.tick()
 
-    sim = Simulator(arb)
-    sim.add_clock(CLOCK)
-    sim.add_testbench(tb)
-    sim.run()
+    _simulate(arb, tb)
     assert seen == model(n, requests, advances, keeps)
 
 
@@ -63,9 +67,6 @@ def test_a_kept_grant_stays_until_released():
             seen.append(ctx.get(arb.grant))
             await ctx.tick()
 
-    sim = Simulator(arb)
-    sim.add_clock(CLOCK)
-    sim.add_testbench(tb)
-    sim.run()
+    _simulate(arb, tb)
     assert seen == [0b010, 0b010, 0b010, 0b010, 0b100, 0b010]
     assert "keep" not in RoundRobin(n=3).signature.members
