@@ -63,7 +63,9 @@ class Router(wiring.Component):
     so the far router never sees half a packet); every packet whose header comes to the
     head of its buffer routed to p is discarded as a malformed one is and counted in
     ``undeliverable``, so it never waits for a link that will not come back and nothing
-    is lost silently. Rewriting the table can route later packets around the link.
+    is lost silently. Rewriting the table can route later packets around the link. With
+    ``routing="adaptive"`` the escape hop decides the same way, and no adaptive hop takes
+    a down output (``InputPort`` masks it out of the header's minimal ports).
 
     Deadlock freedom: the router takes exactly the channels the tables name (output port
     and VC by the rule above) and holds each output VC from its header to its tail, so it
