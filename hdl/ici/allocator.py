@@ -49,7 +49,9 @@ class Allocator(wiring.Component):
     n_eject : int
         Ejection outputs, at least 1 (default 1), fewer than ``n_out``.
     observe : bool
-        Add the ``hold`` input and the ``starved`` output (default False: neither).
+        Add the ``hold`` input and the ``starved`` output, and with ``adaptive`` the
+        ``adaptive_same``, ``adaptive_other``, ``fallback`` and ``blocked`` outputs
+        (default False: none).
     adaptive, escape_vcs, inject, escape_bias
         Adaptive routing (below): default off; escape VCs (default 2); the injection
         inputs (default none); the escape port's bias in credits, at least 0 (default
@@ -76,6 +78,16 @@ class Allocator(wiring.Component):
     starved : Out(vcs).array(n_out - n_eject), with ``observe``
         Bit w of entry o: a valid head asks for output VC (o, w), which has no credit
         left, this cycle (a credit-empty stall; ``hold`` does not count).
+    adaptive_same, adaptive_other : Out(n_out - n_eject), with ``observe`` and ``adaptive``
+        Bit o: a header is granted torus output o on an adaptive VC this cycle, o being
+        its escape hop's port (``adaptive_same``: the dimension-order direction), or
+        another of its minimal ports (``adaptive_other``).
+    fallback : Out(n_out - n_eject), with ``observe`` and ``adaptive``
+        Bit o: a header that arrived on an adaptive VC (a torus input's VC ``escape_vcs``
+        and up) is granted its escape hop, out of torus output o, this cycle.
+    blocked : Out(vcs).array(n_in), with ``observe`` and ``adaptive``
+        Bit v of entry i: input i's VC v has a valid head that is not eligible this cycle
+        (no output VC it may take has room), as opposed to one that only lost arbitration.
 
     Adaptive routing (``adaptive``, with ``escape_vcs`` and the ``inject`` inputs): heads
     are ``adaptive_head_layout``, and allocation is virtual cut-through. A header whose
@@ -125,6 +137,10 @@ class Allocator(wiring.Component):
             check_int("escape_vcs", escape_vcs, least=1, most=vcs - 1)
         observed = {"hold": In(n_out - n_eject),
                     "starved": Out(vcs).array(n_out - n_eject)} if observe else {}
+        if observe and self.adaptive:
+            observed |= {"adaptive_same": Out(n_out - n_eject),
+                         "adaptive_other": Out(n_out - n_eject),
+                         "fallback": Out(n_out - n_eject), "blocked": Out(vcs).array(n_in)}
         super().__init__({
             "heads": In(adaptive_head_layout if self.adaptive else head_layout
                         ).array(n_in, vcs),
@@ -200,7 +216,7 @@ class Allocator(wiring.Component):
     def _adaptive_picks(self, m, credits, room, free, out_vcs, eject):
         """Adaptive routing with cut-through (class docstring)."""
         n_in, n_out, vcs, depth = self.n_in, self.n_out, self.vcs, self.buffer_flits
-        picks, self._latches = [], []
+        picks, self._latches, self._eligible = [], [], []
         # Per torus output: the credits of all its VCs, the port's congestion.
         port_credits = []
         for o in range(eject):
@@ -288,6 +304,7 @@ class Allocator(wiring.Component):
                          chosen.eq(_pick(arb.grant, requests))]
             picks.append((arb, chosen))
             self._latches.append(latches)
+            self._eligible.append(eligible)
         return picks
 
     def _outputs(self, m, picks, credits, owned, out_vcs, eject):
@@ -333,3 +350,31 @@ class Allocator(wiring.Component):
                     wants = Cat(h.valid & is_value(h.port, o) & is_value(h.vc, w)
                                 for row in self.heads for h in row)
                     m.d.comb += self.starved[o][w].eq(wants.any() & ~credits[o][w].any())
+            if self.adaptive:
+                self._observe_choices(m, picks, won, eject)
+
+    def _observe_choices(self, m, picks, won, eject):
+        """The adaptive ``observe`` outputs (class docstring), from the granted picks."""
+        same, other, fallback = ([0] * eject for _ in range(3))
+        for i, (arb, chosen) in enumerate(picks):
+            heads = [self.heads[i][v] for v in range(self.vcs)]
+            header = Signal(name=f"granted_header{i}")
+            escape_port = Signal.like(heads[0].port, name=f"granted_escape_port{i}")
+            from_adaptive = Signal(name=f"granted_from_adaptive{i}")
+            on_adaptive = Signal(name=f"granted_on_adaptive{i}")
+            m.d.comb += [header.eq(won[i] & chosen.valid & chosen.head),
+                         escape_port.eq(_pick(arb.grant, [h.port for h in heads])),
+                         on_adaptive.eq(chosen.vc >= self.escape_vcs),
+                         self.blocked[i].eq(Cat(h.valid & ~ok for h, ok
+                                                in zip(heads, self._eligible[i])))]
+            if i in self.inject:
+                m.d.comb += from_adaptive.eq(0)
+            else:
+                m.d.comb += from_adaptive.eq(arb.grant[self.escape_vcs:].any())
+            for o in range(eject):
+                to_o = header & is_value(chosen.port, o)
+                same[o] = same[o] | (to_o & on_adaptive & is_value(escape_port, o))
+                other[o] = other[o] | (to_o & on_adaptive & ~is_value(escape_port, o))
+                fallback[o] = fallback[o] | (to_o & ~on_adaptive & from_adaptive)
+        m.d.comb += [self.adaptive_same.eq(Cat(*same)), self.adaptive_other.eq(Cat(*other)),
+                     self.fallback.eq(Cat(*fallback))]

@@ -62,7 +62,10 @@ class InputPort(wiring.Component):
 
     Down outputs: a packet whose header reaches the head of its VC while its output port
     is ``down`` is given up the same way (counted in ``undeliverable``), whenever it
-    arrived; a packet whose header crossed the switch before goes on to its tail.
+    arrived; a packet whose header crossed the switch before goes on to its tail. With
+    ``routing="adaptive"``, the ``minimal`` ports a head offers the switch leave out the
+    down ones, so no packet takes an adaptive hop over a down link; whether it is given up
+    depends on its escape hop alone.
 
     Parameters
     ----------
@@ -276,7 +279,11 @@ class InputPort(wiring.Component):
                 self.heads[v].head.eq(head.head), self.heads[v].tail.eq(head.tail),
             ]
             for name in hdr_extra:
-                m.d.comb += getattr(self.heads[v], name).eq(getattr(head, name))
+                value = getattr(head, name)
+                if name == "minimal":   # no adaptive hop over a link that is down
+                    pad = 2 * MAX_DIMS - self.n_ports
+                    value = value & ~(Cat(self.down, C(0, pad)) if pad else self.down)
+                m.d.comb += getattr(self.heads[v], name).eq(value)
             m.d.sync += self.link.credit[v].eq(consume)
             overflow.append(fifo.i.valid & ~fifo.i.ready)
             given_up.append(head_valid & give_up & head.head)

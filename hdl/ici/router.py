@@ -9,7 +9,7 @@ from amaranth.lib.wiring import In, Out
 from ..lib.params import check_int
 from ..lib.numbered_ports import port, port_name
 from .allocator import Allocator
-from .input_port import InputPort
+from .input_port import InputPort, is_value
 from .layouts import (CHIP_BITS, LENGTH_BITS, MAX_VCS, ROUTINGS, adaptive_entry_layout,
                       adaptive_table_write_layout, eject_port, flit_layout, injection_queue,
                       max_local_ports, route_entry_layout, route_word_layout,
@@ -63,7 +63,9 @@ class Router(wiring.Component):
     so the far router never sees half a packet); every packet whose header comes to the
     head of its buffer routed to p is discarded as a malformed one is and counted in
     ``undeliverable``, so it never waits for a link that will not come back and nothing
-    is lost silently. Rewriting the table can route later packets around the link.
+    is lost silently. Rewriting the table can route later packets around the link. With
+    ``routing="adaptive"`` the escape hop decides the same way, and no adaptive hop takes
+    a down output (``InputPort`` masks it out of the header's minimal ports).
 
     Deadlock freedom: the router takes exactly the channels the tables name (output port
     and VC by the rule above) and holds each output VC from its header to its tail, so it
@@ -180,6 +182,18 @@ class Router(wiring.Component):
         out of port o, on VC w (``InputPort.dateline``).
     dateline_hops : Out(range(2*dims + local_ports + 1)), with ``observe``
         How many such headers arrived this cycle.
+    adaptive_same, adaptive_other, fallback : Out(2*dims), with ``observe`` and "adaptive"
+        Bit o: a header crosses the switch to torus output o this cycle on an adaptive VC,
+        o being its escape hop's (dimension-order) port (``adaptive_same``) or another
+        minimal port (``adaptive_other``); or, having arrived on an adaptive VC, on its
+        escape hop (``fallback``) (``Allocator``'s outputs of those names).
+    queue_used, queue_full, queue_passed : Out(queues).array(local_ports), with
+        ``observe`` and "adaptive"
+        Bit q of entry j, injection port j's queue q (``queues = min(2*dims, vcs)``):
+        a header joins it this cycle (``used``); a header for it waits on ``inject``
+        because it is full (``full``); one of its flits crosses the switch while another
+        queue's head is blocked (``passed``: the head-of-line blocking one FIFO would
+        have had).
 
     Latency per hop, at zero load: ``pipeline`` cycles in the router (input to output
     register) plus the link's latency; a flit injected in cycle ``t`` of an idle router
@@ -248,10 +262,16 @@ class Router(wiring.Component):
 
     def _observed(self):
         n_io = self.n_ports + self.local_ports
-        return {"hold": In(self.n_ports), "switched": Out(n_io).array(n_io),
-                "starved": Out(self.vcs).array(self.n_ports),
-                "dateline": Out(self.vcs).array(self.n_ports),
-                "dateline_hops": Out(range(n_io + 1))}
+        out = {"hold": In(self.n_ports), "switched": Out(n_io).array(n_io),
+               "starved": Out(self.vcs).array(self.n_ports),
+               "dateline": Out(self.vcs).array(self.n_ports),
+               "dateline_hops": Out(range(n_io + 1))}
+        if self.adaptive:
+            out |= {name: Out(self.n_ports) for name in ("adaptive_same", "adaptive_other",
+                                                          "fallback")}
+            out |= {name: Out(self.queues).array(self.local_ports)
+                    for name in ("queue_used", "queue_full", "queue_passed")}
+        return out
 
     @staticmethod
     def local_name(kind, j):
@@ -382,6 +402,11 @@ class Router(wiring.Component):
         take = stream_in.valid & room
         m.d.comb += [inject.link.valid.eq(take), inject.link.vc.eq(which),
                      inject.link.data.eq(stream_in.payload), stream_in.ready.eq(room)]
+        if self.observe:
+            for q in range(self.queues):
+                mine = header & is_value(queue, q)
+                m.d.comb += [self.queue_used[j][q].eq(take & mine),
+                             self.queue_full[j][q].eq(stream_in.valid & mine & ~room)]
         with m.If(take):
             with m.If(header):
                 m.d.sync += [remaining.eq(Mux(word.length.any(), word.length - 1, 0)),
@@ -401,3 +426,13 @@ class Router(wiring.Component):
                     p.dateline & (p.entry.port == o) & (p.entry.vc == w)
                     for p in inputs).any())
         m.d.comb += self.dateline_hops.eq(sum(p.dateline for p in inputs))
+        if not self.adaptive:
+            return
+        m.d.comb += [self.adaptive_same.eq(alloc.adaptive_same),
+                     self.adaptive_other.eq(alloc.adaptive_other),
+                     self.fallback.eq(alloc.fallback)]
+        for j in range(self.local_ports):
+            i = self.n_ports + j
+            for q in range(self.queues):
+                others = Cat(alloc.blocked[i][r] for r in range(self.queues) if r != q)
+                m.d.comb += self.queue_passed[j][q].eq(alloc.grant[i][q] & others.any())

@@ -14,9 +14,10 @@ from ..lib.xorshift import GAP_BITS
 from ..ocs import status_layout
 from ..system.fabric import (config_rows, face_ports, ocs_layout, ocs_switches, parse_dims,
                      record_refusal, tree_sum, wire_links, wired_neighbor)
-from ..system.layouts import (BUCKETS, HIST_BASE, MAX_LOCAL_PORTS, MAX_PACKET_FLITS, N_STATS,
+from ..system.layouts import (BUCKETS, HIST_BASE, MAX_LOCAL_PORTS, MAX_PACKET_FLITS,
                               STATS, TIME_BITS, latency_bucket_hw)
-from .node import ADAPTIVE_ESCAPE_VCS, NetworkNode, network_node_row_layout, network_row_layout
+from .node import (ADAPTIVE_ESCAPE_VCS, NetworkNode, network_node_row_layout, network_row_layout,
+                   node_stats)
 
 __all__ = ["NetworkSystem", "network_system_signature", "PHASES", "parse_dims", "face_ports",
            "wired_neighbor", "readout_beats", "ocs_layout", "network_row_layout",
@@ -26,10 +27,10 @@ __all__ = ["NetworkSystem", "network_system_signature", "PHASES", "parse_dims", 
 PHASES = ("config", "run", "drain", "readout", "done")
 
 
-def readout_beats(n_nodes):
-    """The most words on ``stats``: each node's ``N_STATS`` statistics, then the
-    histogram summed over the nodes, up to the bin of the largest ``latency_max``."""
-    return n_nodes * N_STATS + BUCKETS
+def readout_beats(n_nodes, routing="dor"):
+    """The most words on ``stats``: each node's statistics (``node_stats(routing)``), then
+    the histogram summed over the nodes, up to the bin of the largest ``latency_max``."""
+    return n_nodes * len(node_stats(routing)) + BUCKETS
 
 
 def network_system_signature(*, dims="4x4", vcs=2, buffer_flits=8, link_latency=2,
@@ -223,7 +224,8 @@ class NetworkSystem(wiring.Component):
         # Read-out: each node's statistics, then the histogram summed over the nodes, up to
         # the bin of the largest latency (the rest are empty).
         chip = Signal(range(n + 1))
-        addr = Signal(range(max(N_STATS, BUCKETS)))
+        n_stats = len(node_stats(self.routing))
+        addr = Signal(range(max(n_stats, BUCKETS)))
         in_histogram = Signal()
         longest = Signal(32)                   # the largest latency_max read so far
         last_bin = latency_bucket_hw(m, longest[:TIME_BITS])
@@ -241,7 +243,7 @@ class NetworkSystem(wiring.Component):
             with m.If(~in_histogram):
                 with m.If((addr == STATS.index("latency_max")) & (one > longest)):
                     m.d.sync += longest.eq(one)
-                with m.If(addr == N_STATS - 1):
+                with m.If(addr == n_stats - 1):
                     m.d.sync += [addr.eq(0), chip.eq(chip + 1)]
                     with m.If(chip == n - 1):
                         m.d.sync += in_histogram.eq(1)

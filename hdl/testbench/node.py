@@ -1,7 +1,7 @@
 """One node of the network testbench: a router, its outgoing links, and per local port a
 traffic generator and a sink, with the node's statistics behind one read port."""
 
-from amaranth.hdl import Array, Cat, Module, Mux, Signal, unsigned
+from amaranth.hdl import Array, C, Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -18,12 +18,36 @@ from ..system.layouts import (FLIT_WORDS, HIST_BASE, HOP_BITS, MAX_LOCAL_PORTS,
 from .sink import TrafficSink
 
 __all__ = ["NetworkNode", "node_signature", "traffic_signature",
-           "stall_salt", "ADAPTIVE_ESCAPE_VCS", "network_row_layout", "network_node_row_layout"]
+           "stall_salt", "ADAPTIVE_ESCAPE_VCS", "network_row_layout", "network_node_row_layout",
+           "ADAPTIVE_STATS", "node_stats"]
 
 #: The escape VCs of a node's router with ``routing="adaptive"``: 2, enough for every
 #: topology's adaptive tables (a torus's, a failed chip's; a mesh's need 1), so that one
 #: build serves them all.
 ADAPTIVE_ESCAPE_VCS = 2
+
+
+#: The statistics a node keeps beyond ``hdl.system.layouts.STATS`` with
+#: ``routing="adaptive"``, read out after them (observed coverage of the adaptive router,
+#: sticky bitmaps over the whole run, from ``Router``'s observation ports of those names):
+#:
+#: - ``adaptive``: bit p, a header left torus port p on an adaptive VC, p being its escape
+#:   hop's (dimension-order) port; bit 8 + p, on an adaptive VC out of another minimal port;
+#:   bit 16 + p, a header that arrived on an adaptive VC fell back to its escape hop out of
+#:   port p;
+#: - ``inject_queues``: bit q, a header joined injection queue q (of any local port); bit
+#:   8 + q, a header waited for queue q, full; bit 16 + q, a flit of queue q crossed the
+#:   switch while another queue's head was blocked.
+ADAPTIVE_STATS = ("adaptive", "inject_queues")
+
+
+def node_stats(routing="dor"):
+    """The statistics of a node with ``routing``, in read-out order: ``STATS``, and with
+    "adaptive" :data:`ADAPTIVE_STATS` after them ("dor" nodes are as they were)."""
+    return STATS + (ADAPTIVE_STATS if routing == "adaptive" else ())
+
+
+assert len(node_stats("adaptive")) <= HIST_BASE
 
 
 def stall_salt(port):
@@ -138,7 +162,7 @@ class NetworkNode(wiring.Component):
         A generator has a packet queued or half sent.
     stat_addr : In(STAT_ADDR_BITS)
     stat_data : Out(32)
-        ``layouts.STATS[stat_addr]`` (counters summed over the local ports, the largest
+        ``node_stats(routing)[stat_addr]`` (counters summed over the local ports, the largest
         latency of them for ``latency_max``), or histogram
         bin ``stat_addr - HIST_BASE`` (summed), combinationally.
 
@@ -150,7 +174,9 @@ class NetworkNode(wiring.Component):
 
     Coverage: the router is built with ``observe``, and the statistics from ``turns_lo``
     on (``layouts.STATS``) record what it saw: the switch's input-to-output turns, the
-    VCs used on each link, dateline hops, and credit-empty stalls.
+    VCs used on each link, dateline hops, and credit-empty stalls; with
+    ``routing="adaptive"``, :data:`ADAPTIVE_STATS` follow them (the adaptive choices, the
+    escape fallbacks and the injection queues).
     """
 
     def __init__(self, *, dims=2, vcs=2, buffer_flits=8, link_latency=2, n_nodes=16,
@@ -268,7 +294,8 @@ class NetworkNode(wiring.Component):
         stats |= self._coverage(m, router, settings, ports, k)
 
         # Padded to HIST_BASE entries, so that every index of its bits names one.
-        scalar = Array(stats.get(name, 0) for name in STATS + ("",) * (HIST_BASE - len(STATS)))
+        names = node_stats(self.routing)
+        scalar = Array(stats.get(name, 0) for name in names + ("",) * (HIST_BASE - len(names)))
         hist = sum(s.hist_data for s in sinks)[:32]
         for sink in sinks:
             m.d.comb += sink.hist_addr.eq(self.stat_addr - HIST_BASE)
@@ -320,4 +347,13 @@ class NetworkNode(wiring.Component):
             count = Signal(32, name=name)
             m.d.sync += count.eq(count + step)
             stats[name] = count
+        if self.routing == "adaptive":
+            choices = Cat(router.adaptive_same, C(0, 8 - ports), router.adaptive_other,
+                          C(0, 8 - ports), router.fallback)
+            queues = 0
+            for kind, shift in (("used", 0), ("full", 8), ("passed", 16)):
+                for j in range(k):
+                    queues = queues | (getattr(router, f"queue_{kind}")[j] << shift)
+            stats["adaptive"] = sticky("adaptive", choices)
+            stats["inject_queues"] = sticky("inject_queues", queues)
         return stats

@@ -264,3 +264,90 @@ def test_the_default_escape_bias_is_a_buffer():
         Allocator(n_in=1, n_out=5, vcs=3, buffer_flits=6, adaptive=True, escape_bias=-1)
     with pytest.raises(ValueError, match="escape_bias"):
         Router(vcs=3, routing="adaptive", escape_bias=-1)
+
+
+def observe_choice(*, in_vc, minimal, sent=0, port=0):
+    """An adaptive allocator with ``observe`` (one torus input, 4 torus outputs of 3 VCs
+    of 4 flits, one ejection output): ``sent`` packets spend credits of output ``port``'s
+    VC 0 (never returned), then a 1-flit header on input VC ``in_vc`` (``adapt`` high)
+    whose escape hop is (``port``, VC 0) asks with ``minimal`` ports. Returns the
+    observation outputs in that cycle."""
+    alloc = Allocator(n_in=1, n_out=5, vcs=3, buffer_flits=4, adaptive=True, escape_vcs=2,
+                      escape_bias=0, observe=True)
+    out = {}
+
+    async def bench(ctx):
+        head = alloc.heads[0][in_vc]
+        for name, value in (("valid", 1), ("head", 1), ("tail", 1), ("length", 1),
+                            ("port", port), ("vc", 0), ("minimal", 1 << port)):
+            ctx.set(getattr(head, name), value)
+        for _ in range(sent):
+            await ctx.tick()
+        ctx.set(head.adapt, 1)
+        ctx.set(head.minimal, minimal)
+        out.update({name: ctx.get(getattr(alloc, name)) for name in
+                    ("adaptive_same", "adaptive_other", "fallback")})
+        out["blocked"] = ctx.get(alloc.blocked[0])
+        out["sent"] = [(o, ctx.get(alloc.send_vc[o])) for o in range(4) if ctx.get(alloc.send[o])]
+
+    sim = Simulator(alloc)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return out
+
+
+def test_the_allocator_observes_adaptive_choices_and_fallbacks():
+    """``adaptive_same``/``adaptive_other``: a header granted an adaptive VC on its escape
+    port, or on another minimal port; ``fallback``: one from an adaptive input VC granted
+    its escape hop; ``blocked``: a valid head that no output VC can take. Expected values
+    are what the choice rule (escape hop wins ties, escape bias 0) gives."""
+    # All even, from an escape VC: the escape hop, no observation.
+    assert observe_choice(in_vc=0, minimal=0b0101) == {
+        "adaptive_same": 0, "adaptive_other": 0, "fallback": 0, "blocked": 0,
+        "sent": [(0, 0)]}
+    # The same from adaptive VC 2: a fallback to the escape hop out of port 0.
+    seen = observe_choice(in_vc=2, minimal=0b0101)
+    assert (seen["sent"], seen["fallback"], seen["adaptive_same"]) == ([(0, 0)], 0b0001, 0)
+    # Port 0 spent a credit: port 2 has more, the header turns to it on an adaptive VC.
+    seen = observe_choice(in_vc=0, minimal=0b0101, sent=1)
+    assert seen["sent"][0][0] == 2 and seen["sent"][0][1] >= 2, seen
+    assert (seen["adaptive_other"], seen["adaptive_same"], seen["fallback"]) == (0b0100, 0, 0)
+    # Only port 0 is minimal, its escape VC spent: an adaptive VC of the same port.
+    seen = observe_choice(in_vc=2, minimal=0b0001, sent=1)
+    assert seen["sent"][0][0] == 0 and seen["sent"][0][1] >= 2, seen
+    assert (seen["adaptive_same"], seen["adaptive_other"], seen["fallback"]) == (0b0001, 0, 0)
+    # Port 0's escape VC out of credits (4 sent), no other minimal port: the header on
+    # VC 0 (adapt high, but its adaptive VCs on port 0 are free) still goes; after 4
+    # packets on each VC of port 0 nothing can go: blocked.
+    seen = observe_choice(in_vc=1, minimal=0b0000, sent=4)
+    assert seen["sent"] == [] and seen["blocked"] == 0b010, seen
+
+
+def test_adaptive_hops_leave_out_down_ports():
+    """An adaptive input port offers the switch its header's ``minimal`` ports less the
+    ``down`` ones (no adaptive hop over a down link); its escape hop is given up only
+    when that is down."""
+    from hdl.ici.input_port import InputPort
+    port = InputPort(vcs=3, out_vcs=3, flit_words=2, buffer_flits=4, port=1, n_ports=4,
+                     bypass=True, routing="adaptive")
+    words = np.asarray(ici.encode_flag_add(dst=5, src=0, flag=0, amount=1, flit_words=2)).reshape(-1)
+    seen = []
+
+    async def bench(ctx):
+        ctx.set(port.link.valid, 1)
+        ctx.set(port.link.vc, 2)
+        ctx.set(port.link.data, [int(words[0]), int(words[1])])
+        ctx.set(port.entry.reachable, 1)
+        ctx.set(port.entry.port, 0)
+        ctx.set(port.entry.fixed, 1)
+        ctx.set(port.minimal, 0b0101)
+        for down in (0b0000, 0b0100, 0b0001):
+            ctx.set(port.down, down)
+            seen.append((ctx.get(port.heads[2].valid), ctx.get(port.heads[2].minimal),
+                         ctx.get(port.undeliverable)))
+
+    sim = Simulator(port)
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen == [(1, 0b0101, 0), (1, 0b0001, 0), (0, 0b0100, 1)]

@@ -8,13 +8,15 @@ sinks cannot see. Marked slow: one regression seed end to end (on the Amaranth s
 from the hardware, and so does a whole Verilator seed.
 """
 
+import numpy as np
 import pytest
+from cocotb_coverage.coverage import coverage_db
 
 from golden import topology as topo
 from sim import network
 from verif.regress import functional_summary
 from verif.regress.worker import run_seed
-from verif.suites.network import ocs, stimulus, suite
+from verif.suites.network import coverage, ocs, stimulus, suite
 
 
 @pytest.mark.slow
@@ -51,7 +53,7 @@ def test_corrupted_traffic_fails_the_seed(tmp_path, monkeypatch):
     (case,) = record["cases"]
     assert case["mismatches"] == 1
     message = case["first_mismatch"]
-    assert message.startswith("network seed 1 (2x4, 2 VCs"), message
+    assert message.startswith("network seed 1 (2x4, dor, 2 VCs"), message
     assert "corrupted is" in message and "payload_errors is" in message, message
 
 
@@ -121,3 +123,75 @@ def test_the_last_run_of_each_seed_takes_a_live_link_down(backend):
         assert f"the link out of chip {chip} {topo.PORT_NAMES[port]} down at {cycle}" \
             in last.describe()
         assert last.settings()["link_down"] == last.link_down
+
+
+def test_seeds_deal_both_routings():
+    """Seeds 1 to 8 build dimension-order routers with 2 and 4 VCs and adaptive ones with
+    3 and 4, each routing on a 2-D and a 3-D network and on a shape that twists; 16 seeds
+    give every 2-D shape both routings; an adaptive run's packets fit a buffer."""
+    builds = [stimulus.build(seed) for seed in range(1, 9)]
+    assert [b.routing for b in builds] == ["dor"] * 4 + ["adaptive"] * 4
+    assert {(b.routing, b.vcs) for b in builds} == {
+        ("dor", 2), ("dor", 4), ("adaptive", 3), ("adaptive", 4)}
+    for routing in ("dor", "adaptive"):
+        mine = [b for b in builds if b.routing == routing]
+        assert {len(b.dims) for b in mine} == {2, 3}
+        assert any(b.can_twist() for b in mine), routing
+    pairs = {(stimulus.build(seed).shape, stimulus.build(seed).routing) for seed in range(1, 17)}
+    assert {(shape, r) for shape in stimulus.SHAPES_2D for r in ("dor", "adaptive")} <= pairs
+    for seed in range(1, 17):
+        b = stimulus.build(seed)
+        if b.routing == "adaptive":
+            assert all(r.packet_flits <= b.buffer_flits for r in stimulus.runs(seed, b))
+
+
+def _hits(name):
+    return {bin_: hits for bin_, hits in coverage_db[name].detailed_coverage.items()}
+
+
+def test_adaptive_bins_are_read_from_the_adaptive_words():
+    """The ``adaptive`` and ``inject_queues`` words (``hdl.testbench.node.ADAPTIVE_STATS``)
+    decode to the bins their bits name; a dimension-order run's statistics have neither
+    word, and sample none of these bins."""
+    coverage_db.clear()
+    sampler = coverage.Sampler()
+    zero = np.zeros(2, dtype=np.int64)
+    dor = {name: zero for name in ("turns_lo", "turns_hi", "link_vcs", "datelines", "starved")}
+    sampler.observed(dor, 4, [0, 1])
+    assert not any(_hits("network.adaptive_hop").values())
+    words = dict(dor, adaptive=np.array([1 << 0 | 1 << 10, 1 << 21]),
+                 inject_queues=np.array([1 << 3 | 1 << 9, 1 << 16]))
+    sampler.observed(words, 6, [0, 1])
+    assert {b for b, h in _hits("network.adaptive_hop").items() if h} == {
+        "+x, escape port", "+y, other port"}
+    assert {b for b, h in _hits("network.fallback").items() if h} == {"-z"}
+    assert {b for b, h in _hits("network.inject_queue").items() if h} == {
+        "queue 3 used", "queue 1 full", "queue 0 passed"}
+    coverage_db.clear()
+
+
+@pytest.mark.slow
+def test_adaptive_bins_need_their_stimulus():
+    """On a 2x2 adaptive network (Amaranth), a loaded run with link stalls reaches the
+    bins of another productive direction, of full injection queues and of escape
+    fallbacks; the same network at 5% load without stalls leaves them uncovered (so the
+    bins can fail: take the load away and the regression's coverage falls short)."""
+    topology = topo.torus("2x2")
+    covered = {}
+    for name, rate, stall in (("loaded", 1.0, 0.3), ("idle", 0.05, 0.0)):
+        coverage_db.clear()
+        sampler = coverage.Sampler()
+        stats = network.run_stats(topology, traffic="uniform", rate=rate, packet_flits=2,
+                                  vcs=3, buffer_flits=4, cycles=150, warmup=20, seed=3,
+                                  backend="amaranth", routing="adaptive", stall=stall)
+        assert stats.problems() == []
+        sampler.observed(stats.per_node, topology.n_ports, [0, 1, 2, 3])
+        covered[name] = {f"{point}: {b}" for point in ("network.adaptive_hop",
+                                                       "network.fallback",
+                                                       "network.inject_queue")
+                         for b, h in _hits(point).items() if h}
+    coverage_db.clear()
+    wanted = {"network.adaptive_hop: +x, other port", "network.inject_queue: queue 0 full",
+              "network.fallback: -x"}
+    assert wanted <= covered["loaded"], covered["loaded"]
+    assert not wanted & covered["idle"], covered["idle"]

@@ -52,3 +52,34 @@ def test_twist_stops_on_a_run_that_lost_packets(monkeypatch):
                         lambda topology, **kwargs: fake_stats(0.5, ["1 packet lost"]))
     with pytest.raises(network.NetworkIntegrityError, match="2x4 regular, dor, 2 VCs, rate 1"):
         bench.compare_twist("2x4", rates=(1.0,))
+
+
+def test_a_config_may_set_its_own_buffers(monkeypatch):
+    """``(routing, vcs, buffer_flits)`` runs with those buffers (the others with
+    ``buffer_flits``) and says so in the table."""
+    calls = []
+
+    def run_stats(topology, **kwargs):
+        calls.append((kwargs["routing"], kwargs["vcs"], kwargs["buffer_flits"]))
+        return fake_stats(0.5)
+
+    monkeypatch.setattr(network, "run_stats", run_stats)
+    result = bench.compare_twist("2x4", configs=(("dor", 2), ("adaptive", 4, 16)),
+                                 rates=(1.0,), cycles=300, warmup=100)
+    assert calls == [("dor", 2, 8)] * 2 + [("adaptive", 4, 16)] * 2
+    lines = bench.twist_markdown(result).splitlines()
+    assert lines[2].startswith("| dor, 2 VCs | 0.500 |")
+    assert lines[3].startswith("| adaptive, 4 VCs, 16-flit buffers | 0.500 |")
+
+
+def test_measure_goals_keeps_the_routing_comparison_as_json(monkeypatch):
+    """``measure_goals`` stores ``compare_twist``'s result in its JSON file and reads it back
+    unchanged; its configurations differ in routing only."""
+    import json
+    monkeypatch.setattr(network, "run_stats", lambda topology, **kwargs: fake_stats(0.5))
+    result = bench.compare_twist("2x4", configs=bench.TWIST_CONFIGS, rates=(1.0,),
+                                 cycles=300, warmup=100)
+    back = bench._twist_from_json(json.loads(json.dumps(bench._twist_to_json(result))))
+    assert back == result
+    assert {c[1:] for c in bench.TWIST_CONFIGS} == {(4, 16)}
+    assert {c[0] for c in bench.TWIST_CONFIGS} == {"dor", "adaptive"}

@@ -9,7 +9,7 @@ import numpy as np
 from verif.report import plot_curves
 
 __all__ = ["measure_goals", "command", "PAPER", "compare_routing", "routing_markdown",
-           "compare_twist", "twist_markdown"]
+           "compare_twist", "twist_markdown", "TWIST_CONFIGS", "TWIST_RATES"]
 
 
 def _summary(stats):
@@ -99,6 +99,12 @@ def measure_goals(path, *, backend="verilator", seed=1, out=Path("build/network"
         rows += [config("8x8, 2 VCs", "8x8", vcs=2), config("4x4x4, 2 VCs", "4x4x4", vcs=2)]
         twists = [(shape, {twist: all_to_all(shape, twist) for twist in (False, True)})
                   for shape in twisted]
+        # Issue 44: the same all-to-all by routing, with the best levers, swept.
+        by_routing = [_twist_from_json(measure(
+            f"{shape} all-to-all by routing",
+            lambda shape=shape: _twist_to_json(compare_twist(
+                shape, configs=TWIST_CONFIGS, rates=TWIST_RATES, seed=seed, backend=backend,
+                out=out)))) for shape in twisted]
     finally:
         line.close()
     curves = {"2 VCs": [(p["offered"], _Point(_run(p))) for p in curve],
@@ -107,7 +113,29 @@ def measure_goals(path, *, backend="verilator", seed=1, out=Path("build/network"
     speed = {"4x4": rows[0][1]["sat"], "8x8": rows[-2][1]["sat"],
              "4x4x4": rows[-1][1]["sat"]} | {shape: pair[True] for shape, pair in twists}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(_goals_markdown(rows, curve, curve4, twists, speed, plots, seed, backend))
+    path.write_text(_goals_markdown(rows, curve, curve4, twists, speed, plots, seed, backend,
+                                    by_routing=by_routing))
+
+
+#: ``compare_twist``'s configurations in ``measure_goals``: both routings with the levers
+#: docs/network.md found best (4 VCs, 16-flit buffers), so that they differ in routing only.
+TWIST_CONFIGS = (("dor", 4, 16), ("adaptive", 4, 16))
+#: Its offered loads (flits/node/cycle; 2 is the two local ports' limit).
+TWIST_RATES = (0.5, 1.0, 1.5, 2.0)
+
+
+def _twist_to_json(result):
+    """``compare_twist``'s result as JSON data (lists for its tuple and boolean keys)."""
+    return {"shape": result["shape"], "bound": [result["bound"][False], result["bound"][True]],
+            "curves": [[list(config), [pair[False], pair[True]]]
+                       for config, pair in result["curves"].items()]}
+
+
+def _twist_from_json(data):
+    """:func:`_twist_to_json` undone."""
+    return {"shape": data["shape"], "bound": {False: data["bound"][0], True: data["bound"][1]},
+            "curves": {tuple(config): {False: pair[0], True: pair[1]}
+                       for config, pair in data["curves"]}}
 
 
 def _twist_evidence(twists, f):
@@ -176,7 +204,8 @@ def command(shape, rates, *, cycles, warmup, seed, backend="verilator", twist=Fa
     return " ".join(words)
 
 
-def _goals_markdown(rows, curve, curve4, twists, speed, plots, seed, backend="verilator"):
+def _goals_markdown(rows, curve, curve4, twists, speed, plots, seed, backend="verilator",
+                    by_routing=()):
     def f(x, digits=3):
         return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) \
             else f"{x:.{digits}f}"
@@ -263,6 +292,14 @@ def _goals_markdown(rows, curve, curve4, twists, speed, plots, seed, backend="ve
                                       backend=backend, twist=True, traffic="all_to_all",
                                       packet_flits=4, message_packets=16, local_ports=2)
             + "`" for shape, _ in twists]
+    for result in by_routing:
+        out += ["", f"### {result['shape']}: dimension order against adaptive routing "
+                "(issue 44)", "",
+                "The same all-to-all swept over offered loads of "
+                + ", ".join(f"{r:g}" for r in TWIST_RATES) + " flits/node/cycle, both "
+                "routings with 4 VCs and 16-flit buffers; throughput is the peak accepted "
+                "load (`verif.bench.network.compare_twist`, plot "
+                f"`latency_{result['shape']}.png`).", "", twist_markdown(result).rstrip()]
     out += ["", "## Simulation speed (compiled Verilator whole runs)", "",
             "Cycles of a whole run (configuration, traffic, drain and read-out) per second "
             "of the simulator's own time, on saturated runs (the busiest): 1 local port for "
@@ -401,10 +438,16 @@ def routing_markdown(results):
     return "\n".join(lines) + f"\n\nPeak accepted load: {peak}.\n"
 
 
+def _config_label(config):
+    routing, vcs, *more = config
+    return f"{routing}, {vcs} VCs" + (f", {more[0]}-flit buffers" if more else "")
+
+
 def compare_twist(shape, *, configs=(("dor", 2), ("adaptive", 3)), rates=(0.5, 1.0, 1.5, 2.0),
                   cycles=6000, warmup=2000, seed=1, backend="verilator", buffer_flits=8,
                   out=None, progress=None):
-    """Issue 44's twist figures: for each ``(routing, vcs)`` of ``configs`` and each torus
+    """Issue 44's twist figures: for each ``(routing, vcs)`` of ``configs`` (or ``(routing,
+    vcs, buffer_flits)``, which overrides ``buffer_flits`` for it) and each torus
     of ``shape`` (regular, then twisted), the all-to-all of "Twisted against regular tori"
     (4-flit packets, 16-packet messages, 2 local ports: network only) at each offered
     rate of ``rates``, every run's integrity checked. Throughput is the peak accepted load
@@ -418,28 +461,31 @@ def compare_twist(shape, *, configs=(("dor", 2), ("adaptive", 3)), rates=(0.5, 1
     bound = {twist: topo.all_to_all_bound(topo.torus(shape, twist=twist))
              for twist in (False, True)}
     curves = {}
-    for routing, vcs in configs:
+    for config in configs:
+        routing, vcs, *more = config
+        buffers = more[0] if more else buffer_flits
         for twist in (False, True):
             curve = []
             for rate in rates:
                 stats = run_stats(topo.torus(shape, twist=twist), traffic="all_to_all",
                                   rate=rate, packet_flits=4, message_packets=16, local_ports=2,
-                                  vcs=vcs, buffer_flits=buffer_flits, cycles=cycles,
+                                  vcs=vcs, buffer_flits=buffers, cycles=cycles,
                                   warmup=warmup, seed=seed, backend=backend, routing=routing)
                 if stats.problems():
                     raise NetworkIntegrityError(
-                        f"{shape} {'twisted' if twist else 'regular'}, {routing}, {vcs} VCs, "
+                        f"{shape} {'twisted' if twist else 'regular'}, {_config_label(config)}, "
                         f"rate {rate}: " + "; ".join(stats.problems()))
                 curve.append(_summary(stats))
                 if progress is not None:
-                    progress(f"{shape} {'twisted' if twist else 'regular'} {routing} vcs={vcs} "
-                             f"rate {rate}: accepted {stats.run.accepted:.3f}")
-            curves.setdefault((routing, vcs), {})[twist] = curve
+                    progress(f"{shape} {'twisted' if twist else 'regular'} "
+                             f"{_config_label(config)} rate {rate}: accepted "
+                             f"{stats.run.accepted:.3f}")
+            curves.setdefault(tuple(config), {})[twist] = curve
     result = {"shape": shape, "bound": bound, "curves": curves}
     if out is not None:
-        plot_curves({f"{r} {v} VCs, {'twisted' if t else 'regular'}":
+        plot_curves({f"{_config_label(c)}, {'twisted' if t else 'regular'}":
                      [(p["offered"], _Point(_run(p))) for p in curve]
-                     for (r, v), pair in curves.items() for t, curve in pair.items()},
+                     for c, pair in curves.items() for t, curve in pair.items()},
                     Path(out), shape, "all-to-all")
     return result
 
@@ -454,9 +500,9 @@ def twist_markdown(result):
     lines = ["| routing | regular: peak accepted (flits/node/cycle) | twisted | twist gain | "
              "regular / twisted, of the fluid bound | fluid bounds regular / twisted / gain | "
              "paper's gain |", "|---|---:|---:|---:|---:|---:|---:|"]
-    for (routing, vcs), pair in result["curves"].items():
+    for config, pair in result["curves"].items():
         peak = {t: max(p["accepted"] for p in curve) for t, curve in pair.items()}
-        lines.append(f"| {routing}, {vcs} VCs | {peak[False]:.3f} | {peak[True]:.3f} | "
+        lines.append(f"| {_config_label(config)} | {peak[False]:.3f} | {peak[True]:.3f} | "
                      f"{peak[True] / peak[False]:.2f}x | {peak[False] / bound[False]:.2f} / "
                      f"{peak[True] / bound[True]:.2f} | {bound[False]:.2f} / {bound[True]:.2f} "
                      f"/ {fluid:.2f}x | {paper} |")

@@ -21,9 +21,26 @@ from the stimulus:
   packets up (``given_up``, their ``undeliverable`` count); in a run that took none,
   they gave none up (``up``).
 
+Adaptive routing (issue 44), from ``hdl.testbench.node.ADAPTIVE_STATS`` (what the
+adaptive routers observed; dimension-order builds have none):
+
+* ``network.adaptive_hop``: a header left torus port P on an adaptive VC, P being its
+  escape hop's port (``P, escape port``: the dimension-order direction, taken on an
+  adaptive VC) or another minimal port (``P, other port``: the adaptive choice of another
+  productive direction): 12 bins.
+* ``network.fallback``: a header that arrived on an adaptive VC fell back to its escape
+  hop (the escape VC of its next hop), out of port P: 6 bins.
+* ``network.inject_queue``: per injection queue q (0 to 3; 3 only with 4 VCs):
+  ``used`` (a header joined it), ``full`` (a header waited on the injection port because
+  its queue was full) and ``passed`` (a flit of it crossed the switch while another
+  queue's head was blocked: the head-of-line blocking one FIFO would have had): 12 bins.
+
 Per run, from the stimulus (what was asked for): ``network.topology`` (regular, twisted,
-mesh, failed), ``network.dims`` (2, 3), ``network.traffic`` (the six patterns) and
-``network.vcs`` (2, 4).
+mesh, failed), ``network.dims`` (2, 3), ``network.traffic`` (the six patterns),
+``network.vcs`` (2, 3, 4), and with the build's routing ``network.routing_vcs`` (dor
+with 2 and 4 VCs, adaptive with 3 and 4), ``network.routing_topology`` (each routing on
+each kind of topology) and ``network.routing_link_down`` (each routing with a link
+taken down and its packets given up).
 
 From the OCS reconfiguration case (:mod:`.ocs`), read from the OCS's own ``status``
 register after each commit: ``network.ocs_commit``: ``ok`` (switched under traffic),
@@ -39,10 +56,11 @@ from cocotb_coverage.coverage import CoverPoint, coverage_section
 from golden.topology import PORT_NAMES
 from sim.network import TRAFFIC
 
-from .stimulus import KINDS
+from .stimulus import DEAL, KINDS, ROUTINGS
 
 __all__ = ["TURNS", "LINK_VCS", "DATELINES", "OCS_COMMITS", "OCS_DRAINS", "LINK_DOWN",
-           "turn_name", "Sampler"]
+           "ADAPTIVE_HOPS", "FALLBACKS", "INJECT_QUEUES", "ROUTING_VCS", "ROUTING_TOPOLOGIES",
+           "ROUTING_LINK_DOWN", "turn_name", "Sampler"]
 
 
 def _dor_turns():
@@ -64,6 +82,15 @@ DATELINES = tuple(f"{p} vc{v}" for p in PORT_NAMES for v in (1, 3))
 OCS_COMMITS = ("ok", "timeout", "self_loop", "asymmetric", "target_range", "port_range")
 OCS_DRAINS = ("busy", "idle")
 LINK_DOWN = ("up", "given_up")
+ADAPTIVE_HOPS = tuple(f"{p}, {which} port" for p in PORT_NAMES for which in ("escape", "other"))
+FALLBACKS = PORT_NAMES
+#: Injection queues: ``min(2*dims, vcs)`` of them, so 4 at most with 4 VCs.
+INJECT_QUEUES = tuple(f"queue {q} {what}" for q in range(4)
+                      for what in ("used", "full", "passed"))
+ROUTING_VCS = tuple(sorted({f"{routing} {vcs}" for _, vcs, routing in DEAL},
+                           key=lambda name: (ROUTINGS.index(name.split()[0]), name)))
+ROUTING_TOPOLOGIES = tuple(f"{routing} {kind}" for routing in ROUTINGS for kind in KINDS)
+ROUTING_LINK_DOWN = tuple(f"{routing} given_up" for routing in ROUTINGS)
 
 
 def turn_name(i, o, n_ports):
@@ -93,7 +120,13 @@ class Sampler:
         self.topology = _point("network.topology", KINDS)
         self.dims = _point("network.dims", (2, 3))
         self.traffic = _point("network.traffic", TRAFFIC)
-        self.vcs = _point("network.vcs", (2, 4))
+        self.vcs = _point("network.vcs", (2, 3, 4))
+        self.adaptive_hop = _point("network.adaptive_hop", ADAPTIVE_HOPS)
+        self.fallback = _point("network.fallback", FALLBACKS)
+        self.inject_queue = _point("network.inject_queue", INJECT_QUEUES)
+        self.routing_vcs = _point("network.routing_vcs", ROUTING_VCS)
+        self.routing_topology = _point("network.routing_topology", ROUTING_TOPOLOGIES)
+        self.routing_link_down = _point("network.routing_link_down", ROUTING_LINK_DOWN)
         self.ocs_commit = _point("network.ocs_commit", OCS_COMMITS)
         self.ocs_drain = _point("network.ocs_drain", OCS_DRAINS)
 
@@ -110,6 +143,17 @@ class Sampler:
             for bit in _bits(int(per_node["starved"][c])):
                 self.credit_empty_port(PORT_NAMES[bit // 4])
                 self.credit_empty_vc(bit % 4)
+            if "adaptive" not in per_node:
+                continue
+            for bit in _bits(int(per_node["adaptive"][c])):
+                kind, port = divmod(bit, 8)
+                if kind < 2:
+                    self.adaptive_hop(f"{PORT_NAMES[port]}, {('escape', 'other')[kind]} port")
+                else:
+                    self.fallback(PORT_NAMES[port])
+            for bit in _bits(int(per_node["inject_queues"][c])):
+                kind, queue = divmod(bit, 8)
+                self.inject_queue(f"queue {queue} {('used', 'full', 'passed')[kind]}")
 
 
 def _bits(word):

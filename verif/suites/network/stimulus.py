@@ -2,12 +2,14 @@
 whole runs on it.
 
 A seed's **build** (``hdl.system.NetworkSystem`` parameters, one Verilator model) is its
-shape, VCs, buffer flits per VC and link latency. The dimensionality, the VCs and the
-shape are dealt round robin by seed (:data:`DEAL`, :func:`shape_of`), so that any four
-consecutive seeds have a 2-D and a 3-D network with 2 and with 4 VCs each, and any eight
-every shape of :data:`SHAPES_2D` and :data:`SHAPES_3D` (dealt, not drawn: a drawn shape
-left the rarer ones, which alone reach some bins, to chance); the rest is drawn from the
-seed's generator:
+shape, routing, VCs, buffer flits per VC and link latency. The dimensionality, the routing
+with its VCs, and the shape are dealt by seed (:data:`DEAL`, :func:`shape_of`): seeds 1 to
+4 (and every eighth on) build dimension-order routers (wormhole) on a 2-D and a 3-D
+network with 2 and with 4 VCs each, seeds 5 to 8 adaptive routers (cut-through, with
+injection queues) on a 2-D and a 3-D network with 3 and with 4 VCs each; within 8 seeds
+each routing has a twisted shape and a 3-D one, and within 16 every 2-D shape meets both
+routings (dealt, not drawn: a drawn shape left the rarer ones, which alone reach some
+bins, to chance). The rest is drawn from the seed's generator:
 
 * buffer flits per VC: 1 (the least the router takes) to 8;
 * link latency: 0 (a wire) to 3 cycles.
@@ -17,7 +19,8 @@ first four are a regular torus, the twisted torus (a second regular one where th
 cannot twist), a mesh and a torus with one failed chip (drawn); the rest draw their kind.
 The runs deal the traffic patterns (``sim.network.TRAFFIC``, transpose only on shapes that
 read the same both ways) in a shuffled order, so that a seed of 8 runs has each; each
-run draws its packet length (1 to 8 flits), offered load (0.05 to 1.0 flits
+run draws its packet length (1 to 8 flits; with adaptive routing, which cuts packets
+through, at most a buffer), offered load (0.05 to 1.0 flits
 per node per cycle), all-to-all message length, random link stalls (none in one run of
 four, else holding each link 2% to 40% of the cycles) and the seed of every random choice
 in the hardware (creation, destinations, stalls). The last run of a seed also takes one
@@ -35,8 +38,8 @@ import numpy as np
 from golden import topology as topo
 from sim.network import TRAFFIC
 
-__all__ = ["SHAPES_2D", "SHAPES_3D", "DEAL", "KINDS", "Build", "Run", "build", "shape_of", "runs",
-           "topology_of", "RUNS", "CYCLES"]
+__all__ = ["SHAPES_2D", "SHAPES_3D", "DEAL", "KINDS", "ROUTINGS", "Build", "Run", "build",
+           "shape_of", "runs", "topology_of", "RUNS", "CYCLES"]
 
 #: 2-D shapes, in the order seeds deal them: ``2x4`` twists (k x 2k); the rings of 3 and 4
 #: have datelines; the meshes of 3 and more go straight through a router; ``4x4`` and
@@ -44,8 +47,13 @@ __all__ = ["SHAPES_2D", "SHAPES_3D", "DEAL", "KINDS", "Build", "Run", "build", "
 SHAPES_2D = ("4x4", "3x4", "2x4", "3x3")
 #: 3-D shapes: ``2x2x4`` twists (k x k x 2k); both have z rings with a dateline.
 SHAPES_3D = ("2x2x4", "2x2x3")
-#: (dimensions, VCs) by ``(seed - 1) % 4``.
-DEAL = ((2, 2), (3, 4), (2, 4), (3, 2))
+#: (dimensions, VCs, routing) by ``(seed - 1) % 8``: seeds 1 to 4 are the regression's
+#: dimension-order builds before adaptive routing came (so their builds are unchanged);
+#: adaptive routing needs a VC above its 2 escape VCs.
+DEAL = ((2, 2, "dor"), (3, 4, "dor"), (2, 4, "dor"), (3, 2, "dor"),
+        (2, 4, "adaptive"), (3, 4, "adaptive"), (2, 3, "adaptive"), (3, 3, "adaptive"))
+#: The routings of a build (``sim.network.run_stats(routing=)``).
+ROUTINGS = ("dor", "adaptive")
 #: Topology kinds of a run.
 KINDS = ("regular", "twisted", "mesh", "failed")
 #: Runs per seed, by simulator: Verilator runs the full set; the others, being slower
@@ -65,6 +73,7 @@ class Build:
     vcs: int
     buffer_flits: int
     link_latency: int
+    routing: str = "dor"
 
     @property
     def dims(self):
@@ -109,14 +118,15 @@ class Run:
 
 
 def shape_of(seed, backend="verilator"):
-    """The shape dealt to ``seed``: the 2-D seeds (odd) take :data:`SHAPES_2D` in turn;
+    """The shape dealt to ``seed``: the 2-D seeds (odd) take :data:`SHAPES_2D` in turn,
+    moved on by two every 8 seeds (so that 16 seeds give each 2-D shape both routings);
     the 3-D seeds (even) take :data:`SHAPES_3D` in the order that gives each with 2 and
-    with 4 VCs within 8 seeds."""
-    dims, _ = DEAL[(seed - 1) % len(DEAL)]
+    with 4 VCs within 8 seeds, and each routing the twisted one."""
+    dims = DEAL[(seed - 1) % len(DEAL)][0]
     if backend != "verilator":
         shapes = SLOW_SHAPES[dims]
     elif dims == 2:
-        shapes = SHAPES_2D
+        return SHAPES_2D[((seed - 1) // 2 + 2 * ((seed - 1) // 8)) % len(SHAPES_2D)]
     else:
         shapes = SHAPES_3D[::-1] if (seed - 1) // 4 % 2 else SHAPES_3D
     return shapes[(seed - 1) // 2 % len(shapes)]
@@ -125,9 +135,10 @@ def shape_of(seed, backend="verilator"):
 def build(seed, backend="verilator"):
     """The :class:`Build` of ``seed``."""
     rng = np.random.default_rng([seed, 0x4E7])
-    _, vcs = DEAL[(seed - 1) % len(DEAL)]
+    _, vcs, routing = DEAL[(seed - 1) % len(DEAL)]
     return Build(shape=shape_of(seed, backend), vcs=vcs,
-                 buffer_flits=int(rng.integers(1, 9)), link_latency=int(rng.integers(0, 4)))
+                 buffer_flits=int(rng.integers(1, 9)), link_latency=int(rng.integers(0, 4)),
+                 routing=routing)
 
 
 def topology_of(b, run):
@@ -163,8 +174,11 @@ def runs(seed, b, backend="verilator"):
             kind = "regular"
         failed = int(rng.integers(n)) if kind == "failed" else None
         stall = 0.0 if index % 4 == 3 else round(float(rng.uniform(0.02, 0.4)), 3)
+        flits = int(rng.integers(1, 9))
+        if b.routing == "adaptive":     # cut-through: a packet fits a buffer
+            flits = min(flits, b.buffer_flits)
         out.append(Run(kind=kind, failed=failed, traffic=traffics[index],
-                       packet_flits=int(rng.integers(1, 9)),
+                       packet_flits=flits,
                        rate=round(float(rng.uniform(0.05, 1.0)), 3),
                        message_packets=int(rng.integers(1, 9)), stall=stall,
                        seed=int(rng.integers(1, 1 << 31)), cycles=CYCLES[backend]))

@@ -3,18 +3,23 @@ whole runs, and the OCS switched under traffic.
 
 A seed has two cases:
 
-* ``network``: one random build (:func:`.stimulus.build`: 2-D or 3-D shape, 2 or 4 VCs,
-  1 to 8 buffer flits per VC, links of 0 to 3 cycles) and :data:`.stimulus.RUNS` whole
+* ``network``: one random build (:func:`.stimulus.build`: 2-D or 3-D shape, dimension-order
+  routing (wormhole) with 2 or 4 VCs or adaptive routing (cut-through, injection queues)
+  with 3 or 4, 1 to 8 buffer flits per VC, links of 0 to 3 cycles) and
+  :data:`.stimulus.RUNS` whole
   runs on it (:func:`.stimulus.runs`: regular, twisted, mesh and failed-chip topologies;
   every traffic pattern; random packet lengths, loads and link stalls), each through
   ``sim.network.run_stats``. After the traffic stops the run drains, and each run is
   checked (:func:`check_stats`): every packet created and not lost to a full source
   queue was injected, and every packet injected was ejected exactly once, at its
   destination, in sequence and intact (the sinks check source, sequence and every
-  payload word); no router dropped a packet, none broke the credit protocol, and nothing
+  payload word; with adaptive routing, which may reorder a flow, each flow as a set); no
+  router dropped a packet, none broke the credit protocol, and nothing
   is left in a router or a source queue; the link stall knob held links exactly when it
-  was asked to; and in a regular torus or a mesh every switch turn taken is one of
-  dimension-order routing. In the run that takes a link down mid-run, the packets given
+  was asked to; with dimension-order routing, in a regular torus or a mesh every switch
+  turn taken is one of dimension order; with adaptive routing, no packet turned back
+  (in to and out of the same port: never on a minimal route) outside a failed-chip
+  torus. In the run that takes a link down mid-run, the packets given
   up as undeliverable are exactly those injected and not delivered, all at the link's
   two ends (``NetworkStats.problems``), and none are given up in any other run. The forward-progress watchdog firing
   (``SimulationHang``) is a failure of the run, with its message.
@@ -44,8 +49,9 @@ INJECT_CORRUPT_EVERY = 5
 ZERO = ("corrupted", "malformed", "payload_errors", "dropped", "held", "queued")
 
 
-def check_stats(stats, run, topology):
-    """The problems of one run (a list of one-line reasons, empty if it passed)."""
+def check_stats(stats, run, topology, routing="dor"):
+    """The problems of one run on a build of ``routing`` (a list of one-line reasons, empty
+    if it passed)."""
     found = list(stats.problems())
     t = stats.total
     for name in ZERO:
@@ -61,20 +67,25 @@ def check_stats(stats, run, topology):
         for name in ("created", "received", "turns_lo", "turns_hi"):
             if stats.per_node[name][c]:
                 found.append(f"failed chip {c} has {name} {int(stats.per_node[name][c])}")
-    if run.kind in ("regular", "mesh"):
-        n_ports = topology.n_ports
-        for c in range(topology.n_chips):
-            turns = int(stats.per_node["turns_lo"][c]) | int(stats.per_node["turns_hi"][c]) << 32
-            odd = [turn_name(b // 8, b % 8, n_ports) for b in range(64) if turns >> b & 1
-                   and turn_name(b // 8, b % 8, n_ports) not in TURNS]
+    n_ports = topology.n_ports
+    for c in range(topology.n_chips):
+        turns = int(stats.per_node["turns_lo"][c]) | int(stats.per_node["turns_hi"][c]) << 32
+        taken = [turn_name(b // 8, b % 8, n_ports) for b in range(64) if turns >> b & 1]
+        if routing == "dor" and run.kind in ("regular", "mesh"):
+            odd = [name for name in taken if name not in TURNS]
             if odd:
                 found.append(f"chip {c} routed turns outside dimension order: {odd}")
+        if routing == "adaptive" and run.kind != "failed":
+            back = [turn_name(b // 8, b % 8, n_ports) for b in range(64) if turns >> b & 1
+                    and b // 8 == b % 8 and b // 8 < n_ports]
+            if back:
+                found.append(f"chip {c} turned packets back: {back}")
     return found
 
 
 def _label(seed, b, run):
-    return (f"network seed {seed} ({b.shape}, {b.vcs} VCs, {b.buffer_flits} buffer flits, "
-            f"{b.link_latency}-cycle links): {run.describe()}")
+    return (f"network seed {seed} ({b.shape}, {b.routing}, {b.vcs} VCs, {b.buffer_flits} "
+            f"buffer flits, {b.link_latency}-cycle links): {run.describe()}")
 
 
 def check_network(seed, *, backend, coverage=None, waves=None, inject=None):
@@ -93,11 +104,11 @@ def check_network(seed, *, backend, coverage=None, waves=None, inject=None):
         try:
             stats = sim_network.run_stats(topology, vcs=b.vcs, buffer_flits=b.buffer_flits,
                                           link_latency=b.link_latency, backend=backend,
-                                          waves=waves, **settings)
+                                          waves=waves, routing=b.routing, **settings)
         except SimulationHang as error:
             problems, stats = [f"the watchdog fired: {error}"], None
         else:
-            problems = check_stats(stats, run, topology)
+            problems = check_stats(stats, run, topology, b.routing)
         checked += 1
         if problems:
             mismatches += 1
@@ -113,16 +124,20 @@ def check_network(seed, *, backend, coverage=None, waves=None, inject=None):
             sampler.stall("held" if stats.total("stalled") else "none")
             if run.link_down is None or stats.total("undeliverable"):
                 sampler.link_down("up" if run.link_down is None else "given_up")
+            if run.link_down is not None and stats.total("undeliverable"):
+                sampler.routing_link_down(f"{b.routing} given_up")
             sampler.topology(run.kind)
             sampler.dims(len(b.dims))
             sampler.traffic(run.traffic)
             sampler.vcs(b.vcs)
+            sampler.routing_vcs(f"{b.routing} {b.vcs}")
+            sampler.routing_topology(f"{b.routing} {run.kind}")
     if coverage is not None:
         coverage_db.export_to_xml(str(coverage))
     return {"case": "network", "checked": checked, "mismatches": mismatches,
             "first_mismatch": first, "cycles": cycles, "packets": packets,
             "undeliverable": undeliverable,
-            "build": f"{b.shape}, {b.vcs} VCs, {b.buffer_flits} buffer flits, "
+            "build": f"{b.shape}, {b.routing}, {b.vcs} VCs, {b.buffer_flits} buffer flits, "
                      f"{b.link_latency}-cycle links"}
 
 
