@@ -56,6 +56,9 @@ class Allocator(wiring.Component):
         Adaptive routing (below): default off; escape VCs (default 2); the injection
         inputs (default none); the escape port's bias in credits, at least 0 (default
         None: ``buffer_flits``).
+    keep_packets : bool
+        With ``adaptive``: a torus output stays with a packet until its tail (below);
+        default False.
 
     Ports
     -----
@@ -105,13 +108,14 @@ class Allocator(wiring.Component):
     traffic needed whenever their dimension-order VC was busy (a permutation that
     dimension order runs at link rate, such as tornado on the 4x4, dropped to 0.75); the
     bias keeps them there against short fluctuations. The granted header's choice is
-    kept per input VC, and its body flits follow it. A torus output keeps the input whose
-    header or body flit it sent at the top of its round robin until that packet's tail,
-    so a packet crosses the link back to back and other packets' flits only fill the
-    cycles it has none: flit-by-flit turns interleaved the packets in flight on a link,
-    and the next router's ejection port, which takes one packet at a time, then received
-    its packet at a fraction of the link's rate. Ejection outputs are as without
-    ``adaptive``.
+    kept per input VC, and its body flits follow it. With ``keep_packets`` a torus output
+    keeps the input whose header or body flit it sent at the top of its round robin until
+    that packet's tail, so a packet crosses the link back to back and other packets'
+    flits only fill the cycles it has none; without, outputs turn flit by flit, which
+    interleaves the packets in flight on a link (cut-through buffers hold whole packets,
+    so there are several), and a next router's ejection port, which takes one packet at
+    a time, gets its packet at the share of the link the others leave it. Ejection
+    outputs are as without ``adaptive``.
 
     All outputs are combinational from ``heads``, ``eject_free`` and the registered
     state (ownership, credits, arbiter pointers), which they update at the clock edge;
@@ -120,7 +124,8 @@ class Allocator(wiring.Component):
     """
 
     def __init__(self, *, n_in, n_out, vcs, buffer_flits, n_eject=1, observe=False,
-                 adaptive=False, escape_vcs=2, inject=(), escape_bias=None):
+                 adaptive=False, escape_vcs=2, inject=(), escape_bias=None,
+                 keep_packets=False):
         check_int("n_in", n_in, least=1)
         check_int("n_out", n_out, least=2)
         check_int("vcs", vcs, least=1)
@@ -133,6 +138,10 @@ class Allocator(wiring.Component):
             escape_bias = buffer_flits
         check_int("escape_bias", escape_bias, least=0)
         self.escape_bias = escape_bias
+        self.keep_packets = bool(keep_packets)
+        if self.keep_packets and not self.adaptive:
+            raise ValueError("keep_packets needs adaptive allocation (cut-through): "
+                             "wormhole outputs turn flit by flit")
         if self.adaptive:
             check_int("escape_vcs", escape_vcs, least=1, most=vcs - 1)
         observed = {"hold": In(n_out - n_eject),
@@ -312,8 +321,8 @@ class Allocator(wiring.Component):
         n_in, n_out, vcs, depth = self.n_in, self.n_out, self.vcs, self.buffer_flits
         won, credit_errors = [0] * n_in, []
         for o in range(n_out):
-            # Cut-through: a torus output stays with the packet it sends until its tail.
-            sticky = self.adaptive and o < eject
+            # A torus output stays with the packet it sends until its tail.
+            sticky = self.keep_packets and o < eject
             m.submodules[f"output{o}_arbiter"] = arb = RoundRobin(n=n_in, sticky=sticky)
             winner = Signal(head_layout, name=f"winner{o}")
             m.d.comb += [arb.requests.eq(Cat(*(c.valid & is_value(c.port, o) for _, c in picks))),

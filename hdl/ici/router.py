@@ -115,6 +115,11 @@ class Router(wiring.Component):
         With ``routing="adaptive"``: credits added to the escape hop's port when the
         ports are compared (:class:`Allocator`), at least 0; default None:
         ``buffer_flits``.
+    keep_packets : bool
+        With ``routing="adaptive"``: each torus output stays with the packet it sends
+        until its tail, other packets filling only its gaps (:class:`Allocator`); default
+        False, flit by flit. A system's routers (``hdl.system.ChipNode``) keep packets:
+        their receive engines take one packet at a time.
 
     Adaptive routing (``routing="adaptive"``): the table holds
     ``hdl.ici.layouts.adaptive_entry_layout`` entries (``adaptive_table_entries`` of
@@ -210,7 +215,7 @@ class Router(wiring.Component):
 
     def __init__(self, *, dims=2, vcs=2, buffer_flits=8, flit_words=1, n_nodes=256,
                  pipeline=1, local_ports=1, observe=False, routing="dor", escape_vcs=2,
-                 escape_bias=None, eject_by=None):
+                 escape_bias=None, eject_by=None, keep_packets=False):
         check_int("dims", dims, least=2, most=3)
         check_int("vcs", vcs, least=2, most=MAX_VCS)
         check_int("buffer_flits", buffer_flits, least=1)
@@ -238,6 +243,10 @@ class Router(wiring.Component):
         if escape_bias is not None:
             check_int("escape_bias", escape_bias, least=0)
         self.escape_bias = escape_bias
+        if keep_packets and not self.adaptive:
+            raise ValueError(f"keep_packets needs routing='adaptive', not {routing!r}: "
+                             f"wormhole outputs turn flit by flit")
+        self.keep_packets = bool(keep_packets)
         self.queues = min(self.n_ports, vcs) if self.adaptive else 1
         link = LinkSignature(vcs=vcs, flit_words=flit_words)
         flit = stream.Signature(flit_layout(flit_words))
@@ -336,7 +345,7 @@ class Router(wiring.Component):
             n_in=n_ports + k, n_out=n_ports + k, vcs=vcs, buffer_flits=self.buffer_flits,
             n_eject=k, observe=self.observe, adaptive=self.adaptive,
             escape_vcs=self.escape_vcs, inject=range(n_ports, n_ports + k),
-            escape_bias=self.escape_bias)
+            escape_bias=self.escape_bias, keep_packets=self.keep_packets)
         ejects = [self.local("eject", j) for j in range(k)]
         eject_free = [~e.valid | e.ready for e in ejects]
         m.d.comb += alloc.eject_free.eq(Cat(*eject_free))

@@ -61,7 +61,9 @@ class ChipNode(wiring.Component):
     :data:`SYSTEM_ESCAPE_BIAS`), and it ejects a packet by the torus input it arrives on as
     well, not by its source: the receive engines need no order, and so the packets of one
     neighbour that come over two links (both ways round a ring of two) land through two
-    receive engines at once.
+    receive engines at once; and it keeps packets (``keep_packets``): a receive engine
+    takes one packet at a time, so a link that turned flit by flit among the packets in
+    flight on it would feed each at a share of its rate.
 
     Every chip of a system is the same module: its id comes in on ``node``, its routing
     table and lit ports in the configuration rows (``node_row_layout``, as
@@ -139,7 +141,8 @@ class ChipNode(wiring.Component):
             dims=self.dims, vcs=self.vcs, buffer_flits=self.buffer_flits,
             flit_words=FLIT_WORDS, n_nodes=self.n_nodes, local_ports=self.local_ports,
             routing=self.routing, eject_by="input",
-            **({"escape_bias": SYSTEM_ESCAPE_BIAS} if self.routing == "adaptive" else {}))
+            **({"escape_bias": SYSTEM_ESCAPE_BIAS, "keep_packets": True}
+               if self.routing == "adaptive" else {}))
         local = range(self.local_ports)
         for j in local:
             wiring.connect(m, port(chip, "push", j), router.local("inject", j))
