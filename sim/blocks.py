@@ -52,7 +52,7 @@ BLOCKS = {
 
 # How to read each parameter from the command line.
 _PARAM_TYPES = {"numerics": str, "transpose": bool, "combiners": str, "optimizers": str,
-                "mxu": bool, "ops": tuple, "functions": tuple}
+                "mxu": bool, "ops": tuple, "functions": tuple, "regfile": str}
 
 
 def block_params(block):

@@ -61,6 +61,9 @@ class TensorCore(wiring.Component):
         The VPU's optional instructions to build (:class:`~hdl.vpu.vpu.VPU`'s ``ops``):
         a program may use only these; another stops the VPU with ``vpu_error``
         ``unsupported``, a reason the ISS does not have.
+    regfile : "flops" or "ram"
+        How the VPU's register file is built (:class:`~hdl.vpu.vpu.VPU`'s ``regfile``;
+        ``"ram"`` for FPGAs: the same results in more cycles).
     smem_guests : int
         0 (the default) or 1: with 1, ``smem_guest`` reads SMEM through its second port,
         in turns with the DMA issue's descriptor reads (a chip's SparseCore reading its
@@ -98,7 +101,7 @@ class TensorCore(wiring.Component):
 
     def __init__(self, *, imem_depth=256, smem_words=1024, n_flags=16, lanes=8,
                  numerics="tpu", vmem_lines=256, mxu=None, mxu_results=16, vector_queue=4,
-                 ops=None, hbm_words=1 << 16, n_chips=1, smem_guests=0):
+                 ops=None, hbm_words=1 << 16, n_chips=1, smem_guests=0, regfile="flops"):
         check_int("lanes", lanes, least=1)
         check_numerics(numerics)
         if mxu is None:
@@ -117,7 +120,7 @@ class TensorCore(wiring.Component):
                                                       words=1)
             guest = {"smem_guest": In(self.smem_signature)}
         self.vpu = VPU(lanes=lanes, numerics=numerics, vmem_lines=vmem_lines, mxu=mxu,
-                       mxu_results=mxu_results, ops=ops)
+                       mxu_results=mxu_results, ops=ops, regfile=regfile)
         # Two rows of headroom, as hdl.vpu.VPUSystem: the MXU holds its array while its
         # FIFO could fill.
         self.mxu = MXU(rows=lanes, cols=lanes, numerics=numerics,

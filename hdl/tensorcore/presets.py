@@ -6,11 +6,12 @@ memories sized for block RAM (an LFE5U-85F has 208 18-kbit blocks, 416 KiB):
 
 - HBM 32 Ki words (128 KiB, 64 blocks), lines of 8 words, read latency 4;
 - VMEM 512 lines of 8 words (16 KiB); SMEM 1024 words; IMEM 256 bundles;
-- the VPU built with only the optional ops the kernel uses (``xor``, ``max``).
+- the VPU built with only the optional ops the kernel uses (``xor``, ``max``);
+- the VPU's register file in RAM (``regfile="ram"``: one write port and synchronous reads,
+  which Yosys maps to RAM instead of 65,536 flip-flops; one instruction at a time, so the
+  same results in more cycles: ``hdl.vpu.VPU``).
 
-It is not yet small enough for the device: the VPU levers of issue 43 (its register file
-in block RAM, ``alu_width``, a shared transcendental unit) and an MXU apart from the lane
-count are still to come (docs/fpga.md).
+docs/fpga.md ("The proto chip") has its area.
 """
 
 __all__ = ["PRESETS", "preset"]
@@ -19,7 +20,7 @@ __all__ = ["PRESETS", "preset"]
 PRESETS = {
     "proto": dict(lanes=8, mxu_results=80, vector_queue=16, vmem_lines=512, imem_depth=256,
                   words_per_cycle=8, read_latency=4, ops=("xor", "max"), hbm_words=1 << 15,
-                  smem_words=1024),
+                  smem_words=1024, regfile="ram"),
 }
 
 

@@ -5,7 +5,7 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..lib.params import check_bool, check_int, check_numerics
+from ..lib.params import check_bool, check_choice, check_int, check_numerics
 from ..lib.memory_port import MemoryPortSignature, line_addr_width
 from ..mxu.matrix_unit import lhs_layout, weights_layout
 from .isa import check_ops, decode, pushes_lhs
@@ -16,7 +16,7 @@ from .reduce_unit import ReduceOp, ReduceUnit
 from .transcendental_unit import FUNCTIONS, Function, TranscendentalUnit
 from .vector_alu import ALU_OPS, VectorALU
 
-__all__ = ["VPU", "Error", "ERRORS", "OPTIONAL_OPS", "check_vpu_shape"]
+__all__ = ["VPU", "Error", "ERRORS", "OPTIONAL_OPS", "REGFILES", "check_vpu_shape"]
 
 
 
@@ -42,6 +42,9 @@ ERRORS = tuple(member.name.lower() for member in Error)
 #: The instructions a VPU may be built without (its ``ops`` parameter).
 OPTIONAL_OPS = (*ALU_OPS, *FUNCTIONS, "rsum", "rmax", "rmin")
 _REDUCTIONS = {"rsum": "sum", "rmax": "max", "rmin": "min"}
+
+#: How the register file is built (the VPU's ``regfile`` parameter).
+REGFILES = ("flops", "ram")
 
 
 def _one_hot(reg):
@@ -121,6 +124,17 @@ class VPU(wiring.Component):
         that compiles faster. An instruction
         not built stops the VPU with the ``unsupported`` error. ``nop``,
         ``vld``, ``vst`` and the MXU link are always built.
+    regfile : "flops" or "ram"
+        How the register file is built. ``"flops"`` (default): the issue rules above, with
+        six asynchronous read ports and a write port per unit, which synthesis can only
+        build from flip-flops. ``"ram"``, for FPGAs: one write port and three read ports
+        read a cycle ahead through registers (synchronous), which Yosys maps to block or
+        distributed RAM. It issues one instruction at a time (one ALU slot is built), an
+        instruction issues only in the cycle after its source registers were read with
+        nothing pending on them (so at most one every 2 cycles), and an instruction that
+        writes a register issues only while no other write is pending (so at most one unit
+        writes back in a cycle). Results are the same (sequential execution); the cycles
+        are more.
 
     Ports
     -----
@@ -152,11 +166,12 @@ class VPU(wiring.Component):
     """
 
     def __init__(self, *, lanes=8, numerics="tpu", vmem_lines=256, mxu=False, mxu_results=16,
-                 ops=None):
+                 ops=None, regfile="flops"):
         self.lanes, self.vmem_lines, self.mxu, self.mxu_results = check_vpu_shape(
             lanes=lanes, vmem_lines=vmem_lines, mxu=mxu, mxu_results=mxu_results)
         self.numerics = check_numerics(numerics)
         self.ops = check_ops(ops, OPTIONAL_OPS, what="ops")
+        self.regfile_kind = check_choice("regfile", regfile, REGFILES)
         #: What ``ops`` asks of each unit (an empty list: the unit is left out).
         self.alu_ops = [op for op in self.ops if op in ALU_OPS]
         self.functions = [op for op in self.ops if op in FUNCTIONS]
@@ -192,7 +207,9 @@ class VPU(wiring.Component):
         lanes = self.lanes
         m.submodules.regfile = regfile = Memory(data=self.regfile)
         alu_ops, functions, reductions = self.alu_ops, self.functions, self.reductions
-        alus = [self.make_alu(alu_ops) for _ in range(2)] if alu_ops else []
+        in_ram = self.regfile_kind == "ram"
+        slots = 1 if in_ram else 2
+        alus = [self.make_alu(alu_ops) for _ in range(slots)] if alu_ops else []
         for k, alu in enumerate(alus):
             m.submodules[f"alu{k}"] = alu
         if functions:
@@ -220,11 +237,16 @@ class VPU(wiring.Component):
                    self.program.valid & ~stopped & ~second_only & (beat.count == 2))
         dec = [decode(m, word, name=f"i{k}") for k, word in enumerate(words)]
         reads = []
-        for k, d in enumerate(dec):
-            ports = [regfile.read_port(domain="comb") for _ in range(3)]
+        for k, d in enumerate(dec[:slots]):
+            # "ram": read every cycle at the oldest word's sources; the data is that word's
+            # operands in the next cycle (``primed``, below).
+            ports = [regfile.read_port(domain="sync" if in_ram else "comb", transparent_for=())
+                     for _ in range(3)]
             for port, addr in zip(ports, (d.src_a, d.src_b, d.src_c)):
                 m.d.comb += port.addr.eq(addr)
             reads.append([port.data for port in ports])
+        if in_ram:
+            reads.append(reads[0])        # the second word never issues beside the first
 
         # ---- the scoreboard
         busy = Signal(VREGS)
@@ -284,7 +306,15 @@ class VPU(wiring.Component):
 
         faults = [fault(d) for d in dec]
         go = [Signal(name="go0"), Signal(name="go1")]
-        m.d.comb += go[0].eq(present[0] & ~faults[0].any() & ~waits(dec[0]) & unit_free(dec[0]))
+        may_issue = present[0] & ~faults[0].any() & ~waits(dec[0]) & unit_free(dec[0])
+        if in_ram:
+            # The oldest word's sources were read in the previous cycle with no write pending
+            # on them (the word was the oldest then too: it only changes when one issues), so
+            # the read ports hold its operands. A write issues only when no write is pending.
+            primed = Signal()
+            m.d.sync += primed.eq(present[0] & ~waits(dec[0]) & ~go[0])
+            may_issue = may_issue & primed & ~(dec[0].writes & busy.any())
+        m.d.comb += go[0].eq(may_issue)
         d0, d1 = dec
         after_first = (
             (d1.reads_a & d0.writes & (d1.src_a == d0.dest)) |
@@ -298,8 +328,9 @@ class VPU(wiring.Component):
         # shadow tile before the cycle, which a weight push beside it would change.
         same_unit = same_unit | (d0.unit["mxu"] & d1.unit["mxu"])
         # A fault of the second word waits for it to be the oldest: it stops the VPU then.
-        m.d.comb += go[1].eq(go[0] & present[1] & ~faults[1].any() & ~waits(d1) &
-                             unit_free(d1) & ~after_first & ~same_unit)
+        if not in_ram:
+            m.d.comb += go[1].eq(go[0] & present[1] & ~faults[1].any() & ~waits(d1) &
+                                 unit_free(d1) & ~after_first & ~same_unit)
 
         with m.If(stopped):
             m.d.comb += self.program.ready.eq(1)          # drop the rest of the program
@@ -370,15 +401,26 @@ class VPU(wiring.Component):
 
         # ---- write-backs into the register file, clearing busy bits
         cleared = 0
+        # "ram": at most one write is pending (the issue rule), so at most one unit writes
+        # back in a cycle: one port, its inputs the OR of the units' gated by their valids.
+        merged = [0, 0, 0]
         for writeback in writebacks:
             if isinstance(writeback, tuple):
                 valid, dest, value = writeback
             else:
                 valid, dest, value = (writeback.valid, writeback.payload.dest,
                                       writeback.payload.data)
-            port = regfile.write_port()
-            m.d.comb += [port.en.eq(valid), port.addr.eq(dest), port.data.eq(value)]
+            if not in_ram:
+                port = regfile.write_port()
+                m.d.comb += [port.en.eq(valid), port.addr.eq(dest), port.data.eq(value)]
+            else:
+                merged = [merged[0] | valid, merged[1] | Mux(valid, dest, 0),
+                          merged[2] | Mux(valid, value, 0)]
             cleared = cleared | Mux(valid, _one_hot(dest), 0)
+        if in_ram:
+            port = regfile.write_port()
+            m.d.comb += [port.en.eq(merged[0]), port.addr.eq(merged[1]),
+                         port.data.eq(merged[2])]
         claimed = 0
         for k, d in enumerate(dec):
             claimed = claimed | Mux(go[k] & d.writes, _one_hot(d.dest), 0)

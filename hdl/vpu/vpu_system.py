@@ -40,6 +40,8 @@ class VPUSystem(wiring.Component):
         comes later in the program.
     ops : collection of str, optional
         The optional instructions to build (see :class:`~hdl.vpu.vpu.VPU`).
+    regfile : "flops" or "ram"
+        How the VPU's register file is built (see :class:`~hdl.vpu.vpu.VPU`).
 
     Ports
     -----
@@ -55,13 +57,13 @@ class VPUSystem(wiring.Component):
     """
 
     def __init__(self, *, lanes=8, numerics="tpu", vmem_lines=256, mxu=None, mxu_results=16,
-                 ops=None):
+                 ops=None, regfile="flops"):
         check_int("lanes", lanes, least=1)
         check_numerics(numerics)
         if mxu is None:
             mxu = lanes % SUBLANES == 0
         self.vpu = self.make_vpu(lanes=lanes, numerics=numerics, vmem_lines=vmem_lines, mxu=mxu,
-                                 mxu_results=mxu_results, ops=ops)
+                                 mxu_results=mxu_results, ops=ops, regfile=regfile)
         self.vmem = VMEM(lines=vmem_lines, lanes=lanes)
         # Two rows of headroom: the MXU holds its array while its FIFO could fill.
         self.mxu = self.make_mxu(rows=lanes, cols=lanes, numerics=numerics,

