@@ -558,10 +558,10 @@ def _check_read_out(signature, dims):
                if member.is_port and member.flow == Out)
     if bits > MAX_READ_OUT_BITS:
         shape = "x".join(map(str, dims))
-        raise ValueError(f"system {shape}: its read-out (every chip's flags, pc, state and "
-                         f"link counters) is {bits:,} bits, more than the {MAX_READ_OUT_BITS:,} "
-                         f"a run can take; use fewer chips (an 8x8 with 16 flags a chip fits) "
-                         f"or fewer flags")
+        raise ValueError(f"system {shape}: its read-out (every chip's flags, pc, state, link "
+                         f"and stall counters) is {bits:,} bits, more than the "
+                         f"{MAX_READ_OUT_BITS:,} a run can take; use fewer chips (an 8x8 with "
+                         f"16 flags a chip fits) or fewer flags")
 
 
 def _simulate(whole, *, backend, waves, progress, threads=None):

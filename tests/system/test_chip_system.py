@@ -152,8 +152,8 @@ def test_bad_link_latencies_are_refused(latency, error, message):
 
 
 def test_a_system_too_large_to_read_out_is_refused():
-    # 128 chips: 95,602 bits of flags, pcs, states and link counters, built for no run.
-    with pytest.raises(ValueError, match=r"system 4x4x8: its read-out .* is 95,602 bits"):
+    # 128 chips: 120,178 bits of flags, pcs, states, link and stall counters, built for no run.
+    with pytest.raises(ValueError, match=r"system 4x4x8: its read-out .* is 120,178 bits"):
         system.run_programs("4x4x8", ["halt\n"] * 128, vmem=[None] * 128,
                             chip={"n_flags": 16})
 
