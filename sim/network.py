@@ -61,7 +61,8 @@ from hdl.system.layouts import (BUCKETS, HOP_BITS, MAX_LOCAL_PORTS, MAX_PACKET_F
 from hdl.system.fabric import ocs_layout
 from hdl.testbench import (PHASES, NetworkSystem, network_system_signature, node_signature,
                            readout_beats)
-from hdl.testbench.node import ADAPTIVE_ESCAPE_VCS, network_row_layout, node_stats
+from hdl.system.layouts import row_layout
+from hdl.testbench.node import ADAPTIVE_ESCAPE_VCS, node_stats
 
 from .backends import check_backend
 from .backends.whole_run import WholeRun, check_run
@@ -354,7 +355,7 @@ def _rows(topology, tables, vcs, dims, settings, seeds, lit, down=None):
     if down is None:
         down = np.zeros((n, topology.n_ports), dtype=bool)
     adaptive = tables.routing == "adaptive"
-    layout = network_row_layout(n, len(dims), tables.routing)
+    layout = row_layout(n, len(dims), tables.routing)
     entry_of = adaptive_table_entries if adaptive else table_entries
     entries = np.array([entry_of(tables, c, vcs=vcs) for c in range(n)], dtype=object)
     hops = _hops(topology, tables)

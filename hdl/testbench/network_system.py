@@ -15,13 +15,11 @@ from ..ocs import status_layout
 from ..system.fabric import (config_rows, face_ports, ocs_layout, ocs_switches, parse_dims,
                      record_refusal, tree_sum, wire_links, wired_neighbor)
 from ..system.layouts import (BUCKETS, HIST_BASE, MAX_LOCAL_PORTS, MAX_PACKET_FLITS,
-                              STATS, TIME_BITS, latency_bucket_hw)
-from .node import (ADAPTIVE_ESCAPE_VCS, NetworkNode, network_node_row_layout, network_row_layout,
-                   node_stats)
+                              STATS, TIME_BITS, latency_bucket_hw, node_row_layout, row_layout)
+from .node import ADAPTIVE_ESCAPE_VCS, NetworkNode, node_stats
 
 __all__ = ["NetworkSystem", "network_system_signature", "PHASES", "parse_dims", "face_ports",
-           "wired_neighbor", "readout_beats", "ocs_layout", "network_row_layout",
-           "network_node_row_layout"]
+           "wired_neighbor", "readout_beats", "ocs_layout"]
 
 #: The phases of a run, by their code on ``phase``.
 PHASES = ("config", "run", "drain", "readout", "done")
@@ -53,7 +51,7 @@ def network_system_signature(*, dims="4x4", vcs=2, buffer_flits=8, link_latency=
                          f"escape VCs), not vcs={vcs}")
     most = max(len(p) for p in face_ports(dims))
     return wiring.Signature({
-        "tables": In(stream.Signature(network_row_layout(n, len(dims), routing))),
+        "tables": In(stream.Signature(row_layout(n, len(dims), routing))),
         "ocs": In(stream.Signature(ocs_layout(dims))),
         "stats": Out(stream.Signature(32)),
         "alive": In(n), "mode": In(2), "threshold": In(GAP_BITS + 1),
@@ -114,7 +112,7 @@ class NetworkSystem(wiring.Component):
 
     Ports
     -----
-    tables : In(stream.Signature(row_layout(n_nodes, len(dims))))
+    tables : In(stream.Signature(row_layout(n_nodes, len(dims), routing)))
         ``n_nodes`` rows, in destination order; always ready.
     ocs : In(stream.Signature(ocs_layout(dims)))
     stats : Out(stream.Signature(32))
@@ -190,7 +188,7 @@ class NetworkSystem(wiring.Component):
                              & (now >= self.fault_at))
         for c, node in enumerate(nodes):
             m.submodules[f"node{c}"] = node
-            config = Signal(network_node_row_layout(len(dims), self.routing),
+            config = Signal(node_row_layout(len(dims), self.routing),
                             name=f"config{c}")
             m.d.comb += [config.row.eq(rows), config.entry.eq(row.entries[c]),
                          config.hops.eq(row.hops[c]), config.node.eq(row.node),

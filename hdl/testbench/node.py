@@ -1,25 +1,24 @@
 """One node of the network testbench: a router, its outgoing links, and per local port a
 traffic generator and a sink, with the node's statistics behind one read port."""
 
-from amaranth.hdl import Array, C, Cat, Module, Mux, Signal, unsigned
-from amaranth.lib import data, wiring
+from amaranth.hdl import Array, C, Cat, Module, Mux, Signal
+from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..ici import LinkSignature, Router
-from ..ici.layouts import CHIP_BITS, MAX_VCS, adaptive_entry_layout
+from ..ici.layouts import CHIP_BITS, MAX_VCS
 from ..lib.params import check_int
 from ..lib.xorshift import GAP_BITS, Xorshift32
 from ..system.fabric import link_outputs
 from .generator import TrafficGenerator
 from ..system.layouts import (FLIT_WORDS, HIST_BASE, HOP_BITS, MAX_LOCAL_PORTS,
                               MAX_PACKET_FLITS, STAT_ADDR_BITS, STATS, node_layout,
-                              node_row_layout, row_layout)
+                              node_row_layout)
 from .sink import TrafficSink
 
 __all__ = ["NetworkNode", "node_signature", "traffic_signature",
-           "stall_salt", "ADAPTIVE_ESCAPE_VCS", "network_row_layout", "network_node_row_layout",
-           "ADAPTIVE_STATS", "node_stats"]
+           "stall_salt", "ADAPTIVE_ESCAPE_VCS", "ADAPTIVE_STATS", "node_stats"]
 
 #: The escape VCs of a node's router with ``routing="adaptive"``: 2, enough for every
 #: topology's adaptive tables (a torus's, a failed chip's; a mesh's need 1), so that one
@@ -66,33 +65,11 @@ def traffic_signature(n_nodes):
     })
 
 
-def network_row_layout(n_nodes, dims, routing="dor"):
-    """The configuration row (``hdl.system.layouts.row_layout``), with adaptive table
-    entries (``hdl.ici.layouts.adaptive_entry_layout``) for ``routing="adaptive"``."""
-    if routing == "dor":
-        return row_layout(n_nodes, dims)
-    return data.StructLayout({
-        "entries": data.ArrayLayout(adaptive_entry_layout, n_nodes),
-        "hops": data.ArrayLayout(unsigned(HOP_BITS), n_nodes),
-        "node": node_layout(dims),
-    })
-
-
-def network_node_row_layout(dims, routing="dor"):
-    """A node's slice of a configuration row (``hdl.system.layouts.node_row_layout``),
-    with an adaptive table entry for ``routing="adaptive"``."""
-    if routing == "dor":
-        return node_row_layout(dims)
-    return data.StructLayout({"row": unsigned(CHIP_BITS), "entry": adaptive_entry_layout,
-                              "hops": unsigned(HOP_BITS), "node": node_layout(dims)})
-
-
 def node_signature(*, dims, vcs, n_nodes, local_ports, routing="dor"):
     """The ports of a :class:`NetworkNode` (its docstring), without building one."""
     ports = 2 * dims
     link = LinkSignature(vcs=vcs, flit_words=FLIT_WORDS)
-    setup = node_row_layout(dims) if routing == "dor" else \
-        network_node_row_layout(dims, routing)
+    setup = node_row_layout(dims, routing)
     return wiring.Signature({
         "tx": Out(link).array(ports), "rx": In(link).array(ports),
         "setup_valid": In(1), "setup": In(setup),
@@ -137,7 +114,7 @@ class NetworkNode(wiring.Component):
         The far ends of the outgoing links (registered when ``link_latency`` >= 1).
     rx : In(LinkSignature(vcs, 2)).array(2*dims)
         Into the router.
-    setup_valid, setup : In(1), In(node_row_layout(dims))
+    setup_valid, setup : In(1), In(node_row_layout(dims, routing))
         A configuration row (not ``config``: a Verilog keyword, which Verilator's wrapper of
         a hierarchical block would not escape).
     node : In(8)

@@ -61,8 +61,8 @@ def test_adaptive_runs_stream_adaptive_tables(monkeypatch):
     t = topo.torus("4x4")
     tables = topo.routing_tables(t, vcs=3, routing="adaptive")
     from hdl.ici.layouts import adaptive_entry_layout, adaptive_table_entries
-    from hdl.testbench.node import network_row_layout
-    layout = network_row_layout(16, 2, "adaptive")
+    from hdl.system.layouts import row_layout
+    layout = row_layout(16, 2, "adaptive")
     size = adaptive_entry_layout.size
     for r, row in enumerate(whole.play["tables"]):
         for c in range(16):
