@@ -192,8 +192,8 @@ def run_programs(topology, programs, *, vmem, smem=None, hbm=None, chip=None, vc
                              f"{'needs a program' if alive[c] else 'takes no program'}")
     words = [None if p is None else tc.program_words(p) for p in programs]
     params = dict(SYSTEM_CHIP) | dict(chip or {})
-    vcs, buffer_flits = router_defaults(routing, vcs, buffer_flits)
-    _check_system(topology, params, vcs=vcs, buffer_flits=buffer_flits, routing=routing)
+    vcs, buffer_flits = _check_system(topology, params, vcs=vcs, buffer_flits=buffer_flits,
+                                      routing=routing)
     lanes = params["lanes"]
     longest = max(len(w) for w in words if w is not None)
     params["imem_depth"] = max(params["imem_depth"], memory_depth(longest))
@@ -288,7 +288,9 @@ def router_defaults(routing, vcs=None, buffer_flits=None):
 
 def _check_system(topology, chip, *, vcs, buffer_flits, routing="dor"):
     """ChipNode's checks, made before any part is built or planned, so that a bad value is
-    one error and leaves no half-built parts behind."""
+    one error and leaves no half-built parts behind; returns ``(vcs, buffer_flits)``,
+    :func:`router_defaults` filling what is None."""
+    vcs, buffer_flits = router_defaults(routing, vcs, buffer_flits)
     check_int("network_ports", chip["network_ports"], least=1,
               most=max_local_ports(len(topology.dims)))
     check_int("outstanding", chip["outstanding"], least=1)
@@ -303,6 +305,7 @@ def _check_system(topology, chip, *, vcs, buffer_flits, routing="dor"):
             raise ValueError(f"routing='adaptive' cuts packets through, so buffer_flits must "
                              f"hold the chips' longest packet ({longest} flits), not "
                              f"{buffer_flits}")
+    return vcs, buffer_flits
 
 
 def _per_chip(value, count, bits):
@@ -385,11 +388,11 @@ def collective(kind, inputs, *, topology, dtype="float32", backend="verilator", 
                              or chunks < 1):
         raise ValueError(f"chunks must be a positive integer or 'auto', not {chunks!r}")
     if routing is None:
-        routing = collective_routing(topology) if chip is None else "dor"
+        routing = collective_routing(topology, chip)
     chip = (collective_chip(topology) if chip is None else dict(SYSTEM_CHIP) | dict(chip)) | \
         {"numerics": numerics}
-    vcs, buffer_flits = router_defaults(routing, vcs, buffer_flits)
-    _check_system(topology, chip, vcs=vcs, buffer_flits=buffer_flits, routing=routing)
+    vcs, buffer_flits = _check_system(topology, chip, vcs=vcs, buffer_flits=buffer_flits,
+                                      routing=routing)
     plan = plan_collective(kind, bits, topology=topology, dtype=dtype, lanes=chip["lanes"],
                            chunks=chunks, push_words=plan_push_words(chip),
                            push_ports=chip["network_ports"],
@@ -652,8 +655,8 @@ def embedding_step(table, indices, offsets, *, grads=None, weights=None, topolog
                           topology=topology, combiner=combiner, optimizer=optimizer, lr=lr,
                           state=state, mode=mode, capacity=capacity, numerics=numerics)
     chip = dict(EMBEDDING_CHIP) | dict(chip or {}) | {"numerics": numerics}
-    vcs, buffer_flits = router_defaults(routing, vcs, buffer_flits)
-    _check_system(topology, chip, vcs=vcs, buffer_flits=buffer_flits, routing=routing)
+    vcs, buffer_flits = _check_system(topology, chip, vcs=vcs, buffer_flits=buffer_flits,
+                                      routing=routing)
     plan = plan_embedding(table, indices, offsets, grads=grads, weights=weights,
                           topology=topology, combiner=combiner, optimizer=optimizer, lr=lr,
                           state=state, mode=mode, capacity=capacity, chip=chip)

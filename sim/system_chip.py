@@ -102,9 +102,10 @@ def collective_lanes(ports):
     return lanes
 
 
-def collective_routing(topology):
+def collective_routing(topology, chip=None):
     """The routing :func:`sim.system.collective` uses on ``topology`` when it is given none:
-    "adaptive" when an axis is a ring of two chips, else "dor".
+    with its default chip (``chip`` None), "adaptive" when an axis is a ring of two chips,
+    else "dor"; with a given ``chip``, "dor" (the routing goes with the chip).
 
     On a ring of two the schedule sends half of each block each way round, but both ways
     lead to the one neighbour, and dimension-order tables send both halves over one of
@@ -112,6 +113,8 @@ def collective_routing(topology):
     On longer rings the schedules send only to neighbours, whose minimal route is one
     link either way, so adaptive routing would change no route and cost its larger
     buffers (cut-through)."""
+    if chip is not None:
+        return "dor"
     return "adaptive" if 2 in tuple(topology.dims) else "dor"
 
 

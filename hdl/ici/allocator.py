@@ -13,7 +13,6 @@ from .layouts import MAX_VCS
 __all__ = ["Allocator"]
 
 
-
 def _pick(onehot, values):
     """The value at the set bit of ``onehot`` (0 when none): an AND-OR multiplexer."""
     out = 0

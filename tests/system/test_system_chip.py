@@ -97,3 +97,7 @@ def test_auto_chunks_stay_within_the_chips_flags():
 ])
 def test_the_topologys_routing(shape, twist, routing):
     assert system_chip.collective_routing(topo.torus(shape, twist=twist)) == routing
+
+
+def test_a_given_chip_routes_by_dimension_order():
+    assert system_chip.collective_routing(topo.torus((2, 2)), {"lanes": 16}) == "dor"

@@ -232,7 +232,7 @@ def cmd_collective(args):
                                              ("outstanding", args.outstanding))
             if value is not None}
     # As sim.system.collective: the topology's routing goes with the topology's chip.
-    routing = args.routing or (collective_routing(topology) if not chip else "dor")
+    routing = args.routing or collective_routing(topology, chip or None)
     vcs, flits = system.router_defaults(routing, args.vcs, args.buffer_flits)
     _check_router_flags(routing, vcs, flits)
     network = dict(vcs=vcs, buffer_flits=flits, routing=routing)
