@@ -196,6 +196,7 @@ def build_top(run, *, simulator, design, key, images=None, waves=None, waves_sco
     # Icarus takes the scope in the testbench; Verilator's main at run time (+waves_scope).
     waves_scope = waves_scope if waves and not verilating else None
     covering = verilating and coverage_build.active() is not None
+    opt = (model_opt(coverage_build.OPT) if covering else model_opt()) if verilating else None
     flags = (VERILATOR_FLAGS + _trace_flags(waves)
              + (("--threads", str(threads)) if threads > 1 else ())
              + (("--hierarchical",) if hierarchical else ())
@@ -204,7 +205,7 @@ def build_top(run, *, simulator, design, key, images=None, waves=None, waves_sco
            # No depth, no count: the harness is streamed, the same for any data.
            run.until, run.busy, sorted((*run.play, *run.record)), RING_DEPTH,
            sorted((player, recorder) for player, (recorder, _) in run.loopbacks.items()),
-           flags, waves_scope, model_opt() if verilating else None, _tool_version(simulator),
+           flags, waves_scope, opt, _tool_version(simulator),
            amaranth_version()]
     if covering:        # what a coverage build adds (not in the plain builds' key)
         key += coverage_build.build_key()
@@ -229,14 +230,15 @@ def build_top(run, *, simulator, design, key, images=None, waves=None, waves_sco
         (folder / "tb.v").write_text((coverage_build.HARNESS_OFF if covering else "")
                                      + testbench_verilog(harness, module=HARNESS_MODULE,
                                                          images=images, waves_scope=waves_scope))
-        compile_harness(folder, simulator=simulator, flags=flags,
+        compile_harness(folder, simulator=simulator, flags=flags, opt=opt,
                         large=len(text) > LARGE_DESIGN_BYTES, what=what)
 
     return cached_build(f"whole-{simulator}", run.block, key, make)
 
 
-def compile_harness(folder, *, simulator, flags, large, what):
-    """Compile ``folder``'s ``design.v``, ``tb.v`` (and ``config.vlt``) for ``simulator``.
+def compile_harness(folder, *, simulator, flags, large, what, opt):
+    """Compile ``folder``'s ``design.v``, ``tb.v`` (and ``config.vlt``) for ``simulator``,
+    Verilator's model with its hot code at the g++ optimization ``opt``.
 
     ``large`` designs verilate without Verilator's DFG optimizer (see
     :data:`LARGE_DESIGN_BYTES`). A failure raises :class:`CompiledRunError` with
@@ -247,7 +249,7 @@ def compile_harness(folder, *, simulator, flags, large, what):
         commands = [[verilator(), *flags, *(("-fno-dfg",) if large else ()), "-Mdir", "obj",
                      "config.vlt", "main.cpp", "design.v", "tb.v"],
                     # A hierarchical build verilates its blocks, then the top, under make.
-                    ["make", "-C", "obj", *MAKE_FLAGS, f"OPT_FAST={model_opt()}",
+                    ["make", "-C", "obj", *MAKE_FLAGS, f"OPT_FAST={opt}",
                      *((f"-fV{TOP}_hier.mk", "hier_build") if "--hierarchical" in flags
                        else (f"-fV{TOP}.mk",))]]
     else:

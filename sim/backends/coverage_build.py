@@ -24,11 +24,15 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["FLAGS", "collecting", "active", "source_map_of", "add_run", "SOURCE_MAP",
+__all__ = ["FLAGS", "OPT", "collecting", "active", "source_map_of", "add_run", "SOURCE_MAP",
            "HARNESS_OFF"]
 
 #: Verilator's options of a coverage build: statement and branch points, and toggles.
 FLAGS = ("--coverage-line", "--coverage-toggle")
+#: The g++ optimization of a coverage build's hot code unless ``$TPU_RTL_OPT`` sets one: a
+#: regression seed's runs are short, and a coverage build's C++ is several times a plain
+#: one's, so -O3 would cost more compiling than it saves running.
+OPT = "-Og"
 #: The build folder's map of its ``design.v`` lines to ``hdl/`` lines.
 SOURCE_MAP = "src.json"
 #: Put before the test equipment (the harness module, the testbench): no points there.

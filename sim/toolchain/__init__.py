@@ -78,13 +78,14 @@ def tool_env(base=None):
     return env
 
 
-def model_opt():
-    """The g++ optimization of a compiled model's hot code: ``$TPU_RTL_OPT``, by default
-    ``-O3``. -O3 runs long simulations fastest; -Og compiles a model's hot code in 40% of
-    its time or less (docs/simulation.md), for runs too short to repay -O3: the test
-    suite and ``tpu-rtl demo`` use it. A bad value is a ValueError naming the choices.
+def model_opt(default="-O3"):
+    """The g++ optimization of a compiled model's hot code: ``$TPU_RTL_OPT``, else
+    ``default`` (-O3). -O3 runs long simulations fastest; -Og compiles a model's hot code
+    in 40% of its time or less (docs/simulation.md), for runs too short to repay -O3: the
+    test suite, ``tpu-rtl demo`` and regressions' coverage builds use it. A bad value is a
+    ValueError naming the choices.
     """
-    value = os.environ.get(OPT_VARIABLE, "-O3")
+    value = os.environ.get(OPT_VARIABLE, default)
     if value not in OPT_LEVELS:
         raise ValueError(f"{OPT_VARIABLE} must be one of {', '.join(OPT_LEVELS)}, not {value!r}")
     return value

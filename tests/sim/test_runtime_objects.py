@@ -108,8 +108,10 @@ def test_tool_env_routes_compiles_through_the_cache_and_keeps_a_users_own(monkey
 def test_model_opt_takes_a_gcc_level_or_names_the_choices(monkeypatch):
     monkeypatch.setenv("TPU_RTL_OPT", "-O2")
     assert model_opt() == "-O2"
+    assert model_opt("-Og") == "-O2"        # the variable wins over a caller's default
     monkeypatch.delenv("TPU_RTL_OPT")
     assert model_opt() == "-O3"
+    assert model_opt("-Og") == "-Og"
     monkeypatch.setenv("TPU_RTL_OPT", "O2")
     with pytest.raises(ValueError, match=r"TPU_RTL_OPT must be one of -O0, .*-Os, not 'O2'"):
         model_opt()

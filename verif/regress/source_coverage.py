@@ -24,6 +24,7 @@ as are points of runs without a source map.
 """
 
 import json
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +76,9 @@ class SourceCoverage:
         return result
 
 
+_FILE = re.compile("\x01f\x02([^\x01]*)")     # a point key's Verilog file field
+
+
 def _source_lines(path):
     try:
         return (CHECKOUT / path).read_text().count("\n") + 1
@@ -95,9 +99,8 @@ def collect(dats):
         mapped = json.loads(srcmap.read_text()) if srcmap.exists() else None
         if mapped is None:
             result.unmapped_runs.append(str(dat))
-        for key in seen:
-            verilog = code_coverage.fields(key).get("f")
-            if mapped is not None:
+        if mapped is not None:
+            for verilog in {found[1] for found in map(_FILE.search, seen) if found}:
                 owners_of.setdefault(verilog, mapped["owners"])
                 generated_of.setdefault(verilog, set(map(str, mapped.get("generated", ()))))
     unowned = {k: [0, 0] for k in KINDS}
