@@ -247,6 +247,14 @@ def test_a_suite_none_of_whose_seeds_began_still_gets_its_reports(tmp_path):
     assert regression.outcomes == [] and (tmp_path / "never" / "junit.xml").exists()
 
 
+def test_a_toggle_hole_names_its_signal_as_amaranth_wrote_it():
+    # Verilator escapes the "_", "." and "$" of Amaranth's names as __05F, __02e, __024.
+    point = {"o": "core___05Freq___05Fpayload__02edata[17]:1->0",
+             "h": "TOP.tb.dut.dut.dma.check"}
+    assert source_coverage.signal_name(point) == "dma.check.core__req__payload.data"
+    assert source_coverage.signal_name({"o": "q__02412:0->1", "h": "TOP.tb.dut.dut"}) == "q$12"
+
+
 def test_points_without_a_source_line_are_counted_apart(tmp_path):
     key = "\x01f\x02/b/top.v\x01l\x02{line}\x01t\x02{kind}\x01o\x02{name}\x01h\x02top"
     dat = tmp_path / "run.dat"
@@ -265,6 +273,7 @@ def test_points_without_a_source_line_are_counted_apart(tmp_path):
     assert dict(coverage.lines["hdl/lib/params.py"]) == {2: 5, 3: 2}
     assert dict(coverage.branches["hdl/lib/params.py"]) == {3: [0, 2]}
     assert coverage.toggles["hdl/lib/params.py"] == {2: (1, 2)}
+    assert coverage.holes["hdl/lib/params.py"] == {2: {"x": 1}}       # the 1->0 of x[0]
     # A line past the end of its file and a file that does not exist own nothing.
     assert coverage.unowned == {"line": (1, 1), "branch": (0, 0), "toggle": (0, 1)}
     records = _lcov_records(source_coverage.write_lcov(coverage, tmp_path / "lcov.info"))

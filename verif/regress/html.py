@@ -253,6 +253,11 @@ def _source_page(source, path):
                 extra.append("branches " + "/".join(f"{c:,}" for c in branches[number]))
             if number in toggles:
                 extra.append(f"toggled {toggles[number][0]}/{toggles[number][1]} bits")
+            holes = source.holes[path].get(number)
+            if holes:
+                extra.append("never toggled: " + ", ".join(
+                    f"{signal} ({n})" for signal, n in holes.most_common(8))
+                    + (", ..." if len(holes) > 8 else ""))
             cls = "ok" if count else "bad"
             title = f" title=\"{_e('; '.join(extra))}\"" if extra else ""
             out.append(f"<span class={cls}{title}><span class=n>{number}</span>"

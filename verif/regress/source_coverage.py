@@ -31,7 +31,7 @@ from pathlib import Path
 
 from verif.regress import code_coverage
 
-__all__ = ["SourceCoverage", "collect", "write_lcov", "write_cobertura", "write_json",
+__all__ = ["SourceCoverage", "collect", "signal_name", "write_lcov", "write_cobertura", "write_json",
            "parse_lcov", "CHECKOUT"]
 
 #: The checkout whose ``hdl/`` the paths are relative to.
@@ -42,12 +42,15 @@ KINDS = ("line", "branch", "toggle")
 @dataclass
 class SourceCoverage:
     """Per ``hdl/`` file: ``lines`` {line: count}, ``branches`` {line: [counts]},
-    ``toggles`` {line: (bits toggled, bits)}; ``unowned`` {kind: (hit, total)} of points
-    no hdl line owns; ``runs`` the coverage files read, ``unmapped_runs`` those without a
-    source map."""
+    ``toggles`` {line: (bits toggled, bits)}, ``holes`` {line: {signal: transitions never
+    seen}} (the toggle points left at 0, by the Verilog signal holding them: what to read
+    when a line's toggles fall short); ``unowned`` {kind: (hit, total)} of points no hdl
+    line owns; ``runs`` the coverage files read, ``unmapped_runs`` those without a source
+    map."""
     lines: dict = field(default_factory=lambda: defaultdict(dict))
     branches: dict = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
     toggles: dict = field(default_factory=lambda: defaultdict(dict))
+    holes: dict = field(default_factory=lambda: defaultdict(lambda: defaultdict(Counter)))
     unowned: dict = field(default_factory=dict)
     runs: int = 0
     unmapped_runs: list = field(default_factory=list)
@@ -77,6 +80,19 @@ class SourceCoverage:
 
 
 _FILE = re.compile("\x01f\x02([^\x01]*)")     # a point key's Verilog file field
+
+
+def signal_name(point):
+    """The Verilog signal of a toggle point (its :func:`~.code_coverage.fields`), readable:
+    its scope below the block's top and its name, without the bit and the transition, and
+    with Verilator's ``__0XX`` escapes of Amaranth's characters (``.``, ``$``, ``_``)
+    undone: ``dma.check.quick.address``."""
+    name = re.sub(r"\[\d+\]$", "", point.get("o", "").rsplit(":", 1)[0])
+    scope = point.get("h", "").split(".")[4:]      # below TOP.tb.dut.dut, the block's top
+    return _ESCAPE.sub(lambda m: chr(int(m[1], 16)), ".".join((*scope, name)))
+
+
+_ESCAPE = re.compile("__0([0-9a-fA-F]{2})")
 
 
 def _source_lines(path):
@@ -128,6 +144,8 @@ def collect(dats):
         elif kind == "toggle":
             toggles[path][line][0] += count > 0
             toggles[path][line][1] += 1
+            if not count:
+                result.holes[path][line][signal_name(f)] += 1
     for path, per_line in toggles.items():
         result.toggles[path] = {line: tuple(v) for line, v in per_line.items()}
     result.unowned = {k: tuple(v) for k, v in unowned.items()}
@@ -211,6 +229,9 @@ def write_json(coverage, path):
                       for p in coverage.files()},
             "never_reached": {p: sorted(line for line, c in coverage.lines[p].items() if c == 0)
                               for p in coverage.files()},
+            "toggle_holes": {p: {str(line): dict(signals.most_common())
+                                 for line, signals in sorted(coverage.holes[p].items())}
+                             for p in coverage.files() if coverage.holes[p]},
             "unowned": {k: list(v) for k, v in coverage.unowned.items()},
             "runs": coverage.runs, "unmapped_runs": coverage.unmapped_runs}
     Path(path).write_text(json.dumps(data, indent=1))
