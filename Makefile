@@ -29,10 +29,9 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(PYTEST) -n $(JOBS) --dist loadfile -m slow tests
 
-# Slow, exhaustive checks: never part of `make test`.
+# The coverage-driven regression of every suite (docs/regress.md): never part of `make test`.
 regress: $(STAMP)
-	$(BIN)/tpu-rtl regress arith --seeds 16 -j 2 --backend verilator
-	$(BIN)/tpu-rtl regress mxu --seeds 16 -j 2 --backend verilator
+	$(BIN)/tpu-rtl regress all --seeds 8 --until-covered -j 2 --sim verilator --cover-goal 100
 
 bench: $(STAMP)
 	$(BIN)/tpu-rtl bench --update-docs
