@@ -1,10 +1,14 @@
 """Helpers several test packages share: an Amaranth simulation of testbenches, a bit-exact
-array compare, and line packing. Expected values never come from here."""
+array compare, line packing, and a command's error lines. Expected values never come from
+here."""
+
+import re
 
 import numpy as np
 from amaranth.sim import Simulator
 
-__all__ = ["CLOCK", "simulate", "words", "assert_bits", "pack_lines", "unpack_lines"]
+__all__ = ["CLOCK", "simulate", "words", "assert_bits", "pack_lines", "unpack_lines",
+           "error_lines"]
 
 #: The clock period of every Amaranth simulation here (its value is not observable).
 CLOCK = 1e-8
@@ -49,3 +53,10 @@ def unpack_lines(lines, per_line):
     """The inverse of :func:`pack_lines`."""
     return np.array([(line >> (32 * j)) & 0xFFFFFFFF for line in lines for j in range(per_line)],
                     np.uint32)
+
+
+def error_lines(err):
+    """The lines of a command's standard error besides its progress line, which a run
+    slower than the heartbeat (``verif.progress.HEARTBEAT``, on a loaded machine) writes
+    there too, ending in its elapsed time: ``sparsecore update (10 s)``."""
+    return [line for line in err.strip().splitlines() if not re.search(r" \(\d+ s\)$", line)]

@@ -22,6 +22,8 @@ from verif.cli import sparsecore as sparsecore_cli
 from verif.suites.sparsecore import batch as sparse_batch
 from verif.bench.blocks import SparseBench, run_bench
 
+from ..support import error_lines
+
 #: A batch small enough for Amaranth's simulator: 2 bags of 3 ids over 8 rows of 8 words.
 TINY = ["--rows", "8", "--width", "8", "--batch", "2", "--bag", "3"]
 
@@ -60,7 +62,7 @@ def test_prints_a_verdict_and_writes_the_figures(seed, tmp_path, capsys):
 def _fails(capsys, args):
     assert cli.main(["sparsecore", *TINY, *args]) == 1
     captured = capsys.readouterr()
-    assert len(captured.err.strip().splitlines()) == 1, captured.err
+    assert len(error_lines(captured.err)) == 1, captured.err
     return captured
 
 
@@ -73,8 +75,8 @@ def test_a_wrong_result_exits_non_zero_with_the_reproduce_command(seed, monkeypa
     assert re.search(r"update sgd/tpu +64 words bit-exact", captured.out)
     assert "FAILED lookup sum/tpu: 16 of 16 mismatched; first: lookup sum/tpu out[0, 0]: " \
            "expected 0x" in captured.out
-    assert captured.err.startswith("tpu-rtl sparsecore: mismatch: lookup sum/tpu: 16 of 16 "
-                                   "mismatched")
+    assert error_lines(captured.err)[0].startswith("tpu-rtl sparsecore: mismatch: lookup sum/tpu: "
+                                               "16 of 16 mismatched")
     # The printed command parses back to this very run.
     command = captured.out.split("reproduce: ")[1].splitlines()[0]
     assert f"seed {seed}; reproduce: {command}" in captured.out
@@ -115,7 +117,7 @@ def test_hbm_reads_other_than_the_unique_ids_fail(seed, monkeypatch, capsys):
     (["--words-per-cycle", "3"], "argument --words-per-cycle: invalid choice: 3"),
     (["--backend", "spice"], "argument --backend: invalid choice: 'spice'"),
 ])
-def test_bad_arguments_are_one_line_errors(args, message, capsys):
+def test_bad_arguments_are_one_lineerror_lines(args, message, capsys):
     assert cli.main(["sparsecore", *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"tpu-rtl sparsecore: error: {message}")

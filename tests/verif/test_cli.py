@@ -11,6 +11,8 @@ from verif import cli, demo
 from verif.cli import common
 from verif.suites.mxu import matmul_check
 
+from ..support import error_lines
+
 
 def _cli(*args):
     return subprocess.run([sys.executable, "-m", "verif.cli", *args], capture_output=True,
@@ -58,9 +60,9 @@ def test_matmul_exits_non_zero_on_a_mismatch(monkeypatch, capsys):
                         lambda *a, **k: real(*a, **k) * np.float32(2))
     assert cli.main(["matmul", "--m", "2", "--k", "2", "--n", "2", "--rows", "2",
                      "--cols", "2"]) == 1
-    err = capsys.readouterr().err
-    assert err.startswith("tpu-rtl matmul: mismatch: ") and "out[0, 0]" in err
-    assert len(err.strip().splitlines()) == 1
+    err = error_lines(capsys.readouterr().err)
+    assert len(err) == 1
+    assert err[0].startswith("tpu-rtl matmul: mismatch: ") and "out[0, 0]" in err[0]
 
 
 def test_demo_reports_and_fails_on_a_mismatch(monkeypatch, capsys):
