@@ -91,11 +91,13 @@ int main(int argc, char** argv) {
         dump();
         ++cycles;
     }
-    top->final();
+    // Coverage first: a hierarchical block's final() deletes its model, whose counters the
+    // coverage points still name (writing after it crashed a 4-chip system's runs).
 #if VM_COVERAGE
     const std::string coverage = plusarg(*context, "coverage");
     if (!coverage.empty()) context->coveragep()->write(coverage);
 #endif
+    top->final();
 #if VM_TRACE
     if (trace) trace->close();
 #endif
