@@ -75,8 +75,8 @@ def test_a_wrong_result_exits_non_zero_with_the_reproduce_command(seed, monkeypa
     assert re.search(r"update sgd/tpu +64 words bit-exact", captured.out)
     assert "FAILED lookup sum/tpu: 16 of 16 mismatched; first: lookup sum/tpu out[0, 0]: " \
            "expected 0x" in captured.out
-    assert error_lines(captured.err)[0].startswith("tpu-rtl sparsecore: mismatch: lookup sum/tpu: "
-                                               "16 of 16 mismatched")
+    first = error_lines(captured.err)[0]
+    assert first.startswith("tpu-rtl sparsecore: mismatch: lookup sum/tpu: 16 of 16 mismatched")
     # The printed command parses back to this very run.
     command = captured.out.split("reproduce: ")[1].splitlines()[0]
     assert f"seed {seed}; reproduce: {command}" in captured.out
@@ -117,7 +117,7 @@ def test_hbm_reads_other_than_the_unique_ids_fail(seed, monkeypatch, capsys):
     (["--words-per-cycle", "3"], "argument --words-per-cycle: invalid choice: 3"),
     (["--backend", "spice"], "argument --backend: invalid choice: 'spice'"),
 ])
-def test_bad_arguments_are_one_lineerror_lines(args, message, capsys):
+def test_bad_arguments_are_one_line_errors(args, message, capsys):
     assert cli.main(["sparsecore", *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"tpu-rtl sparsecore: error: {message}")

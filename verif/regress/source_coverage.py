@@ -31,8 +31,8 @@ from pathlib import Path
 
 from verif.regress import code_coverage
 
-__all__ = ["SourceCoverage", "collect", "signal_name", "write_lcov", "write_cobertura", "write_json",
-           "parse_lcov", "CHECKOUT"]
+__all__ = ["SourceCoverage", "collect", "signal_name", "write_lcov", "write_cobertura",
+           "write_json", "parse_lcov", "CHECKOUT"]
 
 #: The checkout whose ``hdl/`` the paths are relative to.
 CHECKOUT = Path(__file__).resolve().parents[2]
