@@ -215,6 +215,7 @@ def build_top(run, *, simulator, design, key, images=None, waves=None, waves_sco
         harness = make_harness(run, BlackBox(run.block, signature), streamed=True)
         if covering:        # the block's lines to hdl/ lines; none in the test equipment
             coverage_build.source_map_of(folder, text, design)
+            text = coverage_build.without_temporaries(text)
         text += "\n" + (coverage_build.HARNESS_OFF if covering else "") + \
             amaranth_verilog.convert(harness, name=HARNESS_MODULE, emit_src=False,
                                      strip_internal_attrs=True)

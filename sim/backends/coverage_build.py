@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["FLAGS", "OPT", "collecting", "active", "source_map_of", "add_run", "SOURCE_MAP",
-           "HARNESS_OFF"]
+           "HARNESS_OFF", "without_temporaries"]
 
 #: Verilator's options of a coverage build: statement and branch points, and toggles.
 FLAGS = ("--coverage-line", "--coverage-toggle")
@@ -37,16 +37,29 @@ OPT = "-Og"
 SOURCE_MAP = "src.json"
 #: Put before the test equipment (the harness module, the testbench): no points there.
 HARNESS_OFF = "/*verilator coverage_off*/\n"
+#: A declaration of one of Yosys' ``$`` names (its temporaries, Amaranth's unnamed
+#: signals, the ``dump_module`` marker): no ``hdl`` line names it, so its toggles count
+#: for nothing (:mod:`verif.regress.code_coverage` leaves them out), yet they are most of a
+#: build's points (594,268 of the SparseCore tile's 858,535), and every run pays for each
+#: point three times: registering it, writing it and reading it back.
+_TEMPORARY = re.compile(r"^(\s*)((?:wire|reg)\b[^\\;]*\\\$[^;]*;)[ \t]*$", re.MULTILINE)
 
 _TARGET = []        # the (folder, prefix, {build folder: points}) of each collecting()
 
 
 def build_key():
     """What a coverage build adds to the cache key of a harness build besides
-    :data:`FLAGS`: how the test equipment is left out, and the code making the source
-    map (a build product)."""
+    :data:`FLAGS`: how the test equipment and the temporaries are left out, and the code
+    making the source map (a build product)."""
     from ..verilog import source_map
-    return [HARNESS_OFF, SOURCE_MAP, Path(source_map.__file__).read_bytes()]
+    return [HARNESS_OFF, _TEMPORARY.pattern, SOURCE_MAP, Path(source_map.__file__).read_bytes()]
+
+
+def without_temporaries(verilog):
+    """``verilog`` with Verilator's coverage off for the declarations of ``$`` names, each
+    on its own line, so every line keeps its number (the source map's, and the points')."""
+    return _TEMPORARY.sub(r"\1/*verilator coverage_off*/ \2 /*verilator coverage_on*/",
+                          verilog)
 
 
 @contextmanager
@@ -93,24 +106,26 @@ def source_map_of(folder, plain, design):
 def add_run(build, dat):
     """Add the points of one run's ``dat`` (a coverage.dat of the coverage build in folder
     ``build``) to the active :func:`collecting`'s sums for that build (held in memory: a
-    build's points can be tens of MB of text, and a case runs a build many times)."""
-    build = Path(build)
-    points = _TARGET[-1][2].setdefault(build, {})
-    where = f"{build.parent.name}/{build.name}/design.v"     # the build, in every point
-    for key, count in _read(dat).items():
-        found = _FILE.search(key)
-        if found is None or found[2] != "design.v":
-            continue        # the wrappers Verilator writes around hierarchical blocks
-        key = key[:found.start(2)] + where + key[found.end(2):]
-        points[key] = points.get(key, 0) + count
+    build's points can be tens of MB of text, and a case runs a build many times).
+    Every run of a build has the same points, so they are summed by their own keys here
+    and renamed once, when written."""
+    _read(dat, into=_TARGET[-1][2].setdefault(Path(build), {}))
 
 
 def _write(folder, prefix, build, points):
-    """Write ``folder/<prefix>.<build>.dat`` with the build's source map beside it."""
+    """Write ``folder/<prefix>.<build>.dat`` with the build's source map beside it: the
+    points of its ``design.v`` only (not those Verilator gives the wrappers of hierarchical
+    blocks), each naming the build in its file field."""
     target = folder / f"{prefix}.{build.name}.dat"
+    where = f"{build.parent.name}/{build.name}/design.v"
+    lines = []
+    for key, count in points.items():
+        found = _FILE.search(key)
+        if found is not None and found[2] == "design.v":
+            lines.append(f"C '{key[:found.start(2)]}{where}{key[found.end(2):]}' {count}\n")
     with open(target, "w", encoding="latin-1") as f:
         f.write("# SystemC::Coverage-3\n")
-        f.writelines(f"C '{key}' {count}\n" for key, count in sorted(points.items()))
+        f.writelines(sorted(lines))
     srcmap = target.with_suffix(".src.json")
     if not srcmap.exists() and (build / SOURCE_MAP).exists():
         shutil.copy(build / SOURCE_MAP, srcmap)
@@ -120,13 +135,11 @@ def _write(folder, prefix, build, points):
 _FILE = re.compile("(\x01f\x02)([^\x01]*)")
 
 
-def _read(path):
-    """``{key: count}`` of a coverage.dat (``C '<key>' <count>`` lines)."""
-    points = {}
+def _read(path, *, into):
+    """Add the ``{key: count}`` of a coverage.dat (``C '<key>' <count>`` lines) to ``into``."""
     with open(path, encoding="latin-1") as f:
         for line in f:
             if line.startswith("C '"):
                 end = line.rindex("'")
                 key = line[3:end]
-                points[key] = points.get(key, 0) + int(line[end + 1:])
-    return points
+                into[key] = into.get(key, 0) + int(line[end + 1:])

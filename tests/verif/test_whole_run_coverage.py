@@ -59,6 +59,9 @@ def test_a_seed_writes_whole_run_code_coverage_that_reaches_the_hdl_lines(tmp_pa
     assert points and all(f"\x01f\x02whole-verilator/{build}/design.v\x01" in p
                           for p in points)
     assert all("\x01h\x02TOP.tb.dut.dut" in p for p in points)
+    # Yosys' $ names (temporaries, unnamed signals) have no toggle points: no hdl line owns them.
+    toggles = [p for p in points if "\x01t\x02toggle" in p]
+    assert toggles and not any("\x01o\x02__024" in p for p in toggles)
 
     coverage = source_coverage.collect(dats)
     lcov = source_coverage.write_lcov(coverage, tmp_path / "lcov.info")
