@@ -28,7 +28,8 @@ def _line_of(path, text):
 
 
 def _no_nan_case(seed, *, inject=None):
-    """A suite of one whole-run case: fp32_to_bf16 on operands with infinities and no NaN."""
+    """A suite of two whole-run cases on one build: fp32_to_bf16 on operands with
+    infinities and no NaN."""
     def check(*, backend, coverage, waves):
         # 1, -2.5, +-inf, 0, 65280: exact; 1 + 2^-8 and 1 + 3 * 2^-8: ties, to even;
         # the smallest bf16 subnormal, kept in ieee numerics. No NaN.
@@ -39,6 +40,7 @@ def _no_nan_case(seed, *, inject=None):
         return {"checked": len(a), "mismatches": int(np.sum(got != expected)),
                 "first_mismatch": None, "cycles": 0}
     yield WholeCase("no-nan", check)
+    yield WholeCase("no-nan-again", check)      # a second case on the same build
 
 
 class _Suite:
@@ -50,8 +52,10 @@ def test_a_seed_writes_whole_run_code_coverage_that_reaches_the_hdl_lines(tmp_pa
     monkeypatch.setitem(worker.SUITES, "no_nan", _Suite)
     record = worker.run_seed("no_nan", 1, "verilator", tmp_path / "seed", code_coverage=True)
     assert record["status"] == "pass", record
-    dats = sorted((tmp_path / "seed").glob("no-nan.*.dat"))
-    assert len(dats) == 1 and dats[0].with_suffix(".src.json").exists()
+    # One file per build for the whole seed, both cases' points summed in it.
+    dats = sorted((tmp_path / "seed").glob("*.dat"))
+    assert [d.name.split(".")[0] for d in dats] == ["no_nan"]
+    assert dats[0].with_suffix(".src.json").exists()
     text = dats[0].read_text(encoding="latin-1")
     build = dats[0].name.split(".")[1]
     # Every point names its build, and none is the test equipment's (harness, testbench).

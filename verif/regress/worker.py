@@ -47,6 +47,25 @@ def run_seed(suite, seed, sim, out, *, waves=False, code_coverage=False, inject=
     if inject == "hang":
         time.sleep(1e6)
     started = time.perf_counter()
+    # Code coverage of whole runs: Verilator's coverage builds, their points summed over the
+    # seed's cases per build and written as <suite>.<build>.dat (with the build's source map
+    # beside it) when the seed ends; a file a case would repeat them (97 MB a case for a
+    # 4-chip system).
+    with (coverage_build.collecting(out, prefix=suite) if code_coverage and sim == "verilator"
+          else contextlib.nullcontext()):
+        cases = _run_cases(suite, seed, sim, out, waves=waves, code_coverage=code_coverage,
+                           inject=inject, only=only)
+    if not cases:
+        raise SystemExit(f"no run of suite {suite} matches {only!r}")
+    record = {"suite": suite, "seed": seed, "sim": sim, "cases": cases,
+              "status": "pass" if all(c["status"] == "pass" for c in cases) else "fail",
+              "seconds": round(time.perf_counter() - started, 2)}
+    (out / "result.json").write_text(json.dumps(record, indent=1, default=str))
+    return record
+
+
+def _run_cases(suite, seed, sim, out, *, waves, code_coverage, inject, only):
+    """The records of the seed's cases (those ``only`` keeps), each run and checked."""
     cases = []
     for run in SUITES[suite].runs(seed, inject=inject):
         name = run.name if isinstance(run, WholeCase) else run[2]
@@ -56,12 +75,8 @@ def run_seed(suite, seed, sim, out, *, waves=False, code_coverage=False, inject=
         wave_file = out / f"{name}.{'vcd' if sim != 'icarus' else 'fst'}" if waves else None
         try:
             if isinstance(run, WholeCase):
-                # Code coverage: Verilator's whole runs on coverage builds, each adding its
-                # points to <name>.<build>.dat (with the build's source map beside it).
-                with (coverage_build.collecting(out, prefix=name) if code_coverage
-                      and sim == "verilator" else contextlib.nullcontext()):
-                    case |= run.check(backend=sim, coverage=out / f"{name}.cov.xml",
-                                      waves=wave_file)
+                case |= run.check(backend=sim, coverage=out / f"{name}.cov.xml",
+                                  waves=wave_file)
             else:
                 block, params, name, program = run
                 case |= run_program(
@@ -76,13 +91,7 @@ def run_seed(suite, seed, sim, out, *, waves=False, code_coverage=False, inject=
             case |= {"status": "error", "error": f"{type(error).__name__}: {error}",
                      "traceback": traceback.format_exc()}
         cases.append(case)
-    if not cases:
-        raise SystemExit(f"no run of suite {suite} matches {only!r}")
-    record = {"suite": suite, "seed": seed, "sim": sim, "cases": cases,
-              "status": "pass" if all(c["status"] == "pass" for c in cases) else "fail",
-              "seconds": round(time.perf_counter() - started, 2)}
-    (out / "result.json").write_text(json.dumps(record, indent=1, default=str))
-    return record
+    return cases
 
 
 def _write_source_map(block, params, path):
