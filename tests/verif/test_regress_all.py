@@ -278,3 +278,12 @@ def test_points_without_a_source_line_are_counted_apart(tmp_path):
     assert coverage.unowned == {"line": (1, 1), "branch": (0, 0), "toggle": (0, 1)}
     records = _lcov_records(source_coverage.write_lcov(coverage, tmp_path / "lcov.info"))
     assert records == {"hdl/lib/params.py": ({2: 5, 3: 2}, [(3, 0), (3, 2)])}
+
+
+def test_the_closure_table_colours_a_suite_without_seeds_as_neither_pass_nor_fail():
+    from types import SimpleNamespace
+
+    from verif.regress import html
+    assert html._passed_class(SimpleNamespace(outcomes=[], failed=[])) == "none"
+    assert html._passed_class(SimpleNamespace(outcomes=["1"], failed=[])) == "ok"
+    assert html._passed_class(SimpleNamespace(outcomes=["1", "2"], failed=["2"])) == "bad"

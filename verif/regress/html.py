@@ -92,6 +92,14 @@ def plot_closure(database, folder):
     return paths
 
 
+def _passed_class(regression):
+    """``none`` for a suite none of whose seeds ran (a run stopped early), else ``ok``
+    when every seed passed, ``bad`` otherwise."""
+    if not regression.outcomes:
+        return "none"
+    return "bad" if regression.failed else "ok"
+
+
 def _closure_table(campaign):
     goal = campaign.goal if campaign.goal is not None else 100.0
     rows = ["<tr><th class=l>suite</th><th>seeds</th><th>passed</th><th>bins hit / total</th>"
@@ -104,7 +112,7 @@ def _closure_table(campaign):
                          in (regression.code_coverage or {}).items() if t) or "-"
         rows.append(f"<tr><td class=l><a href=\"suite-{_e(suite)}.html\">{_e(suite)}</a></td>"
                     f"<td>{len(regression.outcomes)}</td>"
-                    f"<td class={'ok' if not regression.failed else 'bad'}>{passed}</td>"
+                    f"<td class={_passed_class(regression)}>{passed}</td>"
                     f"<td>{hit:,} / {total:,}</td><td class={_cls(hit, total, goal)}>"
                     f"{_pct(hit, total)}</td><td class=l>{_e(code)}</td></tr>")
     return "<table>" + "\n".join(rows) + "</table>"
