@@ -16,7 +16,9 @@ from amaranth.lib.wiring import In, Out
 
 from sim.verilog.repeated import convert
 from sim.verilog.source_map import _keeping_attributes, export_with_source, source_map
-from verif.regress import functional, source_coverage
+from verif.regress import campaign, functional, source_coverage
+from verif.regress.executor.base import Call, Executor, Lost
+from verif.regress.executor.local import LocalExecutor
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 
@@ -287,3 +289,43 @@ def test_the_closure_table_colours_a_suite_without_seeds_as_neither_pass_nor_fai
     assert html._passed_class(SimpleNamespace(outcomes=[], failed=[])) == "none"
     assert html._passed_class(SimpleNamespace(outcomes=["1"], failed=[])) == "ok"
     assert html._passed_class(SimpleNamespace(outcomes=["1", "2"], failed=["2"])) == "bad"
+
+
+class _ArithFirst(Executor):
+    """Reports every call as lost, always the first waiting arith seed before any other:
+    so the order of reports shows when each suite's next round was queued."""
+
+    def describe(self):
+        return "scripted"
+
+    def seed_call(self, task, folder):
+        return Call(f"{task.suite}-seed-{task.seed}", print)
+
+    def run(self, calls, on_result, *, on_tick=None):
+        self.reported, waiting = [], list(calls)
+        while waiting:
+            call = next((c for c in waiting if c.name.startswith("arith")), waiting[0])
+            waiting.remove(call)
+            self.reported.append(call.name)
+            waiting += on_result(call, Lost("scripted")) or ()
+
+
+def test_until_covered_queues_a_suites_next_round_when_its_own_round_ends(tmp_path):
+    """arith's rounds go on while mxu's first round still runs: no round waits on another
+    suite's seeds (each seed here is lost, so no suite reaches the goal)."""
+    executor = _ArithFirst()
+    campaign.run_all(seeds=3, suites=["arith", "mxu"], until_covered=True, step=1,
+                     executor=executor, out=tmp_path / "run", report_link=False)
+    assert executor.reported == ["arith-seed-1", "arith-seed-2", "arith-seed-3",
+                                 "mxu-seed-1", "mxu-seed-2", "mxu-seed-3"]
+
+
+def test_the_local_executor_runs_the_calls_a_result_asks_for():
+    reported = []
+
+    def on_result(call, value):
+        reported.append((call.name, value))
+        return [Call("again", abs, (-2,))] if call.name == "first" else ()
+    with LocalExecutor(jobs=2) as executor:
+        executor.run([Call("first", abs, (-1,)), Call("second", abs, (-3,))], on_result)
+    assert sorted(reported) == [("again", 2), ("first", 1), ("second", 3)]

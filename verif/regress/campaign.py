@@ -16,7 +16,10 @@ suites), each into its suite's folder ``<run>/<suite>/`` (the same reports a
   from ``build/regress/report/index.html``.
 
 With ``until_covered`` the seeds go in rounds of ``step`` per suite, and a suite gets no
-more once it reaches the goal (or has had ``seeds``).
+more once it reaches the goal (or has had ``seeds``). Each suite's rounds go on by
+themselves: the next is queued as soon as the suite's last seed of a round ends, not when
+every suite's round has, so a suite that needs many cheap rounds does not wait on the
+slowest seed of another.
 """
 
 import time
@@ -25,7 +28,7 @@ from pathlib import Path
 
 from verif.regress import functional, source_coverage
 from verif.regress.executor.local import LocalExecutor
-from verif.regress.runner import (SuiteRun, _SeedProgress, run_batches, run_folder)
+from verif.regress.runner import SuiteRun, _SeedProgress, run_folder
 from verif.suites import SUITES
 
 __all__ = ["Campaign", "run_all", "summary_table"]
@@ -123,32 +126,41 @@ def run_all(*, seeds, jobs=1, sim="verilator", suites=None, seed_base=1, until_c
                         label="regress all")
     end = seed_base + seeds
     next_seed = dict.fromkeys(suites, seed_base)
-    going, interrupted = list(suites), False
+    owner, waiting = {}, {}             # call name -> (suite, seed); suite -> seeds running
+
+    def next_round(suite):
+        """The calls of the suite's next seeds (``step`` of them, or all with no goal)."""
+        count = min(step, end - next_seed[suite]) if until_covered else seeds
+        batch = list(range(next_seed[suite], next_seed[suite] + count))
+        next_seed[suite] += count
+        calls, names = runs[suite].calls(executor, batch)
+        owner.update((name, (suite, seed)) for name, seed in names.items())
+        waiting[suite] = set(batch)
+        return calls
+
+    def on_result(call, value):
+        """Record a seed; when it ends its suite's round, that suite's next round if it is
+        below the goal with seeds left (each suite's rounds go on as its own seeds end)."""
+        suite, seed = owner[call.name]
+        bar.update(runs[suite].record(seed, value))
+        waiting[suite].discard(seed)
+        if not until_covered or waiting[suite]:
+            return ()
+        entry = functional.collect({suite: out / suite})[suite]
+        hit, total = functional.suite_totals(entry)
+        percent = 100.0 * hit / total if total else 0.0
+        if percent < goal and next_seed[suite] < end:
+            return next_round(suite)
+        bar.line.total -= end - next_seed[suite]
+        bar.line.log(f"{suite}: {percent:.2f}% of {total:,} bins after {len(entry['seeds'])} "
+                     f"seeds" + ("" if percent >= goal else
+                                 f", below the goal of {goal:g}% with no seeds left"))
+        return ()
+
+    interrupted = False
     try:
-        while going:
-            batches = []
-            for suite in going:
-                count = min(step, end - next_seed[suite]) if until_covered else seeds
-                batches.append((runs[suite], list(range(next_seed[suite],
-                                                        next_seed[suite] + count))))
-                next_seed[suite] += count
-            run_batches(executor, batches, bar)
-            if not until_covered:
-                break
-            still = []
-            for suite in going:
-                entry = functional.collect({suite: out / suite})[suite]
-                hit, total = functional.suite_totals(entry)
-                percent = 100.0 * hit / total if total else 0.0
-                if percent >= goal or next_seed[suite] >= end:
-                    bar.line.total -= end - next_seed[suite]
-                    bar.line.log(f"{suite}: {percent:.2f}% of {total:,} bins after "
-                                 f"{len(entry['seeds'])} seeds"
-                                 + ("" if percent >= goal else
-                                    f", below the goal of {goal:g}% with no seeds left"))
-                else:
-                    still.append(suite)
-            going = still
+        executor.run([call for suite in suites for call in next_round(suite)], on_result,
+                     on_tick=bar.status)
     except KeyboardInterrupt:
         interrupted = True
     finally:

@@ -69,7 +69,9 @@ class Executor:
         """Run ``calls``; ``on_result(call, value)`` once for each, as each finishes.
 
         ``value`` is ``call.finish(fn(*args))`` (or ``fn(*args)``), or a
-        :class:`Lost`. ``on_tick(running, workers)`` is called at least once
+        :class:`Lost`. What ``on_result`` returns, if anything, are more calls to run
+        (queued after those already waiting) before this returns: a regression's next
+        round of seeds. ``on_tick(running, workers)`` is called at least once
         a second while calls are outstanding. Both callbacks run in the
         caller's thread. On ``KeyboardInterrupt`` the outstanding calls are
         cancelled and the running ones stopped, no more results are

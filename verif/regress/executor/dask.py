@@ -158,14 +158,17 @@ class DaskExecutor(Executor):
 
     def run(self, calls, on_result, *, on_tick=None):
         finished = queue.Queue()        # filled from the client's event-loop thread
-        futures = {}
-        for call in calls:
+        futures, pending, keys = {}, set(), set()
+
+        def submit(call):
             future = self.client.submit(call.fn, *call.args, key=call.name, pure=False,
                                         retries=1)
             futures[future] = call
+            pending.add(future)
+            keys.add(future.key)
             future.add_done_callback(finished.put)
-        pending = set(futures)
-        keys = {future.key for future in futures}
+        for call in calls:
+            submit(call)
         try:
             while pending:
                 try:
@@ -178,8 +181,9 @@ class DaskExecutor(Executor):
                     call = futures[future]
                     value = _collect(future)
                     future.release()        # nothing of it stays on a worker to be recomputed
-                    on_result(call, value if isinstance(value, Lost) or call.finish is None
-                              else call.finish(value))
+                    for more in on_result(call, value if isinstance(value, Lost)
+                                          or call.finish is None else call.finish(value)) or ():
+                        submit(more)
                 if on_tick is not None and pending and finished.empty():
                     status = self._status(keys)
                     if status is not None:

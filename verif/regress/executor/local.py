@@ -40,8 +40,11 @@ class LocalExecutor(Executor):
                 for future in done:
                     call = futures[future]
                     value = future.result()
-                    on_result(call, value if isinstance(value, Lost) or call.finish is None
-                              else call.finish(value))
+                    for more in on_result(call, value if isinstance(value, Lost)
+                                          or call.finish is None else call.finish(value)) or ():
+                        queued = pool.submit(_call, more)
+                        futures[queued] = more
+                        pending.add(queued)
                 if on_tick is not None and pending:
                     on_tick(sum(f.running() for f in pending), self.jobs)
         except BaseException:
