@@ -31,7 +31,8 @@ test-slow: $(STAMP)
 
 # The coverage-driven regression of every suite (docs/regress.md): never part of `make test`.
 regress: $(STAMP)
-	$(BIN)/tpu-rtl regress all --seeds 8 --until-covered -j 2 --sim verilator --cover-goal 100
+	$(BIN)/tpu-rtl regress all --seeds 8 --until-covered -j 2 --sim verilator --cover-goal 100 \
+		--timeout 7200
 
 bench: $(STAMP)
 	$(BIN)/tpu-rtl bench --update-docs
