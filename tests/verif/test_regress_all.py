@@ -329,3 +329,14 @@ def test_the_local_executor_runs_the_calls_a_result_asks_for():
     with LocalExecutor(jobs=2) as executor:
         executor.run([Call("first", abs, (-1,)), Call("second", abs, (-3,))], on_result)
     assert sorted(reported) == [("again", 2), ("first", 1), ("second", 3)]
+
+
+def test_the_summary_table_keeps_its_columns_for_a_long_suite_name(tmp_path):
+    from types import SimpleNamespace
+    none = SimpleNamespace(outcomes=["1", "2"], failed=[], code_coverage=None)
+    table = campaign.summary_table(campaign.Campaign(
+        tmp_path, "verilator", {"arith": none, "system_embedding": none})).splitlines()
+    end = table[0].index("seeds") + len("seeds")        # the seeds column is right-aligned
+    rows = [line for line in table[1:] if not line.startswith("-")]
+    assert [row.split()[0] for row in rows] == ["arith", "system_embedding", "all"]
+    assert all(row[end - 1].isdigit() and row[end] == " " for row in rows), table

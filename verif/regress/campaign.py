@@ -68,7 +68,8 @@ class Campaign:
 
 def summary_table(campaign):
     """The closure table: a row per suite and one for all of them, as text."""
-    head = f"{'suite':<12}{'seeds':>6}{'passed':>8}{'bins hit / total':>20}{'':>9}  code coverage"
+    width = max(12, *(len(suite) + 1 for suite in campaign.regressions))
+    head = f"{'suite':<{width}}{'seeds':>6}{'passed':>8}{'bins hit / total':>20}{'':>9}  code coverage"
     lines = [head, "-" * len(head)]
     all_hit = all_total = all_seeds = all_passed = 0
     for suite, regression in campaign.regressions.items():
@@ -80,11 +81,11 @@ def summary_table(campaign):
         code = ", ".join(f"{kind} {100 * h / t:.1f}%" for kind, (h, t)
                          in (regression.code_coverage or {}).items() if t) or "-"
         pct = f"{100 * hit / total:.2f}%" if total else "-"
-        lines.append(f"{suite:<12}{len(regression.outcomes):>6}{passed:>8}"
+        lines.append(f"{suite:<{width}}{len(regression.outcomes):>6}{passed:>8}"
                      f"{f'{hit:,} / {total:,}':>20}{pct:>9}  {code}")
     lines.append("-" * len(head))
     pct = f"{100 * all_hit / all_total:.2f}%" if all_total else "-"
-    lines.append(f"{'all':<12}{all_seeds:>6}{all_passed:>8}"
+    lines.append(f"{'all':<{width}}{all_seeds:>6}{all_passed:>8}"
                  f"{f'{all_hit:,} / {all_total:,}':>20}{pct:>9}")
     return "\n".join(lines) + "\n"
 
