@@ -106,7 +106,7 @@ def source_map_of(folder, plain, design):
 def add_run(build, dat):
     """Add the points of one run's ``dat`` (a coverage.dat of the coverage build in folder
     ``build``) to the active :func:`collecting`'s sums for that build (held in memory: a
-    build's points can be tens of MB of text, and a case runs a build many times).
+    build's points can be tens of MB of text, and a seed runs a build many times).
     Every run of a build has the same points, so they are summed by their own keys here
     and renamed once, when written."""
     _read(dat, into=_TARGET[-1][2].setdefault(Path(build), {}))
