@@ -302,12 +302,14 @@ class _ArithFirst(Executor):
         return Call(f"{task.suite}-seed-{task.seed}", print)
 
     def run(self, calls, on_result, *, on_tick=None):
-        self.reported, waiting = [], list(calls)
+        self.reported, self.rounds, waiting = [], [[c.name for c in calls]], list(calls)
         while waiting:
             call = next((c for c in waiting if c.name.startswith("arith")), waiting[0])
             waiting.remove(call)
             self.reported.append(call.name)
-            waiting += on_result(call, Lost("scripted")) or ()
+            queued = list(on_result(call, Lost("scripted")) or ())
+            self.rounds += [[c.name for c in queued]] if queued else []
+            waiting += queued
 
 
 def test_until_covered_queues_a_suites_next_round_when_its_own_round_ends(tmp_path):
@@ -318,6 +320,17 @@ def test_until_covered_queues_a_suites_next_round_when_its_own_round_ends(tmp_pa
                      executor=executor, out=tmp_path / "run", report_link=False)
     assert executor.reported == ["arith-seed-1", "arith-seed-2", "arith-seed-3",
                                  "mxu-seed-1", "mxu-seed-2", "mxu-seed-3"]
+
+
+def test_until_covered_shares_the_workers_among_the_suites_still_going(tmp_path):
+    """Two workers: a seed a round for each of two suites, then two a round for the one
+    left (rounds of one would leave a worker idle)."""
+    executor = _ArithFirst()
+    campaign.run_all(seeds=5, suites=["arith", "mxu"], until_covered=True, step=2,
+                     executor=executor, out=tmp_path / "run", report_link=False)
+    assert executor.rounds == [["arith-seed-1", "mxu-seed-1"], *(
+        [f"arith-seed-{seed}"] for seed in range(2, 6)), ["mxu-seed-2", "mxu-seed-3"],
+        ["mxu-seed-4", "mxu-seed-5"]]
 
 
 def test_the_local_executor_runs_the_calls_a_result_asks_for():

@@ -361,9 +361,10 @@ def add_parser(subparsers, help):
     p.add_argument("--suites", type=_suite_list, metavar="A,B,...",
                    help="regress all: only these suites (default every one)")
     p.add_argument("--until-covered", action="store_true",
-                   help="add seeds in rounds (of -j, or the cluster's workers) until the "
-                        "suite (each suite, for all) reaches --cover-goal (default 100) or "
-                        "has had --seeds, and name the bins that stayed empty")
+                   help="add seeds in rounds until the suite (each suite, for all) reaches "
+                        "--cover-goal (default 100) or has had --seeds, and name the bins "
+                        "that stayed empty; a round is -j seeds (or the cluster's workers), "
+                        "for all shared among the suites still going")
     p.add_argument("--inject", choices=("golden-no-flush", "golden-fault", "crash", "hang",
                                         "kill-worker", "kill-worker-once", "starve-nan"),
                    help="inject a fault, to test the regression itself")

@@ -15,11 +15,13 @@ suites), each into its suite's folder ``<run>/<suite>/`` (the same reports a
 - ``report/``: the static HTML report and the closure plots (:mod:`.html`), also reached
   from ``build/regress/report/index.html``.
 
-With ``until_covered`` the seeds go in rounds of ``step`` per suite, and a suite gets no
-more once it reaches the goal (or has had ``seeds``). Each suite's rounds go on by
-themselves: the next is queued as soon as the suite's last seed of a round ends, not when
-every suite's round has, so a suite that needs many cheap rounds does not wait on the
-slowest seed of another.
+With ``until_covered`` the seeds go in rounds per suite, and a suite gets no more once it
+reaches the goal (or has had ``seeds``). A round is the ``step`` workers shared among the
+suites still going, at least one seed each: one seed each while there are more suites than
+workers (a seed more than a suite needs can cost half an hour), more for the last ones, so
+the workers stay busy. Each suite's rounds go on by themselves: the next is queued as soon
+as the suite's last seed of a round ends, not when every suite's round has, so a suite that
+needs many cheap rounds does not wait on the slowest seed of another.
 """
 
 import time
@@ -96,8 +98,9 @@ def run_all(*, seeds, jobs=1, sim="verilator", suites=None, seed_base=1, until_c
             code_coverage=True):
     """Run ``seeds`` seeds of every suite in ``suites`` (default all of
     :data:`verif.suites.SUITES`) on one executor; returns a :class:`Campaign` (see the module
-    docstring). ``until_covered`` adds seeds in rounds of ``step`` (default ``jobs``) per
-    suite until the suite reaches ``cover_goal`` (default 100) or has had ``seeds``.
+    docstring). ``until_covered`` adds seeds in rounds per suite (``step``, default
+    ``jobs``, workers shared among the suites still going) until the suite reaches
+    ``cover_goal`` (default 100) or has had ``seeds``.
     ``inject`` goes to every suite (``inject_seed`` narrows it to one seed).
     ``code_coverage=False`` runs Verilator's plain builds (no code coverage, faster)."""
     suites = list(SUITES if suites is None else suites)
@@ -128,10 +131,13 @@ def run_all(*, seeds, jobs=1, sim="verilator", suites=None, seed_base=1, until_c
     end = seed_base + seeds
     next_seed = dict.fromkeys(suites, seed_base)
     owner, waiting = {}, {}             # call name -> (suite, seed); suite -> seeds running
+    going = set(suites)                 # suites that may get another round
 
     def next_round(suite):
-        """The calls of the suite's next seeds (``step`` of them, or all with no goal)."""
-        count = min(step, end - next_seed[suite]) if until_covered else seeds
+        """The calls of the suite's next seeds (its share of ``step``, or all with no
+        goal)."""
+        count = min(max(1, step // len(going)), end - next_seed[suite]) if until_covered \
+            else seeds
         batch = list(range(next_seed[suite], next_seed[suite] + count))
         next_seed[suite] += count
         calls, names = runs[suite].calls(executor, batch)
@@ -152,6 +158,7 @@ def run_all(*, seeds, jobs=1, sim="verilator", suites=None, seed_base=1, until_c
         percent = 100.0 * hit / total if total else 0.0
         if percent < goal and next_seed[suite] < end:
             return next_round(suite)
+        going.discard(suite)
         bar.line.total -= end - next_seed[suite]
         bar.line.log(f"{suite}: {percent:.2f}% of {total:,} bins after {len(entry['seeds'])} "
                      f"seeds" + ("" if percent >= goal else

@@ -203,10 +203,13 @@ def vector_slots(ops, *, vmem_lines, mxu=False, fault=0.003):
 
 
 def mxu_program(rng, *, lanes, smem_words, vmem_lines, bundles=30, mxu_results=16,
-                ops=(), fault=0.0, n_flags=16):
+                ops=(), fault=0.0, n_flags=16, overflow=False):
     """Straight-line bundles with MXU pushes and pops kept legal by counting weight rows
     and result rows as the program goes (with probability ``fault`` a bundle breaks the
-    counts), plus random scalar, vld/vst and ALU slots; then ``halt``."""
+    counts), plus random scalar, vld/vst and ALU slots; then ``halt``. With ``overflow``
+    the program fills the result queue before the ``halt`` and pushes once more (the
+    ``results_full`` fault, which random breaks of the counts rarely reach: it needs a
+    full queue)."""
     extra = vector_slots(ops, vmem_lines=vmem_lines, fault=fault / 5)
     shadow = queued = 0
     lines = []
@@ -230,6 +233,8 @@ def mxu_program(rng, *, lanes, smem_words, vmem_lines, bundles=30, mxu_results=1
         parts = [] if base == "nop" else [base]
         parts += vld + alu + [p for p in (push, pop) if p] + vst
         lines.append(" | ".join(parts) or "nop")
+    if overflow:
+        lines += [lhs_push(rng) for _ in range((mxu_results - queued) // 8 + 1)]
     lines.append("halt")
     return "\n".join(lines)
 
@@ -264,9 +269,19 @@ def dense_program(rng, *, lanes, smem_words, vmem_lines, ops, bundles=12, mxu_re
     return "\n".join(lines)
 
 
-def random_descriptor_words(rng, *, hbm_words, vmem_words, n_flags, flags=4, bad=0.1):
+#: What :func:`random_descriptor_words` can be told to break (``reject``), each a reason
+#: ``golden.memory.validate`` gives.
+REJECTS = ("count", "flag", "src_range", "dst_range")
+
+
+def random_descriptor_words(rng, *, hbm_words, vmem_words, n_flags, flags=4, bad=0.1,
+                            reject=None):
     """One SMEM descriptor record (``uint32 [12]``): mostly a local transfer that fits,
-    with probability ``bad`` one that the DMA check rejects or no descriptor can hold."""
+    with probability ``bad`` one that the DMA check rejects or no descriptor can hold.
+    ``reject`` (one of :data:`REJECTS`) makes it one the check rejects for that reason,
+    whatever ``bad``."""
+    if reject is not None and reject not in REJECTS:
+        raise ValueError(f"reject must be one of {', '.join(REJECTS)} or None, not {reject!r}")
     sizes = {"hbm": hbm_words, "vmem": vmem_words}
     dims = int(rng.integers(1, 4))
     counts = [int(rng.integers(1, 5)) for _ in range(dims)]
@@ -282,18 +297,19 @@ def random_descriptor_words(rng, *, hbm_words, vmem_words, n_flags, flags=4, bad
         bases.append(int(rng.integers(-lo, sizes[space] - hi)))
     flag = int(rng.integers(0, flags))
     kind = rng.random()
-    if kind < bad / 2:                                   # golden.memory.validate rejects it
-        which = rng.integers(3)
-        if which == 0:
-            counts[rng.integers(dims)] = 0
-        elif which == 1:
-            flag = n_flags + int(rng.integers(0, 3))
-        else:
-            bases[rng.integers(2)] += hbm_words + vmem_words
+    if reject is None and kind < bad / 2:                # golden.memory.validate rejects it
+        which = int(rng.integers(3))
+        reject = REJECTS[which] if which < 2 else REJECTS[2 + int(rng.integers(2))]
+    if reject == "count":
+        counts[rng.integers(dims)] = 0
+    elif reject == "flag":
+        flag = n_flags + int(rng.integers(0, 3))
+    elif reject is not None:
+        bases[REJECTS.index(reject) - 2] += hbm_words + vmem_words
     d = memory.Descriptor((spaces[0], bases[0]), (spaces[1], bases[1]), tuple(counts),
                           tuple(strides[0]), tuple(strides[1]), flag=flag)
     words = tc.descriptor_words(d)
-    if bad / 2 <= kind < bad:                            # no Descriptor can hold it
+    if reject is None and bad / 2 <= kind < bad:         # no Descriptor can hold it
         word, value = [(0, 1 << 30), (0, 1 << 18), (1, 1 << 24), (4, 1 << 24),
                        (7, 1 << 24), (10, 0xFF000000), (3, 1 << 12), (11, 0x80000001)][
             rng.integers(8)]

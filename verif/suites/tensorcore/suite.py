@@ -37,7 +37,7 @@ from sim import chip as sim_chip
 
 from ..case import WholeCase
 from .coverage import KINDS, Tracer, sampler, stall_causes, uncovered
-from .programs import (dense_program, dma_program, initial_sregs, mxu_program,
+from .programs import (REJECTS, dense_program, dma_program, initial_sregs, mxu_program,
                        random_descriptor_words, scalar_program, vector_slots)
 from ...scoreboard import Tally
 
@@ -83,8 +83,10 @@ def _data(rng, n):
     return words
 
 
-def _text(rng, kind, smem, fault):
-    """Assembly of one ``kind`` program (``faulty`` picks another kind)."""
+def _text(rng, kind, smem, fault, *, overflow=False, reject=None):
+    """Assembly of one ``kind`` program (``faulty`` picks another kind); ``overflow`` ends an
+    ``mxu`` program with a ``results_full`` fault, ``reject`` breaks every record of a
+    ``dma`` program for that reason (:data:`~.programs.REJECTS`)."""
     common = dict(smem_words=_RECORDS, n_flags=_N_FLAGS)
     if kind == "branchy":
         # No MXU slots: unchecked pushes and pops fault within a few bundles, and these
@@ -94,12 +96,12 @@ def _text(rng, kind, smem, fault):
             OPS, vmem_lines=_VMEM_LINES, fault=fault), **common)
     if kind == "mxu":
         return mxu_program(rng, lanes=_LANES, vmem_lines=_VMEM_LINES, mxu_results=_RESULTS,
-                           ops=OPS, fault=fault, **common)
+                           ops=OPS, fault=fault, overflow=overflow, **common)
     if kind == "dense":
         return dense_program(rng, lanes=_LANES, vmem_lines=_VMEM_LINES, ops=OPS,
                              mxu_results=_RESULTS, smem_words=_RECORDS, n_flags=_N_FLAGS)
     records = [random_descriptor_words(rng, hbm_words=_HBM, vmem_words=_VMEM_LINES * _LANES,
-                                       n_flags=_N_FLAGS, bad=0.1 + 30 * fault)
+                                       n_flags=_N_FLAGS, bad=0.1 + 30 * fault, reject=reject)
                for _ in range(_N_RECORDS)]
     for k, words in enumerate(records):
         smem[_RECORDS + 12 * k:_RECORDS + 12 * (k + 1)] = words
@@ -109,18 +111,27 @@ def _text(rng, kind, smem, fault):
 
 def make_program(seed, numerics, index, kind):
     """Program ``index`` of ``kind`` in case ``numerics`` of ``seed`` (a failure report
-    names it so): the first of its seeds that does not race."""
+    names it so): the first of its seeds that does not race.
+
+    ``faulty`` programs take their base kind by ``index % 3``; the rare faults are dealt,
+    not left to chance, so that every seed stops on each: ``faulty`` program 4 (an ``mxu``
+    one) ends with ``results_full``, and programs 2 and 5 (``dma`` ones) break their
+    records for a reason of :data:`~.programs.REJECTS` dealt by index and numerics."""
     rng = np.random.default_rng([seed, NUMERICS.index(numerics), KINDS.index(kind), index,
                                  0x7C0])
     while True:
         program_seed = int(rng.integers(0, 1 << 32))
         draw = np.random.default_rng(program_seed)
         base = kind if kind != "faulty" else ("branchy", "mxu", "dma")[index % 3]
+        overflow = kind == "faulty" and index == 4
+        reject = REJECTS[(index // 3 + 2 * NUMERICS.index(numerics)) % len(REJECTS)] \
+            if kind == "faulty" and base == "dma" else None
         smem = _data(draw, _SMEM)
         program = Program(kind, program_seed, "", smem=smem, sregs=initial_sregs(draw, _RECORDS),
                           vregs=_data(draw, 32 * 8 * _LANES).reshape(32, 8, _LANES),
                           vmem=_data(draw, _VMEM_LINES * _LANES), hbm=_data(draw, _HBM))
-        program.text = _text(draw, base, smem, 0.03 if kind == "faulty" else 0.003)
+        fault = 0.0 if overflow else 0.03 if kind == "faulty" else 0.003
+        program.text = _text(draw, base, smem, fault, overflow=overflow, reject=reject)
         if expected(program, numerics).error != "race":
             return program
 
