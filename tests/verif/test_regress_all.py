@@ -16,7 +16,7 @@ from amaranth.lib.wiring import In, Out
 
 from sim.verilog.repeated import convert
 from sim.verilog.source_map import _keeping_attributes, export_with_source, source_map
-from verif.regress import campaign, functional, source_coverage
+from verif.regress import campaign, code_coverage, functional, source_coverage
 from verif.regress.executor.base import Call, Executor, Lost
 from verif.regress.executor.local import LocalExecutor
 
@@ -280,6 +280,30 @@ def test_points_without_a_source_line_are_counted_apart(tmp_path):
     assert coverage.unowned == {"line": (1, 1), "branch": (0, 0), "toggle": (0, 1)}
     records = _lcov_records(source_coverage.write_lcov(coverage, tmp_path / "lcov.info"))
     assert records == {"hdl/lib/params.py": ({2: 5, 3: 2}, [(3, 0), (3, 2)])}
+
+
+def test_a_source_bit_has_toggled_when_any_instance_of_any_build_toggled_it(tmp_path):
+    """Two builds of one Python line, two instances in the first: a bit and transition
+    counts once for the source, toggled if any copy toggled it; Verilator's own figures
+    (per build and instance) still see four points of which one toggled."""
+    key = "\x01f\x02/{build}/design.v\x01l\x023\x01t\x02toggle\x01o\x02{o}\x01h\x02{h}"
+    for build, points in (("a", [("x[0]:0->1", "TOP.tb.dut.dut.lane0", 0),
+                                 ("x[0]:0->1", "TOP.tb.dut.dut.lane1", 4),
+                                 ("x[0]:1->0", "TOP.tb.dut.dut.lane0", 0),
+                                 ("x[0]:1->0", "TOP.tb.dut.dut.lane1", 0)]),
+                          ("b", [("x[0]:0->1", "TOP.tb.dut.dut", 0),
+                                 ("x[0]:1->0", "TOP.tb.dut.dut", 0)])):
+        (tmp_path / f"{build}.dat").write_text("# SystemC::Coverage-3\n" + "".join(
+            f"C '{key.format(build=build, o=o, h=h)}' {n}\n" for o, h, n in points),
+            encoding="latin-1")
+        (tmp_path / f"{build}.src.json").write_text(json.dumps(
+            {"owners": {"3": "hdl/lib/params.py:2"}}))
+    coverage = source_coverage.collect([tmp_path / "a.dat", tmp_path / "b.dat"])
+    assert coverage.toggles["hdl/lib/params.py"] == {2: (1, 2)}
+    assert coverage.holes["hdl/lib/params.py"] == {2: {"x": 1}}        # x[0]'s 1->0
+    assert dict(coverage.lines["hdl/lib/params.py"]) == {2: 4}
+    verilog = code_coverage.merge([tmp_path / "a.dat", tmp_path / "b.dat"])
+    assert code_coverage.summary(verilog) == {"toggle": (1, 6)}
 
 
 def test_the_closure_table_colours_a_suite_without_seeds_as_neither_pass_nor_fail():

@@ -11,7 +11,12 @@ the Python line owning its Verilog line:
   toggled (``toggle``). Its count is the sum of all those counts, so 0 means none of
   them ever happened.
 - **branch**: each Verilator branch point is a branch of its Python line (lcov ``BRDA``).
-- **toggle**: each bit transition (0->1, 1->0) of a signal the line declares.
+- **toggle**: each bit transition (0->1, 1->0) of a signal the line declares, counted
+  once for the source: the bit has toggled when it did in any instance of any build (a
+  lane's copy, the VPU inside a chip inside a system). This is the source-level question
+  (does the Python signal's bit ever move?), as a line is reached when any instance of it
+  runs; the per-instance, per-build figures are Verilator's own, which
+  :mod:`.code_coverage` keeps (each suite's ``code_coverage.txt``, the closure table).
 
 Points of the same build are summed over seeds; builds differ by their Verilog file.
 Points that can never be covered (the ``$``-temporaries' own toggles, the branches of
@@ -42,9 +47,9 @@ KINDS = ("line", "branch", "toggle")
 @dataclass
 class SourceCoverage:
     """Per ``hdl/`` file: ``lines`` {line: count}, ``branches`` {line: [counts]},
-    ``toggles`` {line: (bits toggled, bits)}, ``holes`` {line: {signal: transitions never
-    seen}} (the toggle points left at 0, by the Verilog signal holding them: what to read
-    when a line's toggles fall short); ``unowned`` {kind: (hit, total)} of points no hdl
+    ``toggles`` {line: (bit transitions seen, bit transitions)} counted once for the
+    source (module docstring), ``holes`` {line: {signal: transitions never seen}} (by the
+    signal's name in its module: what to read when a line's toggles fall short); ``unowned`` {kind: (hit, total)} of points no hdl
     line owns; ``runs`` the coverage files read, ``unmapped_runs`` those without a source
     map."""
     lines: dict = field(default_factory=lambda: defaultdict(dict))
@@ -82,13 +87,13 @@ class SourceCoverage:
 _FILE = re.compile("\x01f\x02([^\x01]*)")     # a point key's Verilog file field
 
 
-def signal_name(point):
+def signal_name(point, *, scope=True):
     """The Verilog signal of a toggle point (its :func:`~.code_coverage.fields`), readable:
-    its scope below the block's top and its name, without the bit and the transition, and
-    with Verilator's ``__0XX`` escapes of Amaranth's characters (``.``, ``$``, ``_``)
-    undone: ``dma.check.quick.address``."""
+    its scope below the block's top (unless not ``scope``) and its name, without the bit
+    and the transition, and with Verilator's ``__0XX`` escapes of Amaranth's characters
+    (``.``, ``$``, ``_``) undone: ``dma.check.quick.address``."""
     name = re.sub(r"\[\d+\]$", "", point.get("o", "").rsplit(":", 1)[0])
-    scope = point.get("h", "").split(".")[4:]      # below TOP.tb.dut.dut, the block's top
+    scope = point.get("h", "").split(".")[4:] if scope else ()  # below TOP.tb.dut.dut
     return _ESCAPE.sub(lambda m: chr(int(m[1], 16)), ".".join((*scope, name)))
 
 
@@ -120,7 +125,9 @@ def collect(dats):
                 owners_of.setdefault(verilog, mapped["owners"])
                 generated_of.setdefault(verilog, set(map(str, mapped.get("generated", ()))))
     unowned = {k: [0, 0] for k in KINDS}
-    toggles = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    # path -> line -> the signal's bit and transition ("o": "data[3]:0->1") -> toggled in
+    # any instance of any build
+    toggled = defaultdict(lambda: defaultdict(dict))
     lengths = {}
     for key, count in points.items():
         f = code_coverage.fields(key)
@@ -142,12 +149,14 @@ def collect(dats):
         if kind == "branch":
             result.branches[path][line].append(count)
         elif kind == "toggle":
-            toggles[path][line][0] += count > 0
-            toggles[path][line][1] += 1
-            if not count:
-                result.holes[path][line][signal_name(f)] += 1
-    for path, per_line in toggles.items():
-        result.toggles[path] = {line: tuple(v) for line, v in per_line.items()}
+            bits = toggled[path][line]
+            bits[f.get("o", "")] = bits.get(f.get("o", ""), False) or count > 0
+    for path, per_line in toggled.items():
+        result.toggles[path] = {line: (sum(bits.values()), len(bits))
+                                for line, bits in per_line.items()}
+        for line, bits in per_line.items():
+            for o in (o for o, seen in bits.items() if not seen):
+                result.holes[path][line][signal_name({"o": o}, scope=False)] += 1
     result.unowned = {k: tuple(v) for k, v in unowned.items()}
     return result
 
