@@ -39,6 +39,13 @@ def test_rare_faults_are_dealt_to_every_seed(seed):
                      ("ieee", 4): "results_full", ("ieee", 5): "dma_dst_range"}
 
 
+def test_a_descriptor_told_to_break_for_no_reason_is_refused():
+    from verif.suites.tensorcore.programs import random_descriptor_words
+    with pytest.raises(ValueError, match="reject must be one of count, flag"):
+        random_descriptor_words(np.random.default_rng(0), hbm_words=256, vmem_words=512,
+                                n_flags=8, reject="size")
+
+
 def test_programs_are_reproducible_and_never_race():
     one = suite.make_program(3, "ieee", 1, "dma")
     two = suite.make_program(3, "ieee", 1, "dma")

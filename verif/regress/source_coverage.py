@@ -49,9 +49,9 @@ class SourceCoverage:
     """Per ``hdl/`` file: ``lines`` {line: count}, ``branches`` {line: [counts]},
     ``toggles`` {line: (bit transitions seen, bit transitions)} counted once for the
     source (module docstring), ``holes`` {line: {signal: transitions never seen}} (by the
-    signal's name in its module: what to read when a line's toggles fall short); ``unowned`` {kind: (hit, total)} of points no hdl
-    line owns; ``runs`` the coverage files read, ``unmapped_runs`` those without a source
-    map."""
+    signal's name in its module: what to read when a line's toggles fall short);
+    ``unowned`` {kind: (hit, total)} of points no hdl line owns; ``runs`` the coverage
+    files read, ``unmapped_runs`` those without a source map."""
     lines: dict = field(default_factory=lambda: defaultdict(dict))
     branches: dict = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
     toggles: dict = field(default_factory=lambda: defaultdict(dict))
