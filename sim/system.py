@@ -168,7 +168,9 @@ def run_programs(topology, programs, *, vmem, smem=None, hbm=None, chip=None, vc
         one per torus port: ``hdl.system.ChipNode``); ``vcs`` and ``buffer_flits`` by
         default :func:`router_defaults`
     routing : "dor" (default) or "adaptive" (SPEC 4.4; ``hdl.system.ChipNode``)
-    backend, seed, waves, progress : as every runner's
+    backend, seed, waves, progress : as every runner's; with ``jitter`` in ``chip`` (HBM
+        read latency jitter, cycles: ``hdl.tensorcore.TensorCoreSystem``), ``seed`` also
+        seeds it (``hdl.system.ChipSystem``'s ``hbm_seed``)
     watchdog : int
         Cycles with no chip working and no flit moving before the run is hung.
 
@@ -223,7 +225,9 @@ def run_programs(topology, programs, *, vmem, smem=None, hbm=None, chip=None, vc
     whole = WholeRun(
         BLOCK, params, play={"tables": rows, "ocs": _ocs_beats(topology, dims)}, record={},
         until="finished", busy="busy", watchdog=max(watchdog, CONFIG_WATCHDOG), seed=seed,
-        inputs={"alive": sum(1 << c for c in range(n) if alive[c])}, load=load,
+        inputs={"alive": sum(1 << c for c in range(n) if alive[c]),
+                **({"hbm_seed": seed & 0xFFFF_FFFF} if chip_params.get("jitter") else {})},
+        load=load,
         dump=tuple(f"chip{c}.{name}" for c in range(n) if alive[c]
                    for name in ("vmem", "hbm")[:1 + (hbm is not None)]))
     try:
@@ -294,6 +298,7 @@ def _check_system(topology, chip, *, vcs, buffer_flits, routing="dor"):
     check_int("network_ports", chip["network_ports"], least=1,
               most=max_local_ports(len(topology.dims)))
     check_int("outstanding", chip["outstanding"], least=1)
+    check_int("jitter", chip.get("jitter", 0), least=0, most=1 << 20)   # the HBM model's
     check_int("vcs", vcs, least=2, most=MAX_VCS)
     check_int("buffer_flits", buffer_flits, least=1)
     if check_routing(routing) == "adaptive":
@@ -526,11 +531,17 @@ def _n_flags(params):
     return dict(params.get("chip") or {}).get("n_flags", 16)
 
 
+def _jitter(params):
+    """Whether the chips of a system built with ``params`` have HBM jitter."""
+    return bool(dict(params.get("chip") or {}).get("jitter", 0))
+
+
 class _SystemOfInstances(ChipSystem):
     def make_node(self, chip):
         return BlackBox(CHIP_MODULE, chip_node_signature(
             dims=self.node_params["dims"], vcs=self.node_params["vcs"],
-            n_flags=_n_flags(self.node_params), routing=self.node_params["routing"]))
+            n_flags=_n_flags(self.node_params), routing=self.node_params["routing"],
+            jitter=_jitter(self.node_params)))
 
 
 def _export(params):
@@ -576,7 +587,8 @@ def _simulate(whole, *, backend, waves, progress, threads=None):
     signature = chip_system_signature(dims=params["dims"], vcs=params["vcs"],
                                       reconfig_cycles=params["reconfig_cycles"],
                                       n_flags=_n_flags(params),
-                                      routing=params.get("routing", "dor"))
+                                      routing=params.get("routing", "dor"),
+                                      jitter=_jitter(params))
     _check_read_out(signature, params["dims"])
     if backend == "amaranth":
         from .backends.amaranth_sim import simulate_whole

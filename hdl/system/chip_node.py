@@ -32,11 +32,13 @@ SYSTEM_ESCAPE_BIAS = 0
 FLIT_WORDS = 1
 
 
-def chip_node_signature(*, dims, vcs, n_flags, routing="dor"):
-    """The ports of a :class:`ChipNode` (its docstring), without building one."""
+def chip_node_signature(*, dims, vcs, n_flags, routing="dor", jitter=False):
+    """The ports of a :class:`ChipNode` (its docstring), without building one; ``jitter``:
+    whether the chip's HBM has jitter (the ``hbm_seed`` port)."""
     ports = 2 * dims
     link = LinkSignature(vcs=vcs, flit_words=FLIT_WORDS)
     return wiring.Signature({
+        **({"hbm_seed": In(32)} if jitter else {}),
         "tx": Out(link).array(ports), "rx": In(link).array(ports),
         "setup_valid": In(1), "setup": In(node_row_layout(dims, routing)), "node": In(CHIP_BITS),
         "start": In(1), "lit": Out(ports), "moved": Out(1), "done": Out(1), "busy": Out(1),
@@ -89,6 +91,8 @@ class ChipNode(wiring.Component):
     setup_valid, setup, node : the configuration rows, and this chip's id
     start : In(1)
         The core's (held high for the run).
+    hbm_seed : In(32), with ``jitter`` in ``chip``
+        The chip's HBM jitter seed (``TensorCoreSystem``'s).
     lit : Out(2*dims)
         The chip's lit torus ports, from its settings.
     moved : Out(1)
@@ -130,8 +134,9 @@ class ChipNode(wiring.Component):
         self.memory_images = {name: (memory, f"tensorcore.{path}") for name, (memory, path)
                               in self.tensorcore.memory_images.items()}
         self.n_flags = self.tensorcore.flags.shape().length
+        self.jitter = self.tensorcore.jitter
         super().__init__(chip_node_signature(dims=dims, vcs=vcs, n_flags=self.n_flags,
-                                             routing=routing))
+                                             routing=routing, jitter=bool(self.jitter)))
 
     def elaborate(self, platform):
         m = Module()
@@ -154,6 +159,8 @@ class ChipNode(wiring.Component):
                      router.table.payload.dst.eq(cfg.row),
                      router.table.payload.entry.eq(cfg.entry), self.lit.eq(lit),
                      chip.chip.eq(self.node), chip.start.eq(self.start)]
+        if self.jitter:
+            m.d.comb += chip.hbm_seed.eq(self.hbm_seed)
         with m.If(self.setup_valid & (cfg.row == self.node)):
             m.d.sync += lit.eq(cfg.node.lit)
 

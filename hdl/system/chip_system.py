@@ -24,12 +24,16 @@ __all__ = ["ChipSystem", "chip_system_signature", "SYSTEM_PHASES"]
 
 #: The phases of a run, by their code on ``phase``.
 SYSTEM_PHASES = ("config", "run", "done")
+#: Chip c's HBM jitter seed is the system's ``hbm_seed`` xor ``c`` times this (odd, 2**32
+#: over the golden ratio), so that no two chips draw the same delays.
+_SEED_MIX = 0x9E3779B9
 
 
-def chip_system_signature(*, dims="2x2", vcs=2, reconfig_cycles=2, n_flags, routing="dor"):
+def chip_system_signature(*, dims="2x2", vcs=2, reconfig_cycles=2, n_flags, routing="dor",
+                          jitter=False):
     """The ports of a :class:`ChipSystem` (its docstring) of chips with ``n_flags`` flags
-    each, its parameters checked as it checks them, without building one or its chips: a
-    runner reads them to check a run."""
+    each (and ``jitter``: HBM jitter, the ``hbm_seed`` port), its parameters checked as it
+    checks them, without building one or its chips: a runner reads them to check a run."""
     dims = parse_dims(dims)
     n = math.prod(dims)
     check_int("vcs", vcs, least=2, most=MAX_VCS)
@@ -39,6 +43,7 @@ def chip_system_signature(*, dims="2x2", vcs=2, reconfig_cycles=2, n_flags, rout
     return wiring.Signature({
         "tables": In(stream.Signature(row_layout(n, len(dims), routing))),
         "ocs": In(stream.Signature(ocs_layout(dims))),
+        **({"hbm_seed": In(32)} if jitter else {}),
         "alive": In(n), "finished": Out(1), "busy": Out(1), "config_error": Out(1),
         "phase": Out(2), "cycles": Out(32),
         "ocs_status": Out(data.StructLayout({"axis": 2, "status": status_layout(most)})),
@@ -80,7 +85,6 @@ class ChipSystem(wiring.Component):
     dims : str or tuple
         ``"2x2"``, ``"2x2x2"`` or a tuple: 2 or 3 axes, 2 to 256 chips.
     vcs, buffer_flits, link_latency, routing
-        The routers' and links' (:class:`~hdl.system.ChipNode`)
         Of every chip's router and links (:class:`~hdl.system.ChipNode`).
     reconfig_cycles : int
         Of every OCS.
@@ -89,6 +93,9 @@ class ChipSystem(wiring.Component):
 
     Ports
     -----
+    hbm_seed : In(32), with ``jitter`` in ``chip``
+        Seed of the chips' HBM jitter: chip c's is ``hbm_seed ^ (c * 0x9E3779B9)`` (mod
+        2**32).
     tables : In(stream.Signature(row_layout(n_chips, len(dims), routing)))
     ocs : In(stream.Signature(ocs_layout(dims)))
     alive : In(n_chips)
@@ -137,9 +144,11 @@ class ChipSystem(wiring.Component):
             for c, node in enumerate(self.nodes)
             for name, (memory, path) in getattr(node, "memory_images", {}).items()}
         self.n_flags = self.nodes[0].flags.shape().length
+        self.jitter = dict(chip or {}).get("jitter", 0)
         super().__init__(chip_system_signature(dims=dims, vcs=vcs,
                                                reconfig_cycles=reconfig_cycles,
-                                               n_flags=self.n_flags, routing=routing))
+                                               n_flags=self.n_flags, routing=routing,
+                                               jitter=bool(self.jitter)))
 
     def make_node(self, chip):
         """Chip ``chip``'s component (an export replaces it by an instance of one module)."""
@@ -164,6 +173,9 @@ class ChipSystem(wiring.Component):
                          self.done[c].eq(node.done), self.waiting[c].eq(node.waiting),
                          self.state[c].eq(node.state), self.pc[c].eq(node.pc),
                          self.error[c].eq(node.error)]
+            if self.jitter:
+                # Each chip's own sequence: the seed times an odd constant of its own.
+                m.d.comb += node.hbm_seed.eq(self.hbm_seed ^ (c * _SEED_MIX & 0xFFFF_FFFF))
             m.d.comb += [self.flags[c * n_flags + f].eq(node.flags[f])
                          for f in range(n_flags)]
             m.d.comb += [self.link_flits[c * ports + p].eq(node.link_flits[p])

@@ -46,6 +46,11 @@ vector_queue, ops, regfile
         HBM words (default ``golden.tensorcore.DEFAULT_HBM_WORDS``, at most ``2**24``).
     read_latency, words_per_cycle, outstanding : int
         The memory system's (:class:`~hdl.memory.dma_system.DmaSystem`).
+    jitter : int
+        Up to this many cycles of seeded latency added to each HBM read (default 0: the
+        fixed ``read_latency``), the HBM model's (:class:`~hdl.memory.hbm.HBM`); the DMA
+        engine and the SparseCore see it alike. Results do not change, only when they
+        land.
     n_chips : int
         Chips a remote push may name (default 1: none, and no packet ports).
     flit_words : int
@@ -66,6 +71,9 @@ vector_queue, ops, regfile
     Ports
     -----
     start : In(1)
+    hbm_seed : In(32), with ``jitter`` above 0
+        Seed of the HBM jitter, held from before ``start`` until the first DMA descriptor
+        (the memory system's ``seed``): a run's jitter is a function of it.
     sparse_status, sparse_batches, sparse_hbm_reads : Out, with ``sparsecores=1``
         The SparseCore engine's ``status``, ``batches`` and ``hbm_reads``.
     state, pc, error, error_pc, bundles, waiting, dma_busy, vpu_error : Out
@@ -108,7 +116,7 @@ vector_queue, ops, regfile
                  numerics="tpu", vmem_lines=256, mxu=None, mxu_results=16, vector_queue=4,
                  ops=None, hbm_words=DEFAULT_HBM_WORDS, read_latency=4, words_per_cycle=1,
                  outstanding=4, n_chips=1, flit_words=1, network_ports=1, sparsecores=0,
-                 sparsecore=None, regfile="flops"):
+                 sparsecore=None, regfile="flops", jitter=0):
         self.sparsecores = check_int("sparsecores", sparsecores, least=0, most=1)
         if sparsecore is not None and not sparsecores:
             raise ValueError("sparsecore= gives the SparseCore's parameters: it needs "
@@ -126,7 +134,9 @@ vector_queue, ops, regfile
                                 n_flags=n_flags, read_latency=read_latency,
                                 words_per_cycle=words_per_cycle, outstanding=outstanding,
                                 n_chips=n_chips, flit_words=flit_words,
-                                network_ports=network_ports, guests=sparsecores)
+                                network_ports=network_ports, guests=sparsecores,
+                                jitter=jitter)
+        self.jitter = jitter
         self.engine = self.sparse_issue = None
         if sparsecores:
             addr_width = self.system.hbm_signature.addr_width
@@ -151,8 +161,9 @@ vector_queue, ops, regfile
         if sparsecores:
             sparse = {"sparse_status": Out(self.engine.status.shape()),
                       "sparse_batches": Out(32), "sparse_hbm_reads": Out(32)}
+        seed = {"hbm_seed": In(32)} if jitter else {}
         super().__init__({
-            **packets, **sparse, "start": In(1), "state": Out(State), "pc": Out(32), "error_pc": Out(32),
+            **packets, **sparse, **seed, "start": In(1), "state": Out(State), "pc": Out(32), "error_pc": Out(32),
             "bundles": Out(32), "error": Out(Error), "waiting": Out(1),
             "dma_busy": Out(1), "vpu_error": Out(self.core.vpu_error.shape()),
             "flags": Out(data.ArrayLayout(32, n_flags)), "dma_rejected": Out(COUNT_BITS),
@@ -173,6 +184,8 @@ vector_queue, ops, regfile
                 wiring.connect(m, wiring.flipped(port(self, "receive", j)),
                                port(system, "receive", j))
             m.d.comb += system.chip.eq(self.chip)
+        if self.jitter:
+            m.d.comb += system.seed.eq(self.hbm_seed)
         drained, done = core.drained & system.finished, core.done & system.finished
         if self.sparsecores:
             m.submodules.sparsecore = engine = self.engine

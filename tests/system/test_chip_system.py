@@ -164,3 +164,32 @@ def test_bad_topology_and_backend_are_refused():
         system.run_programs("2by2", programs, vmem=vmem, smem=smem, chip=CHIP)
     with pytest.raises(ValueError, match="backend"):
         system.run_programs("2x2", programs, vmem=vmem, smem=smem, chip=CHIP, backend="spice")
+
+
+@pytest.mark.slow
+def test_hbm_jitter_is_seeded_per_run_and_changes_no_value():
+    """Chips with HBM jitter (``chip={"jitter": 8}``) push 64 words from their HBM to the
+    next chip: the words land as without jitter, and the run's seed (the system's
+    ``hbm_seed``) changes when they land, while a seed run twice lands them alike."""
+    n, words = 4, 64
+    hbm = [np.arange(words, dtype=np.uint32) * 3 + 100 * c for c in range(n)]
+    smem = [np.array(tc.descriptor_words(Descriptor(
+        ("hbm", 0), ("remote", (c + 1) % n, "vmem", 64), (words,), (1,), (1,), 1,
+        sent_flag=0)), np.uint32) for c in range(n)]
+    programs = [f"dma s0+0\nwait f1, {words}\nwait f0, {words}\nhalt\n"] * n
+    vmem = [np.zeros(128, np.uint32)] * n
+    chip = {"jitter": 8}
+    cycles = []
+    for seed in (1, 2, 1):
+        run = system.run_programs("2x2", programs, vmem=vmem, smem=smem, hbm=hbm, chip=chip,
+                                  seed=seed)
+        for c in range(n):
+            assert list(run.vmem[c][64:128]) == [3 * j + 100 * ((c - 1) % n)
+                                                 for j in range(words)]
+        cycles.append(run.cycles)
+    assert cycles[0] == cycles[2] != cycles[1]
+
+
+def test_hbm_jitter_is_checked_before_anything_is_built():
+    with pytest.raises(ValueError, match="jitter"):
+        system.run_programs("2x2", ["halt\n"] * 4, vmem=[None] * 4, chip={"jitter": -1})

@@ -51,23 +51,44 @@ def _copy(src, dst, counts, s, d, flag):
     return tc.descriptor_words(memory.Descriptor(src, dst, counts, s, d, flag=flag))
 
 
+FENCE_RECORDS = (_copy(("hbm", 0), ("vmem", 0), (8,), (1,), (1,), 1),
+                 _copy(("vmem", 8), ("hbm", 100), (4, 2), (1, 4), (2, 20), 2),
+                 _copy(("hbm", 40), ("vmem", 32), (2, 2, 2), (-1, 5, 9), (1, 2, 4), 1))
+FENCE_PROGRAM = f"""
+    dma {RECORDS}
+    wait f1, 8
+    vld v1, 0, 1 | add v2, v1, v1 | vst v2, 8, 1 | dma {RECORDS + 12}
+    dma {RECORDS + 24} | addi s3, s0, 16
+    waitc f2, 8
+    wait f1, s3+0
+    fadd f2, 5
+    halt
+"""
+
+
 def test_dma_fence_and_flags(runner):
     """A DMA issued in the bundle of a vst sees the stored words (the VMEM fence); waits,
     a consuming wait and fadd on DMA flags."""
-    smem = _smem(_copy(("hbm", 0), ("vmem", 0), (8,), (1,), (1,), 1),
-                 _copy(("vmem", 8), ("hbm", 100), (4, 2), (1, 4), (2, 20), 2),
-                 _copy(("hbm", 40), ("vmem", 32), (2, 2, 2), (-1, 5, 9), (1, 2, 4), 1))
-    rtl, iss = cosim(runner, f"""
-        dma {RECORDS}
-        wait f1, 8
-        vld v1, 0, 1 | add v2, v1, v1 | vst v2, 8, 1 | dma {RECORDS + 12}
-        dma {RECORDS + 24} | addi s3, s0, 16
-        waitc f2, 8
-        wait f1, s3+0
-        fadd f2, 5
-        halt
-    """, smem=smem, rng=np.random.default_rng(1))
+    rtl, iss = cosim(runner, FENCE_PROGRAM, smem=_smem(*FENCE_RECORDS),
+                     rng=np.random.default_rng(1))
     assert iss.halted and iss.dmas == 3 and rtl.flags[:3].tolist() == [0, 16, 5]
+
+
+def test_hbm_jitter_moves_when_words_land_and_changes_no_value(runner):
+    """``jitter``: the chip's HBM reads take up to that many cycles more, seeded, and the
+    program's every result is still the ISS's; the same program takes longer than on
+    the chip without jitter (so the jitter is there)."""
+    jittered = CoreRunner(TensorCoreSystem(imem_depth=IMEM, smem_words=SMEM, n_flags=N_FLAGS,
+                                           lanes=1, vmem_lines=VMEM_LINES, hbm_words=HBM,
+                                           ops=OPS, jitter=12))
+    assert "hbm_seed" in jittered.core.signature.members
+    assert "hbm_seed" not in runner.core.signature.members
+    plain, _ = cosim(runner, FENCE_PROGRAM, smem=_smem(*FENCE_RECORDS),
+                     rng=np.random.default_rng(1))
+    late, iss = cosim(jittered, FENCE_PROGRAM, smem=_smem(*FENCE_RECORDS),
+                      rng=np.random.default_rng(1))
+    assert iss.halted and late.flags[:3].tolist() == [0, 16, 5]
+    assert late.cycles > plain.cycles
 
 
 @pytest.mark.parametrize("record, error", [

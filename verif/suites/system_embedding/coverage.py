@@ -16,6 +16,7 @@ Items, named ``system_embedding.*``:
 * ``edge``: :data:`.stimulus.EDGES`: 4 bins.
 * ``numerics``: tpu, ieee.
 * ``failed_chip``: which chip of the 2x2 was failed (0 to 3).
+* ``hbm``: the build's HBM latency, ``fixed`` or with ``jitter`` (:data:`.stimulus.JITTER`).
 """
 
 from cocotb_coverage.coverage import CoverCross, CoverPoint, coverage_section
@@ -25,8 +26,10 @@ from golden.sparsecore import COMBINERS
 
 from .stimulus import ALPHAS, BACKWARDS, CAPACITIES, EDGES, ROW_CLASSES, SHAPES, WIDTHS
 
-__all__ = ["TOPOLOGIES", "sampler", "topology_bin"]
+__all__ = ["TOPOLOGIES", "HBM_LATENCIES", "sampler", "topology_bin"]
 
+#: HBM latency bins: a build's fixed latency, or with jitter.
+HBM_LATENCIES = ("fixed", "jitter")
 #: Topology bins.
 TOPOLOGIES = (*(name for name, _, _ in SHAPES), "2x2 failed")
 
@@ -43,7 +46,7 @@ def _field(name):
 def sampler():
     """A fresh model (after ``coverage_db.clear()``); returns ``sample(dict)`` taking a
     case's ``topology``, ``combiner``, ``weighted``, ``backward``, ``alpha``, ``rows``,
-    ``width``, ``capacity``, ``edge``, ``numerics`` and ``failed``."""
+    ``width``, ``capacity``, ``edge``, ``numerics``, ``failed`` and ``hbm``."""
     @coverage_section(
         CoverPoint("system_embedding.topology", xf=_field("topology"), bins=list(TOPOLOGIES)),
         CoverPoint("system_embedding.pooling", xf=_field("combiner"), bins=list(COMBINERS)),
@@ -57,7 +60,8 @@ def sampler():
         CoverPoint("system_embedding.capacity", xf=_field("capacity"), bins=list(CAPACITIES)),
         CoverPoint("system_embedding.edge", xf=_field("edge"), bins=list(EDGES)),
         CoverPoint("system_embedding.numerics", xf=_field("numerics"), bins=list(NUMERICS)),
-        CoverPoint("system_embedding.failed_chip", xf=_field("failed"), bins=[0, 1, 2, 3]))
+        CoverPoint("system_embedding.failed_chip", xf=_field("failed"), bins=[0, 1, 2, 3]),
+        CoverPoint("system_embedding.hbm", xf=_field("hbm"), bins=list(HBM_LATENCIES)))
     def sample(case):
         pass
 

@@ -138,7 +138,8 @@ def check_case(seed, case, *, backend, coverage=None, waves=None, inject=None):
                         rows=case.rows, width=case.width,
                         capacity="overflow" if overflowed else
                         ("none" if case.capacity == "none" else "tight"),
-                        edge=case.edge, numerics=b.numerics, failed=case.failed))
+                        edge=case.edge, numerics=b.numerics, failed=case.failed,
+                        hbm="jitter" if b.jitter else "fixed"))
         coverage_db.export_to_xml(str(coverage))
     return record
 
