@@ -194,11 +194,20 @@ def waits_once(transfers):
 
 def deals_by_direction(transfers):
     """Whether the programs of ``transfers`` deal their pushes to the push ports by
-    direction (:func:`dealing_order`): an all-to-all by dimensions' (every transfer of
-    direction 0 along a torus axis), whose pushes go both ways along every axis at once.
-    A ring's sends already alternate its two directions; a direct all-to-all's took longer
-    by direction on the 1x4 ring (5,348 cycles against 4,922, 32 KiB)."""
-    return all(tr.direction == 0 and tr.axis >= 0 for tr in transfers)
+    direction (:func:`dealing_order`): when every transfer goes along a torus axis, as an
+    all-to-all by dimensions' and the ring collectives' on the torus's rings do, whose
+    pushes go both ways along every axis at once.
+
+    Dealt in turn instead, a port's queue mixes pushes to several neighbours, and one that
+    waits for its link holds up the next; the chunked ring collectives lost most of what
+    pipelining gains: the 2x2x2's all-gather of 64 KiB in 2 chunks took 4,442 cycles in
+    turn and 3,582 by direction (3,183 in one chunk), its all-reduce 9,912 and 7,785
+    (8,701 in one), the 2x2's all-reduce of 32 KiB in 4 chunks 3,802 and 3,586; the 1x4
+    ring, whose sends already alternate its two directions, took 6,473 either way. A
+    direct all-to-all (axis -1) and the rings of a topology with a failed chip (the
+    live-chip ring, axis -1) are dealt in turn: a direct all-to-all took longer by
+    direction on the 1x4 ring (5,348 cycles against 4,922, 32 KiB)."""
+    return all(tr.axis >= 0 for tr in transfers)
 
 
 def receive_event(step, chunk, *, once):

@@ -5,7 +5,7 @@ the RTL is measured by ``tpu-rtl system bench`` (docs/system.md), not here."""
 
 import pytest
 
-from golden import collectives
+from golden import collectives, topology
 from golden.collective_cost import (CostParams, deals_by_direction, dealing_order,
                                     piece_range, pipelined_cycles, waits_once)
 
@@ -163,13 +163,16 @@ def test_pushes_dealt_by_direction_keep_each_port_to_a_class_of_first_hops():
         dealing_order(pushes, [0] * 4) == ["a0", "b0", "c0", "d0", "a1", "c1", "a2"]
 
 
-def test_only_a_direct_all_to_all_waits_once_and_only_one_by_dimensions_deals_by_direction():
+def test_only_a_direct_all_to_all_waits_once_and_only_transfers_along_axes_deal_by_direction():
     assert waits_once(collectives.schedule("all_to_all", "1x4", (4, 4, 8)))
     assert not waits_once(collectives.schedule("all_to_all", "4x4", (16, 16, 8)))
     assert not waits_once(collectives.schedule("all_gather", "1x4", (4, 8)))
     assert deals_by_direction(collectives.schedule("all_to_all", "4x4", (16, 16, 8)))
+    assert deals_by_direction(collectives.schedule("all_reduce", "4x4", (16, 256)))
+    assert deals_by_direction(collectives.schedule("all_gather", "2x2x2", (8, 64)))
     assert not deals_by_direction(collectives.schedule("all_to_all", "1x4", (4, 4, 8)))
-    assert not deals_by_direction(collectives.schedule("all_reduce", "4x4", (16, 256)))
+    failed = topology.torus((4, 4), failed=(5,))
+    assert not deals_by_direction(collectives.schedule("all_reduce", failed, (15, 256)))
 
 
 def test_lockstep_ring_copies_agree_with_the_alpha_beta_model():
