@@ -83,6 +83,9 @@ class DmaSystem(wiring.Component):
         ``words_per_cycle * (read_latency + jitter)``.
     vmem_lines, lanes : int
         VMEM geometry (default 64 lines of 8 lanes).
+    ram_ports : int
+        Ports of the VMEM's storage (:class:`~hdl.memory.vmem.VMEM`'s): 2 (the default),
+        or 1 for FPGA block RAM, the core's and the DMA's accesses in turns.
     n_flags, n_chips, flit_words, max_payload, outstanding, queue_depth, max_reads
         The DMA's (:class:`~hdl.memory.dma.DMA`); the DMA covers ``read_latency + jitter``.
         ``n_chips`` and ``flit_words`` are the receive engines' too.
@@ -149,7 +152,7 @@ class DmaSystem(wiring.Component):
                  read_latency=4, max_outstanding=None, jitter=0, error_ranges=(), n_flags=16,
                  n_chips=1, flit_words=1, max_payload=DEFAULT_MAX_PAYLOAD, network_ports=1,
                  push_beats=DEFAULT_PUSH_BEATS, outstanding=4, queue_depth=None,
-                 max_reads=None, guests=0):
+                 max_reads=None, guests=0, ram_ports=2):
         check_int("read_latency", read_latency, least=1)
         check_int("jitter", jitter, least=0)
         check_int("words_per_cycle", words_per_cycle, least=1)
@@ -160,7 +163,7 @@ class DmaSystem(wiring.Component):
         self.hbm = HBM(size=hbm_size, words_per_cycle=words_per_cycle,
                        read_latency=read_latency, max_outstanding=max_outstanding,
                        jitter=jitter, error_ranges=error_ranges)
-        self.vmem = VMEM(lines=vmem_lines, lanes=lanes)
+        self.vmem = VMEM(lines=vmem_lines, lanes=lanes, ram_ports=ram_ports)
         self.dma = DMA(hbm_size=hbm_size, hbm_line_words=words_per_cycle, vmem_lines=vmem_lines,
                        lanes=lanes, n_flags=n_flags, n_chips=n_chips, flit_words=flit_words,
                        max_payload=max_payload, push_ports=network_ports,

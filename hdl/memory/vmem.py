@@ -20,6 +20,17 @@ class VMEM(wiring.Component):
         Lines of storage, at least 1.
     lanes : int
         Words per line (default 8): the width of both ports.
+    ram_ports : int
+        Ports of the storage itself: 2 (the default: each port its own, as below), or 1:
+        the two ports take turns on one read-write port, which an FPGA block RAM holds
+        as it is (a true-dual-port block RAM leaves a cycle in which both ports write a
+        word, or one reads what the other writes, undefined, so Yosys may not map the
+        two-port storage to one; docs/fpga.md). With 1, one request is accepted a cycle
+        between both ports: when both have one, the port that lost the last contest
+        wins this one, so neither waits more than a cycle for the other (``req.ready``
+        is then also low on the port that lost, so it depends on the other port's
+        ``req.valid``); everything else (latency, order, holding, masks) is as below, and
+        a read sees every write accepted before it.
 
     Ports
     -----
@@ -41,9 +52,10 @@ class VMEM(wiring.Component):
         SPEC section 6).
     """
 
-    def __init__(self, *, lines, lanes=8):
+    def __init__(self, *, lines, lanes=8, ram_ports=2):
         check_int("lines", lines, least=1)
         check_int("lanes", lanes, least=1)
+        self.ram_ports = check_int("ram_ports", ram_ports, least=1, most=2)
         self.lines, self.lanes = lines, lanes
         self.size = lines * lanes
         self.addr_width = line_addr_width(lines)
@@ -55,6 +67,9 @@ class VMEM(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.words = store = Memory(data=self.words)
+        if self.ram_ports == 1:
+            _serve_in_turns(m, store, (self.core, self.dma))
+            return m
         # Ports are built core first: of two same-cycle writes, the later port's wins.
         for port in (self.core, self.dma):
             _serve(m, store, port)
@@ -78,3 +93,37 @@ def _serve(m, store, port):
     # While a response waits, the read port is not enabled, so its data holds.
     with m.If(req.ready):
         m.d.sync += resp.valid.eq(accept & ~req.payload.write)
+
+
+def _serve_in_turns(m, store, ports):
+    """Two ports on one read-write port of ``store`` (``ram_ports=1``). The storage's read
+    data is the answer in the cycle after the read; a port whose answer waits keeps a
+    copy, since the other port's next read changes the storage's."""
+    read = store.read_port()
+    write = store.write_port(granularity=ports[0].signature.mask_granularity)
+    turn = Signal()                     # the port that wins when both have a request
+    room = [~port.resp.valid | port.resp.ready for port in ports]
+    want = [port.req.valid & room[k] for k, port in enumerate(ports)]
+    accept = [Signal(name=f"accept{k}") for k in range(2)]
+    m.d.comb += [ports[0].req.ready.eq(room[0] & (~turn | ~want[1])),
+                 ports[1].req.ready.eq(room[1] & (turn | ~want[0]))]
+    m.d.comb += [accept[k].eq(port.req.valid & port.req.ready) for k, port in enumerate(ports)]
+    with m.If(want[0] & want[1]):
+        m.d.sync += turn.eq(~turn)
+    req = Mux(accept[1], ports[1].req.payload.as_value(), ports[0].req.payload.as_value())
+    req = ports[0].req.payload.shape()(req)
+    taken = accept[0] | accept[1]
+    m.d.comb += [
+        read.addr.eq(req.addr), read.en.eq(taken & ~req.write),
+        write.addr.eq(req.addr), write.data.eq(req.data),
+        write.en.eq(Mux(taken & req.write, req.mask, 0)),
+    ]
+    for k, port in enumerate(ports):
+        fresh = Signal(name=f"fresh{k}")        # the storage's read data is this port's
+        kept = Signal.like(read.data, name=f"kept{k}")
+        m.d.sync += fresh.eq(accept[k] & ~req.write)
+        with m.If(fresh):
+            m.d.sync += kept.eq(read.data)
+        m.d.comb += port.resp.payload.data.as_value().eq(Mux(fresh, read.data, kept))
+        with m.If(room[k]):
+            m.d.sync += port.resp.valid.eq(accept[k] & ~req.write)

@@ -68,6 +68,10 @@ class TensorCore(wiring.Component):
         0 (the default) or 1: with 1, ``smem_guest`` reads SMEM through its second port,
         in turns with the DMA issue's descriptor reads (a chip's SparseCore reading its
         work items).
+    ram_ports : int
+        Ports of the SMEM's storage (:class:`~hdl.memory.vmem.VMEM`'s ``ram_ports``): 2
+        (the default), or 1 for FPGA block RAM, the sequencer's and the descriptor reads
+        in turns.
 
     Ports
     -----
@@ -101,7 +105,8 @@ class TensorCore(wiring.Component):
 
     def __init__(self, *, imem_depth=256, smem_words=1024, n_flags=16, lanes=8,
                  numerics="tpu", vmem_lines=256, mxu=None, mxu_results=16, vector_queue=4,
-                 ops=None, hbm_words=1 << 16, n_chips=1, smem_guests=0, regfile="flops"):
+                 ops=None, hbm_words=1 << 16, n_chips=1, smem_guests=0, regfile="flops",
+                 ram_ports=2):
         check_int("lanes", lanes, least=1)
         check_numerics(numerics)
         if mxu is None:
@@ -112,7 +117,7 @@ class TensorCore(wiring.Component):
                                    n_chips=n_chips)
         self.queue = VectorQueue(depth=vector_queue)
         self.imem = VMEM(lines=imem_depth, lanes=BUNDLE_WORDS)
-        self.smem = VMEM(lines=smem_words, lanes=1)
+        self.smem = VMEM(lines=smem_words, lanes=1, ram_ports=ram_ports)
         self.smem_guests = check_int("smem_guests", smem_guests, least=0, most=1)
         guest = {}
         if smem_guests:

@@ -10,6 +10,9 @@ memories sized for block RAM (an LFE5U-85F has 208 18-kbit blocks, 416 KiB):
 - the VPU's register file in RAM (``regfile="ram"``: one write port and synchronous reads,
   which Yosys maps to RAM instead of 65,536 flip-flops; one instruction at a time, so the
   same results in more cycles: ``hdl.vpu.VPU``).
+- VMEM and SMEM on one RAM port each (``ram_ports=1``: their two initiators in turns,
+  which a block RAM holds as it is, where two ports that may both write do not map to
+  one: ``hdl.memory.vmem.VMEM``).
 
 docs/fpga.md ("The proto chip") has its area.
 """
@@ -20,7 +23,7 @@ __all__ = ["PRESETS", "preset"]
 PRESETS = {
     "proto": dict(lanes=8, mxu_results=80, vector_queue=16, vmem_lines=512, imem_depth=256,
                   words_per_cycle=8, read_latency=4, ops=("xor", "max"), hbm_words=1 << 15,
-                  smem_words=1024, regfile="ram"),
+                  smem_words=1024, regfile="ram", ram_ports=1),
 }
 
 

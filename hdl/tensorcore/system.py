@@ -46,6 +46,10 @@ vector_queue, ops, regfile
         HBM words (default ``golden.tensorcore.DEFAULT_HBM_WORDS``, at most ``2**24``).
     read_latency, words_per_cycle, outstanding : int
         The memory system's (:class:`~hdl.memory.dma_system.DmaSystem`).
+    ram_ports : int
+        Ports of the VMEM's and SMEM's storages: 2 (the default), or 1, each memory's two
+        initiators in turns on one read-write port, which FPGA block RAM holds
+        (:class:`~hdl.memory.vmem.VMEM`'s ``ram_ports``): the same results in more cycles.
     jitter : int
         Up to this many cycles of seeded latency added to each HBM read (default 0: the
         fixed ``read_latency``), the HBM model's (:class:`~hdl.memory.hbm.HBM`); the DMA
@@ -116,7 +120,7 @@ vector_queue, ops, regfile
                  numerics="tpu", vmem_lines=256, mxu=None, mxu_results=16, vector_queue=4,
                  ops=None, hbm_words=DEFAULT_HBM_WORDS, read_latency=4, words_per_cycle=1,
                  outstanding=4, n_chips=1, flit_words=1, network_ports=1, sparsecores=0,
-                 sparsecore=None, regfile="flops", jitter=0):
+                 sparsecore=None, regfile="flops", jitter=0, ram_ports=2):
         self.sparsecores = check_int("sparsecores", sparsecores, least=0, most=1)
         if sparsecore is not None and not sparsecores:
             raise ValueError("sparsecore= gives the SparseCore's parameters: it needs "
@@ -129,13 +133,13 @@ vector_queue, ops, regfile
                                lanes=lanes, numerics=numerics, vmem_lines=vmem_lines, mxu=mxu,
                                mxu_results=mxu_results, vector_queue=vector_queue, ops=ops,
                                hbm_words=hbm_words, n_chips=n_chips, smem_guests=sparsecores,
-                               regfile=regfile)
+                               regfile=regfile, ram_ports=ram_ports)
         self.system = DmaSystem(hbm_size=hbm_words, vmem_lines=vmem_lines, lanes=lanes,
                                 n_flags=n_flags, read_latency=read_latency,
                                 words_per_cycle=words_per_cycle, outstanding=outstanding,
                                 n_chips=n_chips, flit_words=flit_words,
                                 network_ports=network_ports, guests=sparsecores,
-                                jitter=jitter)
+                                jitter=jitter, ram_ports=ram_ports)
         self.jitter = jitter
         self.engine = self.sparse_issue = None
         if sparsecores:
@@ -163,7 +167,8 @@ vector_queue, ops, regfile
                       "sparse_batches": Out(32), "sparse_hbm_reads": Out(32)}
         seed = {"hbm_seed": In(32)} if jitter else {}
         super().__init__({
-            **packets, **sparse, **seed, "start": In(1), "state": Out(State), "pc": Out(32), "error_pc": Out(32),
+            **packets, **sparse, **seed, "start": In(1), "state": Out(State), "pc": Out(32),
+            "error_pc": Out(32),
             "bundles": Out(32), "error": Out(Error), "waiting": Out(1),
             "dma_busy": Out(1), "vpu_error": Out(self.core.vpu_error.shape()),
             "flags": Out(data.ArrayLayout(32, n_flags)), "dma_rejected": Out(COUNT_BITS),

@@ -115,4 +115,4 @@ def test_the_proto_preset_is_what_the_doc_says():
     chip = preset("proto")
     assert chip == PRESETS["proto"] and chip is not PRESETS["proto"]
     assert (chip["lanes"], chip["hbm_words"], chip["vmem_lines"]) == (8, 1 << 15, 512)
-    assert chip["regfile"] == "ram"
+    assert chip["regfile"] == "ram" and chip["ram_ports"] == 1

@@ -93,9 +93,72 @@ def test_vmem_two_ports_single_cycle_masked(rng):
     assert got["image"].tolist() == expected.tolist()
 
 
+def test_vmem_on_one_ram_port_takes_turns_and_reads_every_earlier_write(rng):
+    """``ram_ports=1``: random requests and answer stalls on both ports. At most one
+    request is accepted a cycle; every read answers, in order on its port, with the line as
+    the writes accepted before it left it (a model replays the accepted requests in
+    order); a port with a request never waits more than a cycle for the other."""
+    lanes, lines, cycles = 2, 4, 600
+    vmem = VMEM(lines=lines, lanes=lanes, ram_ports=1)
+    image = rng.integers(0, 1 << 32, lines * lanes, dtype=np.uint32)
+    ports = (vmem.core, vmem.dma)
+    log = {"accepted": [], "answers": ([], []), "waits": []}
+
+    async def tb(ctx):
+        load(ctx, vmem.words, image, lanes)
+        pending = [None, None]
+        waited = [0, 0]
+        for cycle in range(cycles):
+            for k, port in enumerate(ports):
+                if pending[k] is None and rng.random() < 0.7:
+                    write = bool(rng.random() < 0.5)
+                    pending[k] = {"addr": int(rng.integers(lines)), "write": write,
+                                  "data": [int(x) for x in rng.integers(0, 1 << 32, lanes)],
+                                  "mask": int(rng.integers(1 << lanes))}
+                ctx.set(port.req.valid, pending[k] is not None)
+                if pending[k] is not None:
+                    ctx.set(port.req.payload, pending[k])
+                ctx.set(port.resp.ready, bool(rng.random() < 0.6))
+            _, _, *sampled = await ctx.tick().sample(
+                *(x for port in ports for x in (port.req.valid, port.req.ready,
+                                                 port.resp.valid, port.resp.ready,
+                                                 port.resp.payload.data)))
+            taken = 0
+            for k in range(2):
+                valid, ready, rvalid, rready, data = sampled[5 * k:5 * k + 5]
+                if rvalid and rready:
+                    log["answers"][k].append(list(data))
+                if valid and ready:
+                    log["accepted"].append((k, pending[k]))
+                    pending[k], waited[k] = None, 0
+                    taken += 1
+                elif valid and (rready or not rvalid):
+                    waited[k] += 1          # wanted, with room for its answer
+                    log["waits"].append(waited[k])
+            assert taken <= 1, f"cycle {cycle}: both ports accepted"
+
+    simulate(vmem, tb)
+    model = image.reshape(lines, lanes).astype(np.int64).tolist()
+    want = ([], [])
+    for k, req in log["accepted"]:
+        line = model[req["addr"]]
+        if req["write"]:
+            for j in range(lanes):
+                if req["mask"] >> j & 1:
+                    line[j] = req["data"][j]
+        else:
+            want[k].append(list(line))
+    for k in range(2):
+        # The answers the bench took: the first of the reads, in order.
+        assert log["answers"][k] == want[k][:len(log["answers"][k])]
+        assert len(want[k]) - len(log["answers"][k]) <= 1
+        assert len(log["answers"][k]) > 50
+    assert max(log["waits"]) <= 1
+
+
 @pytest.mark.parametrize("kwargs, error", [
     (dict(lines=0), ValueError), (dict(lines=4, lanes=0), ValueError),
-    (dict(lines=4.5), TypeError)])
+    (dict(lines=4.5), TypeError), (dict(lines=4, ram_ports=3), ValueError)])
 def test_vmem_bad_parameters(kwargs, error):
     with pytest.raises(error):
         VMEM(**kwargs)
