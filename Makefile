@@ -41,7 +41,7 @@ $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: tpu-rtl needs Python >= 3.11 on PATH (or make PYTHON=...)" >&2; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,sim,fpga,cluster]'
+	$(BIN)/python -m pip install --quiet -e '.[test,sim,fpga,cluster,fusesoc]'
 	touch $@
 
 clean:

@@ -174,7 +174,7 @@ class ChipSystem(wiring.Component):
                          self.state[c].eq(node.state), self.pc[c].eq(node.pc),
                          self.error[c].eq(node.error)]
             if self.jitter:
-                # Each chip's own sequence: the seed times an odd constant of its own.
+                # Each chip its own sequence: the seed xor an odd multiple of its id.
                 m.d.comb += node.hbm_seed.eq(self.hbm_seed ^ (c * _SEED_MIX & 0xFFFF_FFFF))
             m.d.comb += [self.flags[c * n_flags + f].eq(node.flags[f])
                          for f in range(n_flags)]

@@ -62,8 +62,8 @@ DEAL = (("2x2", "tpu"), ("1x4", "ieee"), ("2x2x2", "tpu"), ("2x2x4 twisted", "ie
 #: Link latency of each shape's build (cycles): the 1x4 and the 3-D ones take longer links.
 LINKS = {"2x2": 2, "1x4": 5, "2x2x2": 3, "2x2x4 twisted": 2}
 #: HBM read latency jitter of each shape's build (cycles, on top of the chip's
-#: ``read_latency``): seed 1's 2x2, which ``make test`` runs a case of, and the twisted one
-#: have it; the 1x4 and the 2x2x2 keep the fixed latency.
+#: ``read_latency``): seed 1's 2x2 and seed 4's twisted 2x2x4 have it, so that seeds 1 to
+#: 4 reach both bins; the 1x4 and the 2x2x2 keep the fixed latency.
 JITTER = {"2x2": 8, "1x4": 0, "2x2x2": 0, "2x2x4 twisted": 8}
 #: Steps a seed runs on its topology, and more with a chip failed on a 2x2 build.
 CASES = 10
