@@ -15,6 +15,7 @@ import numpy as np
 from golden import tensorcore as tc
 from golden import vpu
 from golden.formats import check_numerics
+from hdl.tensorcore.presets import preset as chip_preset
 from hdl.tensorcore.sequencer import STALL_CAUSES
 
 from .backends import check_backend, run_whole
@@ -270,7 +271,7 @@ def run(program, *, hbm=None, vmem=None, smem=None, numerics="tpu", backend="ver
 
 
 def matmul(x, w, *, activation=None, numerics="tpu", backend="verilator", waves=None,
-           progress=None):
+           progress=None, preset=None):
     """``activation(x @ w)`` on one chip, HBM -> DMA -> VMEM -> MXU -> VPU -> DMA -> HBM.
 
     ``x`` bf16 [M, K] and ``w`` bf16 [K, N] (``ml_dtypes.bfloat16`` values or uint16
@@ -278,21 +279,24 @@ def matmul(x, w, *, activation=None, numerics="tpu", backend="verilator", waves=
     is +0 and NaN stays NaN). The result equals ``golden.mxu.matmul(x, w)`` (then
     ``golden.vpu``'s ``max`` with +0.0) bit for bit. Returns a :class:`ChipRun`.
 
-    The program (:func:`sim.kernels.plan_matmul`) runs on :data:`MATMUL_CHIP`.
+    The program (:func:`sim.kernels.plan_matmul`) runs on :data:`MATMUL_CHIP`, or with
+    ``preset`` on that chip of ``hdl.tensorcore.presets.PRESETS`` (``"proto"``: the FPGA
+    prototype's, behind ``sim.board``'s host bridge): the same result, in its cycles. A
+    matmul past the chip's HBM or SMEM is a ValueError before anything is built.
     """
     check_numerics(numerics)
     check_backend(backend)
-    kernel = plan_matmul(x, w, activation=activation,
-                         vmem_lines=MATMUL_CHIP["vmem_lines"])
-    chip = dict(MATMUL_CHIP, mxu_results=max(MATMUL_CHIP["mxu_results"],
-                                             kernel.mxu_results))
+    base = MATMUL_CHIP if preset is None else chip_preset(preset)
+    kernel = plan_matmul(x, w, activation=activation, vmem_lines=base["vmem_lines"])
+    chip = dict(base, mxu_results=max(base["mxu_results"], kernel.mxu_results))
     for name, image in (("hbm_words", kernel.hbm), ("smem_words", kernel.smem)):
         if image.size > chip[name]:
             memory = name.removesuffix("_words").upper()
             (m, k), n = np.shape(x), np.shape(w)[1]
+            which = "sim.chip.MATMUL_CHIP" if preset is None else f"the {preset} preset"
             raise ValueError(f"a {m}x{k} @ {k}x{n} matmul "
                              f"needs {image.size:,} words of {memory}; the chip has "
-                             f"{chip[name]:,} (sim.chip.MATMUL_CHIP)")
+                             f"{chip[name]:,} ({which})")
     result = run(kernel.program, hbm=kernel.hbm, vmem=kernel.vmem, smem=kernel.smem,
                  numerics=numerics, backend=backend, chip=chip, waves=waves,
                  progress=progress)

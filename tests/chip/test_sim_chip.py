@@ -38,6 +38,30 @@ def test_matmul_is_bit_exact_on_verilator(rng, numerics):
                                   expected(x, w, activation="relu", numerics=numerics))
 
 
+@pytest.mark.slow
+def test_matmul_on_the_proto_preset_is_bit_exact_and_slower(rng):
+    """``preset="proto"``: the FPGA prototype's chip (its register file in RAM, VMEM and SMEM
+    on one RAM port each) gives the same bits as the default chip, in more cycles."""
+    x, w = operands(rng, 20, 24, 17, special=0.1)
+    proto = chip.matmul(x, w, activation="relu", preset="proto")
+    np.testing.assert_array_equal(proto.out.view(np.uint32),
+                                  expected(x, w, activation="relu", numerics="tpu"))
+    assert proto.cycles > chip.matmul(x, w, activation="relu").cycles
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(preset="nope"), "preset must be one of proto, not 'nope'"),
+    (dict(preset="proto", shape=(96, 160, 160)), r"needs [\d,]+ words of HBM; the chip has "
+                                                 r"32,768 \(the proto preset\)"),
+])
+def test_a_bad_preset_or_a_matmul_past_its_memory_is_refused_before_any_work(rng, kwargs,
+                                                                                message):
+    shape = kwargs.pop("shape", (4, 4, 4))
+    x, w = operands(rng, *shape)
+    with pytest.raises(ValueError, match=message):
+        chip.matmul(x, w, backend="amaranth", **kwargs)
+
+
 def test_a_core_fault_names_the_error_and_the_bundle():
     with pytest.raises(chip.ChipError, match=r"error pop_empty: pc 1 \(pop v2\)"):
         chip.run("nop\npop v2\nhalt", backend="amaranth", chip=_SMALL)
@@ -57,6 +81,14 @@ def test_a_program_larger_than_imem_is_refused():
 def test_cli_rejects_an_empty_dimension(capsys):
     assert main(["chip", "matmul", "--m", "0", "--k", "2", "--n", "2"]) == 2
     assert "argument --m: must be a positive integer, not 0" in capsys.readouterr().err
+
+
+def test_cli_refuses_a_matmul_past_the_presets_hbm_in_one_line(capsys):
+    assert main(["chip", "matmul", "--m", "200", "--k", "300", "--n", "300",
+                 "--preset", "proto"]) == 1
+    err = capsys.readouterr().err
+    assert "needs 223,744 words of HBM; the chip has 32,768 (the proto preset)" in err
+    assert "Traceback" not in err
 
 
 def test_stall_counters_account_for_every_cycle():

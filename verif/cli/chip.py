@@ -4,6 +4,7 @@
 
     tpu-rtl chip matmul --m 256 --k 256 --n 256 --activation relu
     tpu-rtl chip matmul --m 37 --k 20 --n 19 --special-density 0.2 --numerics ieee
+    tpu-rtl chip matmul --m 20 --k 24 --n 17 --activation relu --preset proto
 
 ``matmul`` runs ``sim.chip.matmul`` (HBM -> DMA -> VMEM -> MXU -> VPU -> DMA -> HBM, from
 the assembled kernel of :mod:`sim.kernels.matmul`) on random bf16 operands, checks every
@@ -39,6 +40,9 @@ def add_parser(subparsers, help):
                    help="fraction of operands replaced by special values (default 0)")
     m.add_argument("--seed", type=natural, default=0, help="seed of the operands (default 0)")
     m.add_argument("--waves", metavar="FILE", help="write a waveform of the run")
+    m.add_argument("--preset", choices=("proto",),
+                   help="run on a preset chip: proto, the FPGA prototype's (default: "
+                        "sim.chip.MATMUL_CHIP)")
     m.set_defaults(func=cmd_chip_matmul)
 
 
@@ -57,12 +61,14 @@ def cmd_chip_matmul(args):
     w = bf16_matrix(rng, (args.k, args.n), special_density=args.special_density)
     print(f"chip matmul {args.m}x{args.k}x{args.n}"
           f"{' + relu' if args.activation else ''} (numerics {args.numerics}, seed "
-          f"{args.seed}, backend {args.backend})", flush=True)
+          f"{args.seed}, backend {args.backend}"
+          f"{f', the {args.preset} chip' if args.preset else ''})", flush=True)
     progress = progress_printer("chip matmul")
     try:
         run = chip.matmul(x, w, activation=args.activation, numerics=args.numerics,
-                          backend=args.backend, waves=args.waves, progress=progress)
-    except chip.ChipError as error:
+                          backend=args.backend, waves=args.waves, progress=progress,
+                          preset=args.preset)
+    except (chip.ChipError, ValueError) as error:
         raise CommandError(str(error)) from None
     finally:
         progress.close()
@@ -86,5 +92,6 @@ def cmd_chip_matmul(args):
     if wrong:
         again = (f"tpu-rtl chip matmul --m {args.m} --k {args.k} --n {args.n} --seed {args.seed} "
                  f"--numerics {args.numerics} --backend {args.backend} --special-density "
-                 f"{args.special_density}" + (" --activation relu" if args.activation else ""))
+                 f"{args.special_density}" + (" --activation relu" if args.activation else "")
+                 + (f" --preset {args.preset}" if args.preset else ""))
         raise CommandError(f"mismatch: {verdict} (reproduce: {again})")
