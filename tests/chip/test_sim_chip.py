@@ -85,7 +85,7 @@ def test_cli_rejects_an_empty_dimension(capsys):
 
 def test_cli_refuses_a_matmul_past_the_presets_hbm_in_one_line(capsys):
     assert main(["chip", "matmul", "--m", "200", "--k", "300", "--n", "300",
-                 "--preset", "proto"]) == 1
+                 "--preset", "proto"]) == 2      # bad input, as every command's
     err = capsys.readouterr().err
     assert "needs 223,744 words of HBM; the chip has 32,768 (the proto preset)" in err
     assert "Traceback" not in err

@@ -68,7 +68,7 @@ def cmd_chip_matmul(args):
         run = chip.matmul(x, w, activation=args.activation, numerics=args.numerics,
                           backend=args.backend, waves=args.waves, progress=progress,
                           preset=args.preset)
-    except (chip.ChipError, ValueError) as error:
+    except chip.ChipError as error:
         raise CommandError(str(error)) from None
     finally:
         progress.close()
