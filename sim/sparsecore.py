@@ -17,7 +17,8 @@ table rows read, one per unique id.
 
 Rows of ``D`` words are padded with zeros to the tile's row width, a multiple of 8
 (every lane is independent, so padding changes no real column, though the tile
-updates the padding too: Adagrad leaves NaN there). The tile's capacities are the
+updates the padding too: Adagrad leaves NaN there; rowwise Adagrad's mean divides by
+``D``, not the padded width). The tile's capacities are the
 batch's sizes rounded up to powers of two (at least 16), and so are the harness's
 stream memories (from each stream's beats), so batches whose sizes and stream lengths
 round alike share one compiled build; the tile is built with just the
@@ -126,18 +127,25 @@ def _padded(bits, width):
 
 
 def hbm_image(table, state=None, *, rows, row_words, size=None):
-    """The tile's HBM image of ``table`` (and Adagrad ``state``), uint32 [V, D] patterns,
-    as flat uint32 words: table row ``r`` at ``r * row_words``, state row ``r`` at
-    ``(rows + r) * row_words``, zero columns padding each row to ``row_words`` and zeros
-    everywhere else, up to ``size`` words (default: just past the last region). A run
-    loads this; after an update the whole HBM must equal it for the updated table and
-    state, so comparing whole images catches a stray write anywhere, padding included."""
+    """The tile's HBM image of ``table`` and the optimizer ``state``, uint32 patterns, as
+    flat uint32 words: table row ``r`` (``table`` is [V, D]) at ``r * row_words``, state row
+    ``r`` at ``(rows + r) * row_words``, zero columns padding each row to ``row_words`` and
+    zeros everywhere else, up to ``size`` words (default: just past the last region).
+    Adagrad's ``state`` is [V, D] like the table; rowwise Adagrad's is [V], one word a row,
+    which fills every word of its state row (padding included: the tile's lanes each read
+    their own). A run loads this; after an update the whole HBM must equal it for the
+    updated table and state, so comparing whole images catches a stray write anywhere,
+    padding included."""
     n_rows, width = table.shape
     regions = 1 if state is None else 2
     image = np.zeros(size if size is not None else regions * rows * row_words, np.uint32)
     for region, bits in enumerate((table, state)[:regions]):
         base = region * rows * row_words
-        image[base:base + n_rows * row_words].reshape(n_rows, row_words)[:, :width] = bits
+        rows_view = image[base:base + n_rows * row_words].reshape(n_rows, row_words)
+        if bits.ndim == 1:
+            rows_view[:] = bits[:, None]
+        else:
+            rows_view[:, :width] = bits
     return image
 
 
@@ -187,7 +195,7 @@ def _run(table, indices, offsets, *, op, combiner=0, optimizer=0, lr=0, weights=
         until="finished", busy="busy", seed=seed,
         gaps={"ids": idle, "ends": idle, "grads": idle, "out": stall},
         inputs=dict(op=op, combiner=combiner, optimizer=optimizer, lr=int(lr), n_rows=n_rows,
-                    n_ids=n_ids, n_bags=n_bags, seed=seed),
+                    n_ids=n_ids, n_bags=n_bags, columns=width, seed=seed),
         load={"hbm": pack_words(hbm, words_per_cycle)}, dump=("hbm",) if op else (),
         watchdog=1000 + 4 * (read_latency + jitter))
     result = run_whole(whole, backend=backend, waves=waves)
@@ -249,15 +257,11 @@ def update(table, indices, offsets, grads, *, optimizer="sgd", lr, state=None,
            seed=0, jitter=0, read_latency=4, words_per_cycle=8, max_unique=None, idle=0.0,
            waves=None, tile=None):
     """:func:`golden.sparsecore.update` on the tile RTL; returns :class:`SparseRun` with
-    ``table`` and ``state`` (None for SGD), and ``hbm``, the whole final HBM image
-    (:func:`hbm_image`'s layout with ``capacity`` rows). Options as for :func:`lookup`.
-
-    Only ``"sgd"`` and ``"adagrad"`` are in the RTL; ``"rowwise_adagrad"`` is a ValueError.
+    ``table`` and ``state`` (None for SGD; [V] for rowwise Adagrad), and ``hbm``, the whole
+    final HBM image (:func:`hbm_image`'s layout with ``capacity`` rows). Options as for
+    :func:`lookup`.
     """
     _check_common(numerics, backend)
-    if optimizer == "rowwise_adagrad":
-        raise ValueError("optimizer 'rowwise_adagrad' is not implemented by the tile RTL; "
-                         f"it has {', '.join(map(repr, OPTIMIZERS))}")
     code = OPTIMIZERS.index(check_choice(optimizer, OPTIMIZERS, "optimizer"))
     table = check_table(table)
     n_rows, width = table.shape
@@ -270,11 +274,13 @@ def update(table, indices, offsets, grads, *, optimizer="sgd", lr, state=None,
     if optimizer == "sgd":
         if state is not None:
             raise ValueError("sgd keeps no state: state must be None")
-    elif state is None:
-        init = fp32_scalar(initial_accumulator, name="initial_accumulator")
-        state = np.full((n_rows, width), init, np.uint32)
     else:
-        state = fp32_array(state, "state", (n_rows, width))
+        shape = (n_rows,) if optimizer == "rowwise_adagrad" else (n_rows, width)
+        if state is None:
+            init = fp32_scalar(initial_accumulator, name="initial_accumulator")
+            state = np.full(shape, init, np.uint32)
+        else:
+            state = fp32_array(state, "state", shape)
     result, stats, hbm_reads, state_base = _run(
         table, indices, offsets, op=1, optimizer=code, lr=lr, grads=grads, state=state,
         backend=backend, numerics=numerics, seed=seed, jitter=jitter,
@@ -286,8 +292,11 @@ def update(table, indices, offsets, grads, *, optimizer="sgd", lr, state=None,
     def region(base):
         return words[base:base + n_rows * row_words].reshape(n_rows, row_words)[:, :width]
 
+    new_state = None if state is None else region(state_base)
+    if state is not None and state.ndim == 1:
+        new_state = new_state[:, 0]            # every word of a row's state is its accumulator
     return SparseRun(result.cycles, hbm_reads, table=region(0).view(np.float32),
-                     state=None if state is None else region(state_base).view(np.float32),
+                     state=None if new_state is None else new_state.view(np.float32),
                      stats=stats, hbm=words, capacity=state_base // row_words)
 
 

@@ -647,8 +647,8 @@ def embedding_step(table, indices, offsets, *, grads=None, weights=None, topolog
     ``chip`` (overrides of :data:`EMBEDDING_CHIP`), ``vcs``, ``buffer_flits``,
     ``link_latency``, ``routing``, ``waves`` and ``progress`` as :func:`collective`'s.
 
-    The RTL runs both modes with ``"sgd"`` or ``"adagrad"`` (the tile's optimizers);
-    ``"rowwise_adagrad"`` is a ValueError here (golden has it). ``hbm_reads`` is what the
+    The RTL runs both modes with every optimizer (``"sgd"``, ``"adagrad"``,
+    ``"rowwise_adagrad"``). ``hbm_reads`` is what the
     RTL counted: the rows each owner's SparseCore gather read (its gather flag).
 
     Raises
@@ -678,10 +678,11 @@ def embedding_step(table, indices, offsets, *, grads=None, weights=None, topolog
                        backend=backend, seed=seed, waves=waves, progress=progress)
     bits = np.asarray(table).view(np.uint32)
     state_bits = None if state is None else np.asarray(state).view(np.uint32)
-    if grads is not None and optimizer == "adagrad" and state_bits is None:
+    if grads is not None and optimizer != "sgd" and state_bits is None:
         from golden.sparsecore import DEFAULT_INITIAL_ACCUMULATOR, fp32_scalar
-        state_bits = np.full(bits.shape, fp32_scalar(DEFAULT_INITIAL_ACCUMULATOR,
-                                                     name="initial_accumulator"), np.uint32)
+        shape = bits.shape[:1] if optimizer == "rowwise_adagrad" else bits.shape
+        state_bits = np.full(shape, fp32_scalar(DEFAULT_INITIAL_ACCUMULATOR,
+                                                name="initial_accumulator"), np.uint32)
     out, new_table, new_state = plan.results(run.hbm, table=bits, state=state_bits,
                                              optimizer=optimizer)
     if grads is None and state is None:

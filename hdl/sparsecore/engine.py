@@ -16,19 +16,39 @@ from ..memory.port_share import PortShare
 from .layouts import LANES, ONE, Combiner, Op, Optimizer
 from .tile import SparseCoreTile
 
-__all__ = ["SparseCoreEngine", "work_layout", "Status", "STATUSES", "WORK_FIELDS"]
+__all__ = ["SparseCoreEngine", "work_layout", "Status", "STATUSES", "WORK_FIELDS",
+           "CONTROL_FIELDS", "control_word"]
 
 #: The fields of a work item, in the order they sit in SMEM (one word each).
 WORK_FIELDS = ("control", "lr", "n_rows", "n_ids", "n_bags", "table", "ids", "weights",
                "ends", "grads", "out", "flag")
+#: The fields packed in a work item's ``control`` word: name -> (lowest bit, bits).
+CONTROL_FIELDS = {"op": (0, 1), "combiner": (1, 2), "optimizer": (3, 2), "weighted": (5, 1),
+                  "gather": (6, 1), "columns": (8, 24)}
+
+
+def control_word(**fields):
+    """A ``control`` word of :data:`CONTROL_FIELDS` (those not given are 0), as an int;
+    ValueError for a field it does not have or a value that does not fit."""
+    word = 0
+    for name, value in fields.items():
+        if name not in CONTROL_FIELDS:
+            raise ValueError(f"a control word has no field {name!r}; it has "
+                             f"{', '.join(CONTROL_FIELDS)}")
+        low, bits = CONTROL_FIELDS[name]
+        if not 0 <= int(value) < 1 << bits:
+            raise ValueError(f"control field {name} = {value} does not fit {bits} bits")
+        word |= int(value) << low
+    return word
 
 
 def work_layout(addr_width):
     """A work item (``WORK_FIELDS``); every address is a line of the chip's HBM.
 
-    ``control``: op (bit 0), combiner (bits 2..1), optimizer (bit 3), weighted (bit 4),
-    gather (bit 5: the engine's row copy, :class:`SparseCoreEngine`, instead of the tile's
-    op).
+    ``control`` packs :data:`CONTROL_FIELDS`: op (bit 0), combiner (bits 2..1), optimizer
+    (bits 4..3), weighted (bit 5), gather (bit 6: the engine's row copy,
+    :class:`SparseCoreEngine`, instead of the tile's op) and columns (bits 31..8: the
+    table's columns, which rowwise Adagrad's mean divides by; at most ``row_words``).
     ``table``: the first line of the tile's table region (its state region follows it,
     ``SparseCoreTile``'s layout). ``ids``, ``weights``, ``ends``: ``n_ids``, ``n_ids`` and
     ``n_bags`` words (one per id, two's complement; fp32; ``offsets[1:]``) from those lines
@@ -38,6 +58,7 @@ def work_layout(addr_width):
     """
     return data.StructLayout({
         "op": Op, "combiner": Combiner, "optimizer": Optimizer, "weighted": 1, "gather": 1,
+        "columns": CONTROL_FIELDS["columns"][1],
         "lr": unsigned(WORD_BITS), "n_rows": unsigned(WORD_BITS),
         "n_ids": unsigned(WORD_BITS), "n_bags": unsigned(WORD_BITS),
         **{name: unsigned(addr_width) for name in ("table", "ids", "weights", "ends",
@@ -126,8 +147,8 @@ class SparseCoreEngine(wiring.Component):
     counted, nothing from it on, and the status is ``BAD_ID``.
 
     A batch the tile refuses (an id out of range, too many unique ids, an operation not
-    built) or that does not fit the tile (``n_rows``, ``n_ids`` or ``n_bags`` too large)
-    writes nothing, sets ``status`` (:class:`Status`) and still adds 1 to the flag, so
+    built) or that does not fit the tile (``n_rows``, ``n_ids``, ``n_bags`` or ``columns``
+    too large) writes nothing, sets ``status`` (:class:`Status`) and still adds 1 to the flag, so
     the core waiting on it goes on and reads ``status``.
 
     Parameters
@@ -203,6 +224,7 @@ class SparseCoreEngine(wiring.Component):
         fits = Signal()
         p = self.work.payload
         m.d.comb += fits.eq((p.n_rows <= g.rows) & (p.n_ids <= g.max_ids)
+                            & (p.columns <= g.row_words)
                             & (p.n_bags <= g.max_bags))
         with m.If(self.work.valid & self.work.ready):
             m.d.sync += [work.eq(p), self.status.eq(Status.OK)]
@@ -219,7 +241,8 @@ class SparseCoreEngine(wiring.Component):
         m.d.comb += [tile.op.eq(work.op), tile.combiner.eq(work.combiner),
                      tile.optimizer.eq(work.optimizer), tile.lr.eq(work.lr),
                      tile.n_rows.eq(work.n_rows), tile.n_ids.eq(work.n_ids),
-                     tile.n_bags.eq(work.n_bags), tile.seed.eq(0)]
+                     tile.n_bags.eq(work.n_bags), tile.columns.eq(work.columns),
+                     tile.seed.eq(0)]
         counts = {"ids": p.n_ids, "weights": Mux(p.weighted, p.n_ids, 0), "ends": p.n_bags,
                   "grads": Mux(p.op == Op.UPDATE, p.n_bags * g.row_words, 0)}
         for name, reader in readers.items():

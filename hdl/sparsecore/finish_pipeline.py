@@ -8,7 +8,8 @@ from amaranth.lib.wiring import In, Out
 from ..arith import FP32AddCore, FP32DivCore, FP32MulCore, FP32SqrtCore
 from ..lib.stager import check_stages
 from .delay import delayed
-from .layouts import COMBINERS, LANES, OPTIMIZERS, SIGN, Combiner, chunk_layout, index_bits
+from .layouts import (COMBINERS, LANES, OPTIMIZERS, SIGN, Combiner, Optimizer, chunk_layout,
+                      index_bits)
 from ..lib.params import check_numerics
 
 __all__ = ["FinishPipeline", "check_finish_stages"]
@@ -34,12 +35,17 @@ class FinishPipeline(wiring.Component):
         lookup   -            -                  sqrt(den)     div(x, den')   -
         sgd      n=mul(lr,G)  -                  -             -              row + -n
         adagrad  n=mul(lr,G)  acc=add(s,mul(G,G)) r=sqrt(acc)  q=div(n, r)    row + -q
+        rowwise  n=mul(lr,G)  acc=add(s,mean)     r=sqrt(acc)  q=div(n, r)    row + -q
 
     Lookup: ``sum`` gives ``x``; ``mean`` ``div(x, den)``; ``sqrtn``
     ``div(x, sqrt(den))``; an ``empty`` bag +0.0. Update: ``a - b`` is ``add(a, b ^
     sign)``, and the state ``s`` and row chunk are read from Spmem just in time (the
     read address travels down the pipeline and is presented the stage before the
-    data is needed). These are exactly the op sequences of golden.sparsecore.
+    data is needed). Rowwise Adagrad's ``mean`` is the record's ``row_mean``
+    (:class:`~.rowwise_mean.RowwiseMean`), and its state chunk holds the row's one
+    accumulator in every lane, so every lane computes the row's ``acc`` and root, and
+    writes them back to every lane. These are exactly the op sequences of
+    golden.sparsecore.
 
     Parameters
     ----------
@@ -48,8 +54,8 @@ class FinishPipeline(wiring.Component):
     combiners, optimizers : sequence of str
         The features built (default all of :data:`~.layouts.COMBINERS` and
         :data:`~.layouts.OPTIMIZERS`). Without ``mean`` and ``sqrtn`` (and Adagrad) there
-        are no dividers; without ``sqrtn`` and Adagrad no square roots (sqrtn needs only
-        lane 0's, whose root every lane shares); without an optimizer no update
+        are no dividers; without ``sqrtn`` and either Adagrad no square roots (sqrtn needs
+        only lane 0's, whose root every lane shares); without an optimizer no update
         arithmetic. A mode built without reads zeros where its cores would be; the latency
         is the same either way.
     mul_stages, add_stages, sqrt_stages, div_stages : int
@@ -61,8 +67,9 @@ class FinishPipeline(wiring.Component):
     results : Out(stream.Signature(result_layout))
         ``row`` is the output chunk (lookup) or the new row chunk; ``state`` the new
         accumulators (Adagrad).
-    update, adagrad : In(1)
-        Mode and optimizer (SGD when low).
+    update : In(1)
+        Mode: update when high.
+    optimizer : In(Optimizer)
     combiner : In(Combiner)
         The lookup's combiner.
     lr : In(32)
@@ -90,7 +97,8 @@ class FinishPipeline(wiring.Component):
         super().__init__({
             "records": In(stream.Signature(g.record_layout)),
             "results": Out(stream.Signature(g.result_layout)),
-            "update": In(1), "adagrad": In(1), "combiner": In(Combiner), "lr": In(32),
+            "update": In(1), "optimizer": In(Optimizer), "combiner": In(Combiner),
+            "lr": In(32),
             "rows_read": In(spmem), "state_read": In(spmem),
             "active": Out(1),
         })
@@ -156,8 +164,13 @@ class FinishPipeline(wiring.Component):
             return unit.result
 
         adagrad = "adagrad" in self.optimizers
+        rowwise = "rowwise_adagrad" in self.optimizers
+        adaptive = adagrad or rowwise
         optimizer = bool(self.optimizers)
-        divide = adagrad or bool({"mean", "sqrtn"} & set(self.combiners))
+        divide = adaptive or bool({"mean", "sqrtn"} & set(self.combiners))
+        # Not `!= Optimizer.SGD`: a compare with 0 exports as a logical not, which lint flags.
+        scaled = self.optimizer.as_value().any()            # either Adagrad
+        row_mean = late(rec.row_mean, at_add1, "row_mean") if rowwise else None
         accs = Signal(chunk_layout)
         quotients = Signal(chunk_layout)
         new_rows = Signal(chunk_layout)
@@ -165,15 +178,18 @@ class FinishPipeline(wiring.Component):
         for j in range(LANES):
             square = core("mul", f"square{j}", adagrad, a=rec.x[j], b=rec.x[j])
             n = core("mul", f"scale{j}", optimizer, a=self.lr, b=rec.x[j])
-            acc = core("add", f"acc{j}", adagrad, a=self.state_read.data[j], b=square)
+            # What the accumulator grows by: Adagrad's square, rowwise Adagrad's row mean.
+            grow = square if not rowwise else \
+                Mux(self.optimizer == Optimizer.ROWWISE_ADAGRAD, row_mean, square)
+            acc = core("add", f"acc{j}", adaptive, a=self.state_read.data[j], b=grow)
             # Every lane's sqrtn divides by the same root: lane 0 takes it for all.
-            root = core("sqrt", f"root{j}", adagrad or (j == 0 and "sqrtn" in self.combiners),
+            root = core("sqrt", f"root{j}", adaptive or (j == 0 and "sqrtn" in self.combiners),
                         a=Mux(lookup, den_sqrt, acc))
             lookup_root = root if j == 0 else lookup_root
             n_div = late(n, s["add"] + s["sqrt"], f"n_div{j}")
             q = core("div", f"div{j}", divide, a=Mux(lookup, x_div[j], n_div),
                      b=Mux(lookup, Mux(sqrtn, lookup_root, den_div), root))
-            step = Mux(self.adagrad, q, late(n_div, s["div"], f"n_step{j}"))
+            step = Mux(scaled, q, late(n_div, s["div"], f"n_step{j}"))
             new = core("add", f"apply{j}", optimizer, a=self.rows_read.data[j],
                        b=step ^ Const(SIGN, 32))
             m.d.comb += [accs[j].eq(acc), quotients[j].eq(q), new_rows[j].eq(new)]

@@ -42,10 +42,14 @@ class Combiner(enum.Enum, shape=2):
     SQRTN = 2
 
 
-class Optimizer(enum.Enum, shape=1):
-    """How an update applies a row's summed gradient: the shape of the ``optimizer`` input."""
+class Optimizer(enum.Enum, shape=2):
+    """How an update applies a row's summed gradient: the shape of the ``optimizer`` input.
+
+    The code 3 has no member: a tile given it flags ``unsupported``.
+    """
     SGD = 0
     ADAGRAD = 1
+    ROWWISE_ADAGRAD = 2
 
 
 # The names the command line, the build parameters (``combiners="sum,mean"``) and sim use,
@@ -97,7 +101,9 @@ class Geometry:
         Capacity of one batch: ids (N), bags (B) and distinct ids.
 
     The HBM holds the table in lines ``[0, rows * lines_per_row)`` and the optimizer
-    state (one accumulator per table word) in the same number of lines after it.
+    state in the same number of lines after it: Adagrad's one accumulator per table
+    word; rowwise Adagrad's one accumulator per row, in every word of the row's state
+    row (so its lanes need no broadcast, and every word it writes is the same).
     """
     rows: int
     row_words: int
@@ -210,10 +216,12 @@ class Geometry:
     @property
     def record_layout(self):
         """One finished sum chunk leaving the ring: ``x`` (the 8 sums), ``den`` (the
-        den lane's fold), and the slot's ``empty``, ``u``, ``id``, ``c``."""
+        den lane's fold), and the slot's ``empty``, ``u``, ``id``, ``c``; ``row_mean``,
+        set after the ring by :class:`~.rowwise_mean.RowwiseMean` (rowwise Adagrad), is
+        the row's mean square gradient, the same in each of its chunks."""
         return data.StructLayout({"x": chunk_layout, "den": unsigned(WORD_BITS),
                                   "empty": 1, "u": self.slot_shape, "id": self.id_shape,
-                                  "c": self.chunk_shape})
+                                  "c": self.chunk_shape, "row_mean": unsigned(WORD_BITS)})
 
     @property
     def result_layout(self):

@@ -1,6 +1,6 @@
 """The SparseCore tile: dedup, gather, combine or update, and flush, around an HBM model."""
 
-from amaranth.hdl import MemoryData, Module, Mux, Signal
+from amaranth.hdl import Const, MemoryData, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -17,6 +17,7 @@ from .flush import FlushUnit
 from .layouts import (COMBINERS, OPTIMIZERS, Combiner, Geometry, Op, Optimizer, chunk_layout,
                       feature_list, id_layout)
 from .lookup_sequencer import LookupSequencer
+from .rowwise_mean import RowwiseMean
 from .update_sequencer import UpdateSequencer
 
 __all__ = ["SparseCoreTile", "STAMPS", "HBM_CHOICES"]
@@ -51,7 +52,9 @@ class SparseCoreTile(wiring.Component):
        :class:`~.combine_ring.CombineRing`, whose sums the
        :class:`~.finish_pipeline.FinishPipeline` divides (lookup; to ``out``) or
        turns into new rows and accumulators (update; through the
-       :class:`~.flush.FlushUnit` to the HBM).
+       :class:`~.flush.FlushUnit` to the HBM). Rowwise Adagrad's rows pass the
+       :class:`~.rowwise_mean.RowwiseMean` on the way, which gives each its mean
+       square gradient.
 
     Every value follows golden.sparsecore's documented order, so results do not
     depend on HBM latency, jitter or stream gaps; only the cycles do.
@@ -76,8 +79,9 @@ class SparseCoreTile(wiring.Component):
     numerics : "tpu" or "ieee"
     combiners, optimizers : str
         The features built, comma-separated (default ``"sum,mean,sqrtn"`` and
-        ``"sgd,adagrad"``); a smaller tile leaves out the scVPU's dividers, square roots
-        or update arithmetic (:class:`~.finish_pipeline.FinishPipeline`). A batch asking
+        ``"sgd,adagrad"``; ``"rowwise_adagrad"`` adds a
+        :class:`~.rowwise_mean.RowwiseMean`); a smaller tile leaves out the scVPU's
+        dividers, square roots or update arithmetic (:class:`~.finish_pipeline.FinishPipeline`). A batch asking
         for a feature left out sets ``unsupported`` and stops after loading.
     add_stages, sqrt_stages, div_stages : int
         Latencies of the scVPU's adders (the combine ring uses at most ``chunks``),
@@ -99,6 +103,9 @@ class SparseCoreTile(wiring.Component):
         batch, like every input.
     lr : In(32)
         Learning rate (fp32 pattern).
+    columns : In(range(row_words + 1))
+        The table's columns ``D`` (1 to ``row_words``): rowwise Adagrad divides a row's
+        sum of squares by it; other batches ignore it.
     n_rows, n_ids, n_bags : In
         Table rows in use (ids must be below it), ids and bags in the batch.
     seed : In(32)
@@ -183,6 +190,7 @@ combine_slots : Out(32)
             "grads": In(stream.Signature(chunk_layout)),
             "out": Out(stream.Signature(chunk_layout)),
             "op": In(Op), "combiner": In(Combiner), "optimizer": In(Optimizer), "lr": In(32),
+            "columns": In(range(g.row_words + 1)),
             "n_rows": In(range(rows + 1)), "n_ids": In(range(max_ids + 1)),
             "n_bags": In(range(max_bags + 1)), "seed": In(32),
             "finished": Out(1), "busy": Out(1), "unsupported": Out(1),
@@ -221,7 +229,7 @@ combine_slots : Out(32)
             optimizers=self.optimizers, **self.stages)
         m.submodules.flush = flush = FlushUnit(geometry=g)
         update = self.op == Op.UPDATE
-        adagrad = self.optimizer == Optimizer.ADAGRAD
+        stateful = update & self.optimizer.as_value().any()       # either Adagrad
         built_combiner = _any([_equals(self.combiner, Combiner[c.upper()])
                                for c in self.combiners] or [0])
         built_optimizer = _any([_equals(self.optimizer, Optimizer[o.upper()])
@@ -238,7 +246,7 @@ combine_slots : Out(32)
             dedup.n_rows.eq(self.n_rows),
             ids_done.eq((walker.ids_taken == self.n_ids) & ~dedup.pending),
             fetch.unique.eq(dedup.unique), fetch.ids_done.eq(ids_done),
-            fetch.with_state.eq(update & adagrad), flush.with_state.eq(update & adagrad),
+            fetch.with_state.eq(stateful), flush.with_state.eq(stateful),
         ]
         wiring.connect(m, dedup.uniq_fetch, fetch.uniq_read)
 
@@ -252,13 +260,14 @@ combine_slots : Out(32)
         wiring.connect(m, grads_buffer.read, ring.grads_read)
         wiring.connect(m, fetch.rows_post, finish.rows_read)
         wiring.connect(m, fetch.state_post, finish.state_read)
-        wiring.connect(m, ring.records, finish.records)
         m.d.comb += [
             lseq.n_bags.eq(self.n_bags), useq.unique.eq(dedup.unique),
             ring.update.eq(update), ring.sqrtn.eq(self.combiner == Combiner.SQRTN),
-            finish.update.eq(update), finish.adagrad.eq(adagrad),
+            finish.update.eq(update), finish.optimizer.eq(self.optimizer),
             finish.combiner.eq(self.combiner), finish.lr.eq(self.lr),
         ]
+        self._records(m, ring, finish, rowwise=update & (self.optimizer ==
+                                                         Optimizer.ROWWISE_ADAGRAD))
         seq_slots = Mux(update, useq.slots.payload.as_value(), lseq.slots.payload.as_value())
         m.d.comb += [
             ring.slots.valid.eq(Mux(update, useq.slots.valid, lseq.slots.valid)),
@@ -299,7 +308,9 @@ combine_slots : Out(32)
                 m.d.sync += self.finished.eq(1)
             with m.Else():
                 m.d.sync += combining.eq(1)
-        with m.If(combining & ring.drain & ~ring.active & ~finish.active):
+        between = m.submodules.rowwise.active if "rowwise_adagrad" in self.optimizers \
+            else Const(0, 1)
+        with m.If(combining & ring.drain & ~ring.active & ~between & ~finish.active):
             m.d.sync += [combining.eq(0), self.finished.eq(1)]
         m.d.comb += [lseq.go.eq(combining & ~update), useq.go.eq(combining & update)]
 
@@ -329,6 +340,26 @@ combine_slots : Out(32)
         self._stamp(m, fetch.hbm.req.valid & fetch.hbm.req.ready & ~combining,
                     ring.slots.valid & ring.slots.ready)
         return m
+
+    def _records(self, m, ring, finish, *, rowwise):
+        """The ring's records to the finish pipeline, through a
+        :class:`~.rowwise_mean.RowwiseMean` when the batch is rowwise Adagrad's."""
+        if "rowwise_adagrad" not in self.optimizers:
+            wiring.connect(m, ring.records, finish.records)
+            return
+        m.submodules.rowwise = mean = RowwiseMean(
+            geometry=self.geometry, numerics=self.numerics,
+            add_stages=self.stages["add_stages"], div_stages=self.stages["div_stages"])
+        m.d.comb += [
+            mean.columns.eq(self.columns),
+            mean.records.valid.eq(ring.records.valid & rowwise),
+            mean.records.payload.eq(ring.records.payload),
+            mean.out.ready.eq(finish.records.ready & rowwise),
+            finish.records.valid.eq(Mux(rowwise, mean.out.valid, ring.records.valid)),
+            finish.records.payload.eq(Mux(rowwise, mean.out.payload.as_value(),
+                                          ring.records.payload.as_value())),
+            ring.records.ready.eq(Mux(rowwise, mean.records.ready, finish.records.ready)),
+        ]
 
     def _stamp(self, m, gather, combine):
         now = Signal(STAMP_BITS)

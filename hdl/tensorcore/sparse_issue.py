@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..lib.memory_port import WORD_BITS, MemoryPortSignature, line_addr_width
 from ..lib.params import check_int
-from ..sparsecore.engine import WORK_FIELDS, work_layout
+from ..sparsecore.engine import CONTROL_FIELDS, WORK_FIELDS, work_layout
 
 __all__ = ["SparseIssue", "doorbell_address", "work_address"]
 
@@ -29,8 +29,8 @@ class SparseIssue(wiring.Component):
     then the number of items it has posted so far in the doorbell (:func:`doorbell_address`,
     1 for the first). After ``start``, this unit reads the doorbell again and again through
     its SMEM port; whenever it differs from the items taken, it reads the item and offers
-    it on ``work`` (``control`` is op in bit 0, combiner in bits 2..1, optimizer in bit 3,
-    weighted in bit 4, gather in bit 5; addresses are HBM lines). The core must not rewrite the item before
+    it on ``work`` (``control`` packs ``hdl.sparsecore.CONTROL_FIELDS``; addresses are HBM
+    lines). The core must not rewrite the item before
     the engine has taken it: waiting for the item's flag, as it waits for a DMA, is enough.
 
     Parameters
@@ -74,9 +74,8 @@ class SparseIssue(wiring.Component):
         control = field["control"]
         payload = self.work.payload
         m.d.comb += [
-            payload.op.eq(control[0]), payload.combiner.eq(control[1:3]),
-            payload.optimizer.eq(control[3]), payload.weighted.eq(control[4]),
-            payload.gather.eq(control[5]),
+            *(getattr(payload, name).eq(control[low:low + bits])
+              for name, (low, bits) in CONTROL_FIELDS.items()),
             *(getattr(payload, name).eq(field[name])
               for name in ("lr", "n_rows", "n_ids", "n_bags", "table", "ids", "weights",
                            "ends", "grads", "out", "flag")),

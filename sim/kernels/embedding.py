@@ -59,7 +59,7 @@ from golden import embedding as ge
 from golden import memory as gm
 from golden import sparsecore as gs
 from golden import tensorcore as tc
-from hdl.sparsecore import LANES, WORK_FIELDS
+from hdl.sparsecore import LANES, WORK_FIELDS, control_word
 from hdl.tensorcore.sparse_issue import doorbell_address, work_address
 
 __all__ = ["EmbeddingPlan", "plan_embedding", "FLAGS", "PHASES"]
@@ -129,6 +129,8 @@ class EmbeddingPlan:
                 new_table[o::C] = region[0, :n, :D]
                 if new_state is not None and optimizer == "adagrad":
                     new_state[o::C] = region[1, :n, :D]
+                elif new_state is not None and optimizer == "rowwise_adagrad":
+                    new_state[o::C] = region[1, :n, 0]      # every word of the row holds it
         return out, new_table.view(np.float32), \
             None if new_state is None else new_state.view(np.float32)
 
@@ -179,9 +181,10 @@ def _rows(src_at, dst, n, width, row_words, flag):
                          flag)
 
 
-def _item(*, op, combiner=0, optimizer=0, weighted=0, gather=0, lr=0, n_rows, n_ids, n_bags,
-          table, ids, weights, ends, grads, out, flag, per_line):
-    words = dict(control=op | combiner << 1 | optimizer << 3 | weighted << 4 | gather << 5,
+def _item(*, op, combiner=0, optimizer=0, weighted=0, gather=0, columns=0, lr=0, n_rows, n_ids,
+          n_bags, table, ids, weights, ends, grads, out, flag, per_line):
+    words = dict(control=control_word(op=op, combiner=combiner, optimizer=optimizer,
+                                      weighted=weighted, gather=gather, columns=columns),
                  lr=lr,
                  n_rows=n_rows, n_ids=n_ids, n_bags=n_bags, flag=flag,
                  **{name: value // per_line for name, value in dict(
@@ -228,14 +231,10 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
     Raises
     ------
     ValueError
-        As ``golden.embedding.step`` does, and for what the RTL does not do:
-        ``optimizer="rowwise_adagrad"``, or a step whose waits or SMEM addresses do not
-        fit an immediate.
+        As ``golden.embedding.step`` does, and for what the RTL does not do: a step whose
+        waits or SMEM addresses do not fit an immediate.
     """
     gs.check_choice(mode, ge.MODES, "mode")
-    if optimizer == "rowwise_adagrad":
-        raise ValueError("optimizer 'rowwise_adagrad' is not in the SparseCore tile RTL; it "
-                         "has 'sgd' and 'adagrad'")
     topology, chips = ge.live_chips(topology)
     names = [topology.describe(c) for c in chips]
     C = len(chips)
@@ -257,10 +256,11 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
         weights = [gs.fp32_array(w, f"weights[{c}]", (len(batches[c][0]),))
                    for c, w in enumerate(weights)]
     lr_bits = int(gs.fp32_scalar(lr, name="lr"))
-    if optimizer == "adagrad":
+    if optimizer != "sgd":
         init = gs.fp32_scalar(gs.DEFAULT_INITIAL_ACCUMULATOR, name="initial_accumulator")
-        state = np.full((V, D), init, np.uint32) if state is None else \
-            gs.fp32_array(state, "state", (V, D))
+        shape = (V,) if optimizer == "rowwise_adagrad" else (V, D)
+        state = np.full(shape, init, np.uint32) if state is None else \
+            gs.fp32_array(state, "state", shape)
 
     sub = {(c, o): p.sub_bags(c, o, batches[c][1]) for c in range(C) for o in range(C)}
     shard_rows = [len(range(o, V, C)) for o in range(C)]
@@ -446,7 +446,7 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
         # 6. the owner's sum-then-apply, every source's sub-bags (or partials) in rank order.
         w.hbm[w.areas["own_ids"]] = np.array(own_ids, np.int64).astype(np.uint32)
         w.hbm[w.areas["own_ends"]] = np.array(own_ends, np.int64).astype(np.uint32)
-        w.post(_item(op=1, optimizer=int(optimizer == "adagrad"), lr=lr_bits,
+        w.post(_item(op=1, optimizer=gs.OPTIMIZERS.index(optimizer), columns=D, lr=lr_bits,
                      n_rows=shard_rows[c], n_ids=len(own_ids), n_bags=len(own_ends),
                      table=0, ids=w.areas["own_ids"], weights=0, ends=w.areas["own_ends"],
                      grads=w.areas["own_grads"], out=0, flag=FLAGS["update"],
@@ -487,9 +487,14 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
         image = np.zeros(hbm_words, np.uint32)
         shard = bits[c::C]
         image[:shard.shape[0] * Dp].reshape(-1, Dp)[:, :D] = shard
-        if optimizer == "adagrad":
+        if optimizer != "sgd":
+            # Rowwise Adagrad's one accumulator a row fills the row (the tile's layout).
             at = rows * Dp
-            image[at:at + shard.shape[0] * Dp].reshape(-1, Dp)[:, :D] = state[c::C]
+            shard_state = image[at:at + shard.shape[0] * Dp].reshape(-1, Dp)
+            if optimizer == "adagrad":
+                shard_state[:, :D] = state[c::C]
+            else:
+                shard_state[:] = state[c::C][:, None]
         for at, values in w.hbm.items():
             image[at:at + len(values)] = values
         hbm[chips[c]] = image

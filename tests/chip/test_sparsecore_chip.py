@@ -32,7 +32,7 @@ CHIP = {"ops": ("xor",), "sparsecores": 1,
 
 
 def _item(*, op, weighted=0, lr=0, n_rows, n_ids, n_bags, flag):
-    fields = dict(control=op | weighted << 4, lr=lr, n_rows=n_rows, n_ids=n_ids,
+    fields = dict(control=op | weighted << 5, lr=lr, n_rows=n_rows, n_ids=n_ids,
                   n_bags=n_bags, table=TABLE, ids=IDS, weights=WEIGHTS, ends=ENDS,
                   grads=GRADS, out=OUT, flag=flag)
     return [fields[name] for name in WORK_FIELDS]

@@ -112,8 +112,7 @@ def test_hbm_reads_other_than_the_unique_ids_fail(seed, monkeypatch, capsys):
     (["--idle", "1"], "argument --idle: must be at least 0 and below 1, not 1"),
     (["--special-density", "x"], "argument --special-density: must be a number, not 'x'"),
     (["--jitter", "-1"], "argument --jitter: must be a non-negative integer, not -1"),
-    (["--optimizer", "rowwise_adagrad"], "argument --optimizer: invalid choice: "
-                                         "'rowwise_adagrad'"),
+    (["--optimizer", "adam"], "argument --optimizer: invalid choice: 'adam'"),
     (["--words-per-cycle", "3"], "argument --words-per-cycle: invalid choice: 3"),
     (["--backend", "spice"], "argument --backend: invalid choice: 'spice'"),
 ])

@@ -55,11 +55,11 @@ def _tile(rows=ROWS, combiners="sum", optimizers="sgd"):
 
 
 def _work(dut, *, op, combiner=0, optimizer=0, weighted=0, lr=0, n_rows, n_ids, n_bags,
-          flag, out=OUT, gather=0):
+          flag, out=OUT, gather=0, columns=0):
     lines = {name: word // dut.wpc for name, word in dict(
         table=TABLE, ids=IDS, weights=WEIGHTS, ends=ENDS, grads=GRADS, out=out).items()}
     return {"op": op, "combiner": combiner, "optimizer": optimizer, "weighted": weighted,
-            "gather": gather, "lr": lr, "n_rows": n_rows, "n_ids": n_ids, "n_bags": n_bags, **lines,
+            "gather": gather, "columns": columns, "lr": lr, "n_rows": n_rows, "n_ids": n_ids, "n_bags": n_bags, **lines,
             "flag": flag}
 
 
@@ -159,9 +159,11 @@ def test_a_bad_batch_writes_nothing_and_still_signals(rng):
     image = _image(b.table, None, indices, b.weights, b.offsets, b.grads)
     common = dict(n_ids=len(indices), n_bags=len(b.offsets) - 1, flag=1)
     works = [_work(dut, op=1, lr=int(golden.fp32_scalar(0.5)), n_rows=20, **common),
-             _work(dut, op=0, n_rows=ROWS + 1, **common)]
+             _work(dut, op=0, n_rows=ROWS + 1, **common),
+             _work(dut, op=1, n_rows=20, columns=ROW_WORDS + 1, **common)]
     final, flags, statuses = _run(dut, image, works)
-    assert statuses == ["bad_id", "too_large"] and flags == [(1, 1), (1, 1)]
+    assert statuses == ["bad_id", "too_large", "too_large"]
+    assert flags == [(1, 1), (1, 1), (1, 1)]
     assert_bits(final, image, "the HBM after refused batches")
 
 

@@ -63,6 +63,10 @@ def test_results_do_not_depend_on_jitter_or_gaps(rng):
     assert runs[0].cycles != runs[1].cycles, "the two runs should have been timed differently"
 
 
+#: The Adagrad tests' tile: both Adagrads, so that they share its build.
+ADAGRADS = {"optimizers": "adagrad,rowwise_adagrad"}
+
+
 @pytest.mark.parametrize("optimizer, numerics, with_state, words_per_cycle", [
     ("sgd", "ieee", False, 8), ("adagrad", "tpu", True, 2),
 ])
@@ -76,7 +80,8 @@ def test_update_is_bit_exact(optimizer, numerics, with_state, words_per_cycle, r
     lr = float(rng.choice([0.01, 0.5, -0.25]))
     run = sparsecore.update(b.table, b.indices, b.offsets, b.grads, optimizer=optimizer, lr=lr,
                             state=state, numerics=numerics, jitter=3, seed=3,
-                            words_per_cycle=words_per_cycle)
+                            words_per_cycle=words_per_cycle,
+                            tile=ADAGRADS if optimizer == "adagrad" else None)
     want_table, want_state = golden.update(b.table, b.indices, b.offsets, b.grads,
                                            optimizer=optimizer, lr=lr, state=state,
                                            numerics=numerics)
@@ -86,6 +91,33 @@ def test_update_is_bit_exact(optimizer, numerics, with_state, words_per_cycle, r
     else:
         assert_bits(run.state, want_state, f"update {optimizer} {numerics} state")
     assert run.hbm_reads == golden.dedup(b.indices).hbm_reads
+
+
+@pytest.mark.parametrize("numerics, width, words_per_cycle", [
+    ("tpu", 12, 2), pytest.param("ieee", 20, 8, marks=pytest.mark.slow)])
+def test_rowwise_adagrad_is_bit_exact(numerics, width, words_per_cycle, rng):
+    # 12 columns pad to 16 (20 to 24): the mean divides by 12, and the padding's zero
+    # gradients add nothing to a lane. Accumulators: mostly non-negative, the specials
+    # mixed in. The "tpu" tile is test_update_is_bit_exact's Adagrad one.
+    b = _batch(rng, width=width)
+    # A special gradient word makes its row's mean NaN or inf: keep them to a third of the
+    # bags, so that most rows take the finite path.
+    grads = stimulus.fp32_values(rng, b.grads.shape, special_density=0.0)
+    grads[::3] = b.grads[::3]
+    bits = stimulus.fp32_values(rng, b.table.shape[0])
+    state = np.where(rng.random(bits.shape) < 0.8, bits & np.uint32(0x7FFFFFFF), bits)
+    for given in (state, None):
+        run = sparsecore.update(b.table, b.indices, b.offsets, grads,
+                                optimizer="rowwise_adagrad", lr=-0.25, state=given,
+                                numerics=numerics, jitter=3, seed=5,
+                                words_per_cycle=words_per_cycle, tile=ADAGRADS)
+        want_table, want_state = golden.update(b.table, b.indices, b.offsets, grads,
+                                               optimizer="rowwise_adagrad", lr=-0.25,
+                                               state=given, numerics=numerics)
+        name = f"rowwise_adagrad {numerics} state={'given' if given is not None else 'None'}"
+        assert_bits(run.table, want_table, f"{name} table")
+        assert run.state.shape == (b.table.shape[0],)
+        assert_bits(run.state, want_state, f"{name} state")
 
 
 @pytest.mark.long
@@ -136,8 +168,9 @@ def test_unique_overflow_is_an_error_not_a_wrong_answer(rng):
     (lambda t: sparsecore.update(t, [0], [0, 1], np.zeros((1, 3), np.float32), lr=0.1),
      r"grads must have shape \[1, 4\], not \[1, 3\]"),
     (lambda t: sparsecore.update(t, [0], [0, 1], np.zeros((1, 4), np.float32), lr=0.1,
-                                 optimizer="rowwise_adagrad"),
-     "rowwise_adagrad' is not implemented by the tile RTL"),
+                                 optimizer="rowwise_adagrad",
+                                 state=np.zeros((2, 4), np.float32)),
+     r"state must have shape \[2\], not \[2, 4\]"),
     (lambda t: sparsecore.lookup(t, [0], [0, 1], backend="spice"), "backend must be one of"),
 ])
 def test_bad_input_is_a_clear_value_error(call, message):

@@ -71,7 +71,7 @@ def test_the_programs_push_golden_s_words_and_gather_each_row_once(name, topolog
     served = []
     for chip in plan.chips:
         items = [dict(zip(WORK_FIELDS, item)) for item in _items(plan, chip)]
-        gathers = [item for item in items if item["control"] >> 5 & 1
+        gathers = [item for item in items if item["control"] >> 6 & 1
                    and item["flag"] == FLAGS["gather"]]
         assert len(gathers) <= 1 and int(gathers[0]["table"]) == 0 if gathers else True
         served.append(int(gathers[0]["n_ids"]) if gathers else 0)
@@ -97,7 +97,7 @@ def test_without_dedup_every_occurrence_is_pushed_and_read_and_phases_cut_progra
     served = []
     for chip in plan.chips:
         items = [dict(zip(WORK_FIELDS, item)) for item in _items(plan, chip)]
-        served.append(sum(int(i["n_ids"]) for i in items if i["control"] >> 5 & 1
+        served.append(sum(int(i["n_ids"]) for i in items if i["control"] >> 6 & 1
                           and i["flag"] == FLAGS["gather"]))
     assert served == occurrences.sum(axis=0).tolist()
     want = ge.traffic(ge.plan(indices, offsets, num_rows=12, n_chips=4), 8, backward=True,
@@ -125,7 +125,6 @@ def _items(plan, chip):
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(optimizer="rowwise_adagrad", grads=True), "rowwise_adagrad"),
     (dict(mode="fast"), "mode must be one of"),
     (dict(capacity=1), "capacity overflow"),
 ])
@@ -169,6 +168,8 @@ def _check(run, want, what, indices):
     ("1x4", torus("1x4"), "sgd", "mean", "ieee", "prereduced"),
     ("1x5-failed", torus("1x5", failed=[2]), "sgd", "sum", "tpu", "exact"),
     ("1x2", torus("1x2"), "adagrad", "sqrtn", "tpu", "prereduced"),
+    ("1x2-rowwise", torus("1x2"), "rowwise_adagrad", "sum", "ieee", "exact"),
+    ("1x3-rowwise", torus("1x3"), "rowwise_adagrad", "mean", "tpu", "prereduced"),
 ])
 def test_the_step_is_bit_exact_on_the_rtl(name, topology, optimizer, combiner, numerics, mode,
                                           rng):

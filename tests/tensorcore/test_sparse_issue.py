@@ -33,8 +33,10 @@ class IssueOnSmem(wiring.Component):
 def test_each_doorbell_count_hands_over_one_item():
     dut = IssueOnSmem()
     issue = dut.issue
-    items = [[0b10101, 0x3F000000, 20, 17, 5, 4096, 1, 2, 3, 4, 5, 9],
-             [0b00001, 0x3E800000, 7, 3, 2, 100, 200, 300, 400, 500, 600, 3]]
+    # control: op 1, combiner 2, rowwise Adagrad (2), weighted, gather, 12 columns; then
+    # op 1 alone.
+    items = [[12 << 8 | 0b1110101, 0x3F000000, 20, 17, 5, 4096, 1, 2, 3, 4, 5, 9],
+             [0b0000001, 0x3E800000, 7, 3, 2, 100, 200, 300, 400, 500, 600, 3]]
     got = []
 
     async def bench(ctx):
@@ -76,9 +78,10 @@ def test_each_doorbell_count_hands_over_one_item():
     for payload, item in zip(got, items):
         fields = dict(zip(WORK_FIELDS, item))
         control = fields.pop("control")
-        assert (payload.op.value, payload.combiner.value,
-                payload.optimizer.value, int(payload.weighted)) == \
-            (control & 1, control >> 1 & 3, control >> 3 & 1, control >> 4 & 1)
+        assert (payload.op.value, payload.combiner.value, payload.optimizer.value,
+                int(payload.weighted), int(payload.gather), int(payload.columns)) == \
+            (control & 1, control >> 1 & 3, control >> 3 & 3, control >> 5 & 1,
+             control >> 6 & 1, control >> 8)
         for name, value in fields.items():
             assert int(getattr(payload, name)) == value, name
 

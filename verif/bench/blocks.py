@@ -523,7 +523,7 @@ def _write_bound(batch, optimizer, wpc):
     lines, twice that with Adagrad's accumulators."""
     chunks = -(-batch.table.shape[1] // golden.LANES)
     counts = golden.dedup(batch.indices).counts
-    writes = chunks * (golden.LANES // wpc) * (2 if optimizer == "adagrad" else 1)
+    writes = chunks * (golden.LANES // wpc) * (1 if optimizer == "sgd" else 2)
     slots = counts * chunks
     return float(slots.sum() / np.maximum(slots, writes).sum())
 

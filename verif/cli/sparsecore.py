@@ -74,7 +74,7 @@ def _row(check, out, *, wpc):
     stats = check.run.stats
     verdict = "bit-exact" if check.passed else "MISMATCH"
     results = sum(board.checked for board in check.boards)
-    out(f"  {check.name:<20}{results:>8} words {verdict:<9}  cycles {check.run.cycles:>7,}  "
+    out(f"  {check.name:<27}{results:>8} words {verdict:<9}  cycles {check.run.cycles:>7,}  "
         f"rows read {check.run.hbm_reads:>5,}  gather {stats.gather_bandwidth:6.1%} of "
         f"{wpc} words/cycle  lanes busy {stats.lane_busy:6.1%}")
 
@@ -172,8 +172,8 @@ def add_parser(subparsers, help):
     p.add_argument("--combiner", choices=("sum", "mean", "sqrtn"), default="sum",
                    help="lookup combiner (default sum)")
     p.add_argument("--weighted", action="store_true", help="random per-id lookup weights")
-    p.add_argument("--optimizer", choices=("sgd", "adagrad"), default="sgd",
-                   help="update optimizer (default sgd; adagrad starts from 0.1)")
+    p.add_argument("--optimizer", choices=("sgd", "adagrad", "rowwise_adagrad"), default="sgd",
+                   help="update optimizer (default sgd; the Adagrads start from 0.1)")
     p.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01)")
     p.add_argument("--numerics", choices=("tpu", "ieee"), default="tpu")
     p.add_argument("--special-density", type=fraction, default=0.0, metavar="P",

@@ -130,7 +130,8 @@ def add_parser(subparsers, help):
     e.add_argument("--alpha", type=float, default=1.05,
                    help="Zipf exponent of the ids, > 1 (default 1.05)")
     e.add_argument("--combiner", choices=("sum", "mean", "sqrtn"), default="sum")
-    e.add_argument("--optimizer", choices=("sgd", "adagrad"), default="sgd")
+    e.add_argument("--optimizer", choices=("sgd", "adagrad", "rowwise_adagrad"), default="sgd",
+                   help="the update's optimizer (default sgd; the Adagrads start from 0.1)")
     e.add_argument("--mode", choices=("exact", "prereduced"), default="exact",
                    help="the backward (default exact; prereduced sums each chip's "
                         "gradients of an id before they travel)")

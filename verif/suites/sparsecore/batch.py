@@ -105,10 +105,14 @@ class OpCheck:
 
 
 def _board(name, want, got, label):
-    """A scoreboard of ``got`` against ``want`` (float32 [rows, D]), positions ``label[r, d]``."""
+    """A scoreboard of ``got`` against ``want`` (float32 [rows, D], positions ``label[r, d]``,
+    or [rows], positions ``label[r]``: rowwise Adagrad's state)."""
     want = np.asarray(want).view(np.uint32)
-    width = want.shape[1]
-    board = Scoreboard(name, want, where=lambda i: f"{label}[{i // width}, {i % width}]")
+    if want.ndim == 1:
+        board = Scoreboard(name, want, where=lambda i: f"{label}[{i}]")
+    else:
+        width = want.shape[1]
+        board = Scoreboard(name, want, where=lambda i: f"{label}[{i // width}, {i % width}]")
     board.check_all(np.asarray(got).view(np.uint32))
     return board
 
@@ -130,8 +134,9 @@ def check_lookup(batch, *, combiner="sum", numerics="tpu", backend="amaranth", *
 
 def check_update(batch, *, optimizer="sgd", lr=0.01, numerics="tpu", backend="amaranth",
                  **timing):
-    """Run the update of ``batch`` on the RTL and score the whole table (and the Adagrad
-    accumulators, from golden's default initial value) against golden; an :class:`OpCheck`.
+    """Run the update of ``batch`` on the RTL and score the whole table (and either
+    Adagrad's accumulators, from golden's default initial value) against golden; an
+    :class:`OpCheck`.
     ``timing`` as for :func:`check_lookup`, without ``stall`` (an update has no output stream).
     """
     want_table, want_state = golden.update(batch.table, batch.indices, batch.offsets,

@@ -83,10 +83,11 @@ BAD_IDS = ("negative", "past_end", "beyond", "wide")
 #: and whether more follow it. A last one has none after it.
 BAD_PLACES = (("first", "one"), ("first", "several"), ("inside", "one"),
               ("inside", "several"), ("last", "one"))
-#: A lookup per combiner, weighted or not, and the updates: SGD, and Adagrad from the
-#: initial accumulator or from given (random, specials included) accumulators.
+#: A lookup per combiner, weighted or not, and the updates: SGD, and Adagrad and rowwise
+#: Adagrad each from the initial accumulator or from given (random, specials included)
+#: accumulators (rowwise: the first column of the batch's).
 LOOKUPS = tuple(f"{c}{w}" for c in COMBINERS for w in ("", "-weighted"))
-UPDATES = ("sgd", "adagrad", "adagrad-state")
+UPDATES = ("sgd", "adagrad", "adagrad-state", "rowwise_adagrad", "rowwise_adagrad-state")
 OPERATIONS = LOOKUPS + UPDATES
 
 

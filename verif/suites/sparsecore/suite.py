@@ -12,9 +12,9 @@ position, with golden's count and message: there the check is the error, not
 a result.
 
 On Verilator a clean batch runs every combiner (weighted and not) and every
-update (SGD; Adagrad from the initial and from given accumulators), a bad one a
-lookup and an update, and a seed runs 48 batches, 348 runs (under a minute
-once built). Verilator builds are few and shared by every seed: each numerics
+update (SGD; Adagrad and rowwise Adagrad each from the initial and from given
+accumulators), a bad one a lookup and an update, and a seed runs 48 batches, 420
+runs. Verilator builds are few and shared by every seed: each numerics
 mode has two (:data:`BUILDS`), one row of 8 words and one of 16, one with HBM
 jitter and one without, so every pair of those is covered; the tile's
 capacities and features are fixed (:data:`TILE`), and the batch sizes are held
@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 from cocotb_coverage.coverage import coverage_db
 
+from golden import arith
 from golden import sparsecore as golden
 from golden.formats import NUMERICS
 from hdl.sparsecore import COMBINERS, LANES, OPTIMIZERS
@@ -120,8 +121,9 @@ def sample(samplers, step, operation):
     if family == "update":
         sample_update((operation, card.lr))
         operands["grad"] = b.grads[np.diff(b.offsets) > 0]
-        if operation == "adagrad-state":
-            operands["state"] = b.state[named]
+        state = _update_args(b, operation)["state"]
+        if state is not None:
+            operands["state"] = state[named]
     elif operation.endswith("-weighted"):
         operands["weight"] = b.weights
     for operand, bits in operands.items():
@@ -163,13 +165,16 @@ def _whole_image(b, operation, numerics, run):
     def padded(bits):
         return np.pad(bits, ((0, 0), (0, row_words - width)))
     args = _update_args(b, operation)
-    if args["optimizer"] == "adagrad" and args["state"] is None:
-        init = golden.fp32_scalar(golden.DEFAULT_INITIAL_ACCUMULATOR, name="initial")
-        args["state"] = np.full(b.table.shape, init, np.uint32)
-    if args["state"] is not None:
-        args["state"] = padded(args["state"])
-    table, state = golden.update(padded(b.table), b.indices, b.offsets, padded(b.grads),
-                                 **args, numerics=numerics)
+    if args["optimizer"] == "rowwise_adagrad":
+        table, state = _rowwise_padded(b, args, numerics, row_words)
+    else:
+        if args["optimizer"] == "adagrad" and args["state"] is None:
+            init = golden.fp32_scalar(golden.DEFAULT_INITIAL_ACCUMULATOR, name="initial")
+            args["state"] = np.full(b.table.shape, init, np.uint32)
+        if args["state"] is not None:
+            args["state"] = padded(args["state"])
+        table, state = golden.update(padded(b.table), b.indices, b.offsets, padded(b.grads),
+                                     **args, numerics=numerics)
     capacity = run.capacity
     image = sim_sparsecore.hbm_image(
         table.view(np.uint32), None if state is None else state.view(np.uint32),
@@ -184,14 +189,40 @@ def _whole_image(b, operation, numerics, run):
     return image, where
 
 
+def _rowwise_padded(b, args, numerics, row_words):
+    """Rowwise Adagrad's table and state as the tile holds them: golden's update of the
+    real columns (the mean divides by them, not the padded width), the padding columns of
+    each updated row as the tile computes them, ``+0 - div(mul(lr, +0), sqrt(acc))``
+    with the row's new accumulator (NaN where that root is zero or NaN), and the state
+    [V] (``hbm_image`` fills each state row with it)."""
+    table, state = golden.update(b.table, b.indices, b.offsets, b.grads, **args,
+                                 numerics=numerics)
+    table, state = table.view(np.uint32), state.view(np.uint32)
+    width = table.shape[1]
+    out = np.zeros((table.shape[0], row_words), np.uint32)
+    out[:, :width] = table
+    ids = golden.dedup(b.indices).ids
+    if width < row_words and len(ids):
+        lr = golden.fp32_scalar(args["lr"], name="lr")
+        step = arith.fp32_div(arith.fp32_mul(lr, np.uint32(0), numerics=numerics),
+                              arith.fp32_sqrt(state[ids], numerics=numerics),
+                              numerics=numerics)
+        pad = arith.fp32_add(np.uint32(0), step ^ np.uint32(0x80000000), numerics=numerics)
+        out[ids, width:] = pad[:, None]
+    return out, state
+
+
 def _lookup_args(b, operation):
     combiner, _, weighted = operation.partition("-")
     return dict(combiner=combiner, weights=b.weights if weighted else None)
 
 
 def _update_args(b, operation):
-    return dict(optimizer=operation.split("-")[0], lr=b.lr,
-                state=b.state if operation == "adagrad-state" else None)
+    optimizer, _, given = operation.partition("-")
+    state = None
+    if given:
+        state = b.state if optimizer == "adagrad" else b.state[:, 0]
+    return dict(optimizer=optimizer, lr=b.lr, state=state)
 
 
 def _simulate(step, operation, *, backend, waves):

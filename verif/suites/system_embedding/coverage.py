@@ -8,8 +8,9 @@ Items, named ``system_embedding.*``:
 * ``pooling_x_weighted``: the combiner (sum, mean, sqrtn) x weighted or not: 6 bins
   (not named ``combiner``: cocotb-coverage's merge takes every XML element whose name holds
   "bin" for a bin).
-* ``backward``: forward only, or ``sgd``/``adagrad`` in mode ``exact``/``prereduced``
-  (:data:`.stimulus.BACKWARDS`): 5 bins.
+* ``backward``: forward only, or ``sgd``/``adagrad``/``rowwise_adagrad`` in mode
+  ``exact``/``prereduced``
+  (:data:`.stimulus.BACKWARDS`): 7 bins.
 * ``alpha``: the ids' Zipf exponent (:data:`.stimulus.ALPHAS`): 3 bins.
 * ``rows`` and ``width``: the table's size classes: 3 bins each.
 * ``capacity``: none, tight (passes) or overflow (raised before anything ran): 3 bins.

@@ -23,8 +23,8 @@ A seed's **cases** (:func:`plan`, :func:`case`) share its build: :data:`CASES` s
 and on a 2x2 build :data:`FAILED_CASES` more with one chip failed (each chip in turn; a
 failed chip is only routing tables and the ``alive`` mask streamed in). A case's
 choices are dealt from its index and seed so that a handful of seeds reach every bin:
-combiner and weights, the backward (forward only, or ``sgd``/``adagrad`` in mode
-``exact``/``prereduced``), the Zipf exponent of the ids (:data:`ALPHAS`), the table's
+combiner and weights, the backward (forward only, or ``sgd``/``adagrad``/
+``rowwise_adagrad`` in mode ``exact``/``prereduced``), the Zipf exponent of the ids (:data:`ALPHAS`), the table's
 rows and width classes (:data:`ROW_CLASSES`, :data:`WIDTHS`), the capacity (none, the
 tightest that passes, or one below it, which must raise ``CapacityOverflow`` naming the
 pair on both sides before anything runs), and an edge (an empty bag, a bag of one
@@ -76,14 +76,14 @@ ROW_CLASSES = {"few": (1, 2), "some": (3, 8), "many": (9, 16)}
 WIDTHS = {"narrow": (1, 7), "line": (8, 8), "wide": (9, 16)}
 #: The backward of a step: forward only, or optimizer.mode.
 BACKWARDS = ("forward", "sgd.exact", "sgd.prereduced", "adagrad.exact",
-             "adagrad.prereduced")
+             "adagrad.prereduced", "rowwise_adagrad.exact", "rowwise_adagrad.prereduced")
 #: Capacity: none, the tightest that passes, one below it (an overflow).
 CAPACITIES = ("none", "tight", "overflow")
 #: Edge cases a step carries.
 EDGES = ("none", "empty_bag", "negative_zero_bag", "hot_everywhere")
 #: The SparseCore every build has (so that every step of a build shares it).
 TILE = dict(rows=64, row_words=16, max_ids=128, max_bags=64, combiners="sum,mean,sqrtn",
-            optimizers="sgd,adagrad")
+            optimizers="sgd,adagrad,rowwise_adagrad")
 
 
 def build_chip(numerics, jitter=0):
@@ -266,8 +266,9 @@ def inputs_of(c, b):
     if c.backward != "forward":
         kwargs |= dict(grads=[g.view(np.float32) for g in grads], optimizer=c.optimizer,
                        mode=c.mode, lr=float(rng.choice([0.01, 0.125, -0.5, 2.0])))
-        if c.optimizer == "adagrad" and rng.random() < 0.5:
-            kwargs["state"] = (fp32_values(rng, (V, D), special_density=0.05)
+        if c.optimizer != "sgd" and rng.random() < 0.5:
+            shape = (V,) if c.optimizer == "rowwise_adagrad" else (V, D)
+            kwargs["state"] = (fp32_values(rng, shape, special_density=0.05)
                                & np.uint32(0x7FFF_FFFF)).view(np.float32)
     if c.capacity != "none":
         unique = ge.plan(indices, offsets, num_rows=V, n_chips=chips).unique
