@@ -26,6 +26,7 @@ import numpy as np
 
 from golden import arith, transcendental
 from golden.formats import check_numerics
+from hdl.vpu.transcendental_unit import core_depths
 
 from .blocks import BLOCKS, block_params
 from .exhaustive import ExhaustiveError, StreamCheck, build_stream_harness, run_stream_check
@@ -55,17 +56,19 @@ class UnaryUnit:
     params: dict = field(default_factory=dict)
 
 
-#: Function name -> unit. ``sqrt`` is not a transcendental; it is here as the
-#: first unary unit that existed, and the cheapest to build.
-UNITS = {
-    "sqrt": UnaryUnit("fp32_sqrt", arith.fp32_sqrt),
-    "rcp": UnaryUnit("fp32_rcp", transcendental.rcp),
-    "rsqrt": UnaryUnit("fp32_rsqrt", transcendental.rsqrt),
-    "exp": UnaryUnit("fp32_exp", transcendental.exp),
-}
-
 #: The VPU's transcendental functions (SPEC section 4.2), each verified over all 2^32 inputs.
 TRANSCENDENTAL = ("rcp", "rsqrt", "exp")
+_VPU_DEPTHS = core_depths(TRANSCENDENTAL)
+
+#: Function name -> unit. ``sqrt`` is not a transcendental; it is here as the
+#: first unary unit that existed, and the cheapest to build. The transcendental units are
+#: built at the depths the VPU builds them (exp deeper than its block's default).
+UNITS = {
+    "sqrt": UnaryUnit("fp32_sqrt", arith.fp32_sqrt),
+    "rcp": UnaryUnit("fp32_rcp", transcendental.rcp, {"stages": _VPU_DEPTHS["rcp"]}),
+    "rsqrt": UnaryUnit("fp32_rsqrt", transcendental.rsqrt, {"stages": _VPU_DEPTHS["rsqrt"]}),
+    "exp": UnaryUnit("fp32_exp", transcendental.exp, {"stages": _VPU_DEPTHS["exp"]}),
+}
 
 
 def _unit(function):

@@ -10,7 +10,7 @@ one rounding of ``2**f * 2**n`` to binary32.
 import decimal
 import functools
 
-from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.hdl import Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -63,15 +63,43 @@ def _exp_tables():
 #: result is inf (x > 0) or +0 (x < 0) outright.
 LAST_EXPONENT = 133
 
-# Cut points: 0 after unpack, 1 after the log2(e) product, 2 after alignment,
-# 3 after the table reads and the linear term, 4 and 5 after the two
-# table-product steps, 6 after rounding, 7 output. Estimated logic depths in
-# units of an 8-bit add; "ieee" rounding has a subnormal shifter.
+# Cut points: 0 after unpack, 1 after the partial products of the log2(e) product,
+# 2 after their sum, 3 after the alignment shift, 4 after the sign, 5 after the
+# table reads and the linear term, 6 the table words again (a block RAM's output is
+# slow), 7 after the partial products of H * G, 8 after their sum, 9 after the sum
+# P, 10 to 12 the same for P * Y and S, 13 after the "ieee" subnormal shift, 14
+# after rounding, 15 output. Estimated logic depths in units of an 8-bit add; "ieee" rounding has a
+# subnormal shifter. A product and its sum are apart so that on an FPGA each can
+# have a cycle: together (a 32 x 24 product in DSPs and a 44-bit carry chain) they
+# held the unit to 45 MHz.
 _DELAYS = {
-    "tpu": (1, 4, 3, 3, 4, 4, 2, 1),
-    "ieee": (1, 4, 3, 3, 4, 4, 3, 1),
+    "tpu": (1, 1, 3, 2, 2, 3, 1, 1, 2, 2, 1, 2, 2, 0, 2, 1),
+    "ieee": (1, 1, 3, 2, 2, 3, 1, 1, 2, 2, 1, 2, 2, 2, 2, 1),
 }
 MAX_STAGES = len(_DELAYS["tpu"])
+
+
+def _pieces(value, cuts):
+    bounds = (0, *cuts, len(value))
+    return [(value[lo:hi], lo) for lo, hi in zip(bounds, bounds[1:])]
+
+
+def _partial_products(a, b, *, a_cuts, b_cuts):
+    """``a * b`` as partial products, ``[(product, shift)]``: ``a`` and ``b`` cut at their
+    bits ``a_cuts`` and ``b_cuts``, each piece at most 18 bits."""
+    a_parts, b_parts = _pieces(a, a_cuts), _pieces(b, b_cuts)
+    assert all(len(x) <= 18 for x, _ in a_parts + b_parts), "a piece wider than 18 bits"
+    return [(x * y, i + j) for x, i in a_parts for y, j in b_parts]
+
+
+def _sum_of(parts, width):
+    """The sum of registered partial products ``[(value, (product, shift))]``, ``width``
+    bits, as a balanced tree of adds (a chain of them would be as deep as the terms)."""
+    terms = [value << shift for value, (_, shift) in parts]
+    while len(terms) > 1:
+        terms = [terms[i] + terms[i + 1] if i + 1 < len(terms) else terms[i]
+                 for i in range(0, len(terms), 2)]
+    return terms[0][:width]
 
 
 class FP32ExpCore(wiring.Component):
@@ -99,14 +127,17 @@ class FP32ExpCore(wiring.Component):
     ``x < 0``; ``exp(+-0) = 1``, as is exp of a "tpu" subnormal.
 
     ``stages`` registers are placed at the cut points so that the slowest
-    stage is as short as possible (:func:`~.float_ops.balanced_cuts`): the
-    default, 6, gives each multiplier a stage of its own.
+    stage is as short as possible (:func:`~.float_ops.balanced_cuts`). The
+    default, 6, gives the log2(e) product a stage of its own; all 10 give each
+    table product and each sum after it one too (the VPU's transcendental unit
+    builds 10, hidden under rsqrt's latency:
+    ``hdl.vpu.transcendental_unit.core_depths``).
 
     Parameters
     ----------
     numerics : "tpu" or "ieee"
     stages : int
-        Pipeline registers, 1 to 8: the latency in cycles.
+        Pipeline registers, 1 to 10: the latency in cycles.
 
     Ports
     -----
@@ -148,27 +179,32 @@ class FP32ExpCore(wiring.Component):
         (sig, align, *values) = stage(0, sig=a.sig, align=align, **flags)
         flags = dict(zip(flags, values))
 
-        # 1: |x| log2(e). Alignment drops at least the product's low 24 bits.
-        product = Signal(64)
-        m.d.comb += product.eq(sig * tables["log2e"])
-        (product_hi, align, *values) = stage(1, product_hi=product[24:], align=align, **flags)
+        # 1, 2: |x| log2(e), its partial products and their sum. Alignment drops at
+        # least the product's low 24 bits.
+        parts = _partial_products(sig, Const(tables["log2e"], 40), a_cuts=(12,),
+                                  b_cuts=(18, 36))
+        (align, *rest) = stage(1, align=align, **flags,
+                               **{f"log2e{k}": part for k, (part, _) in enumerate(parts)})
+        flags, parts = dict(zip(flags, rest)), list(zip(rest[len(flags):], parts))
+        (product_hi, align, *values) = stage(2, product_hi=_sum_of(parts, 64)[24:],
+                                             align=align, **flags)
         flags = dict(zip(flags, values))
 
-        # 2: t = n + f, 8 integer and 32 fraction bits, two's complement.
-        # The result's biased exponent n + 127 (signed, 10 bits) may lie far
-        # outside the format: rounding deals with it.
-        magnitude = Signal(40)
+        # 3, 4: t = n + f, 8 integer and 32 fraction bits, two's complement: the
+        # aligned magnitude, then its sign. The result's biased exponent n + 127
+        # (signed, 10 bits) may lie far outside the format: rounding deals with it.
+        (magnitude, *values) = stage(3, magnitude=(product_hi >> align)[:40], **flags)
+        flags = dict(zip(flags, values))
         t = Signal(signed(41))
         exponent = Signal(signed(10))
         m.d.comb += [
-            magnitude.eq(product_hi >> align),
             t.eq(Mux(flags["sign"], -magnitude, magnitude)),
             exponent.eq(t[32:].as_signed() + FP32.bias),
         ]
-        (fraction, exponent, *values) = stage(2, fraction=t[:32], exponent=exponent, **flags)
+        (fraction, exponent, *values) = stage(4, fraction=t[:32], exponent=exponent, **flags)
         flags = dict(zip(flags, values))
 
-        # 3: the table factors of 2**f and the linear term ln(2) f3 of the last.
+        # 5: the table factors of 2**f and the linear term ln(2) f3 of the last.
         m.submodules.hi_rom = hi_rom = Memory(shape=32, depth=256, init=tables["hi"])
         m.submodules.lo_rom = lo_rom = Memory(shape=24, depth=256, init=tables["lo"])
         hi_read, lo_read = hi_rom.read_port(domain="comb"), lo_rom.read_port(domain="comb")
@@ -179,28 +215,62 @@ class FP32ExpCore(wiring.Component):
             linear.eq(fraction[:16] * tables["ln2"]),
         ]
         (hi, lo, linear, exponent, *values) = stage(
-            3, hi=hi_read.data, lo=lo_read.data, linear=linear[16:], exponent=exponent, **flags)
+            5, hi=hi_read.data, lo=lo_read.data, linear=linear[16:], exponent=exponent, **flags)
+        flags = dict(zip(flags, values))
+        (hi, lo, linear, exponent, *values) = stage(
+            6, table_hi=hi, table_lo=lo, linear=linear, exponent=exponent, **flags)
         flags = dict(zip(flags, values))
 
-        # 4, 5: P = H (1 + G), S = P (1 + Y), each product rounded to 31
+        # 7 to 12: P = H (1 + G), S = P (1 + Y), each product rounded to 31
         # fraction bits. S < 2**32 (a test checks the largest case), so the
-        # sums fit.
+        # sums fit. Each product is its partial products of at most 18 x 18 bits
+        # (what one FPGA multiplier takes), then their sum, then the rounded sum.
+        parts = _partial_products(hi, lo, a_cuts=(16,), b_cuts=(12,))
+        (hi, linear, exponent, *rest) = stage(
+            7, hi=hi, linear=linear, exponent=exponent, **flags,
+            **{f"hg{k}": part for k, (part, _) in enumerate(parts)})
+        flags, parts = dict(zip(flags, rest)), list(zip(rest[len(flags):], parts))
+        (hi, product, linear, exponent, *values) = stage(
+            8, hi=hi, hg=_sum_of(parts, 56), linear=linear, exponent=exponent, **flags)
+        flags = dict(zip(flags, values))
         partial = Signal(32)
-        m.d.comb += partial.eq(hi + ((hi * lo + (1 << 31)) >> 32))
+        m.d.comb += partial.eq(hi + ((product + (1 << 31)) >> 32))
         (partial, linear, exponent, *values) = stage(
-            4, partial=partial, linear=linear, exponent=exponent, **flags)
+            9, partial=partial, linear=linear, exponent=exponent, **flags)
+        flags = dict(zip(flags, values))
+        parts = _partial_products(partial, linear, a_cuts=(16,), b_cuts=(16,))
+        (partial, exponent, *rest) = stage(
+            10, partial=partial, exponent=exponent, **flags,
+            **{f"py{k}": part for k, (part, _) in enumerate(parts)})
+        flags, parts = dict(zip(flags, rest)), list(zip(rest[len(flags):], parts))
+        (partial, product, exponent, *values) = stage(
+            11, partial=partial, py=_sum_of(parts, 64), exponent=exponent, **flags)
         flags = dict(zip(flags, values))
         power = Signal(32)
-        m.d.comb += power.eq(partial + ((partial * linear + (1 << 47)) >> 48))
-        (power, exponent, *values) = stage(5, power=power, exponent=exponent, **flags)
+        m.d.comb += power.eq(partial + ((product + (1 << 47)) >> 48))
+        # "ieee" rounding shifts a subnormal right by 1 - exponent: computed here, so the
+        # rounding stage does not wait for a subtraction before its shifter.
+        below = Signal(signed(len(exponent) + 1))
+        m.d.comb += below.eq(1 - exponent)
+        (power, exponent, below, *values) = stage(12, power=power, exponent=exponent,
+                                                  below=below, **flags)
         flags = dict(zip(flags, values))
 
-        # 6: round S * 2**(n - 31): the leading one is S's bit 31.
+        # 13, 14: round S * 2**(n - 31) (the leading one is S's bit 31), the "ieee"
+        # subnormal shift before cut 13, the rounding after it.
+        passed = {}
+
+        def between(**values):
+            out = stage(13, **values, **flags)
+            passed.update(zip(flags, out[len(values):]))
+            return out[:len(values)]
         rounding = round_result(m, power[8:], power[7], power[:7].any(), exponent, FP32,
-                                self.numerics, name="rounded")
-        # 7: special cases override. exp is never negative: an outright input
+                                self.numerics, below=below if self.numerics == "ieee" else None,
+                                between=between, name="rounded")
+        flags = passed
+        # 15: special cases override. exp is never negative: an outright input
         # gives +inf (x > 0) or +0 (x < 0), and a flushed result is +0.
-        result = finish(m, stage, FP32, cuts=(6, 7), **rounding._asdict(), nan=flags["nan"],
+        result = finish(m, stage, FP32, cuts=(14, 15), **rounding._asdict(), nan=flags["nan"],
                         inf=flags["outright"] & ~flags["sign"],
                         zero=flags["outright"] & flags["sign"])
         m.d.comb += self.result.eq(result)

@@ -115,10 +115,11 @@ class Rounded(NamedTuple):
     flush: Value       # "tpu" numerics: the result is subnormal, so a signed zero
 
 
-def round_result(m, sig, guard, sticky, exponent, fmt, numerics, *, below=None, name):
+def round_result(m, sig, guard, sticky, exponent, fmt, numerics, *, below=None, between=None,
+                 name):
     """Round ``sig`` (leading one at its MSB) x 2^(``exponent`` - bias) to nearest even.
 
-    Combinational: no register, no latency.
+    Combinational: no register, no latency, unless ``between`` adds one.
 
     Parameters
     ----------
@@ -132,6 +133,10 @@ def round_result(m, sig, guard, sticky, exponent, fmt, numerics, *, below=None, 
     numerics : "tpu" or "ieee"
     below : Value or None
         ``1 - exponent``, signed, if the caller has it already ("ieee" only).
+    between : callable or None
+        A cut point inside the rounding: called with keyword values, it returns them
+        registered, in order (a unit's ``lambda **v: stage(k, **v)``). "ieee" passes the
+        subnormal shift's result through it; "tpu" has no shifter and passes its inputs.
     name : str
         Name of the rounded field; prefix of the other signals' names.
 
@@ -156,6 +161,9 @@ def round_result(m, sig, guard, sticky, exponent, fmt, numerics, *, below=None, 
     tie goes to the even smallest normal). Forcing guard and sticky then
     makes the increment carry into the exponent field.
     """
+    if between is not None and numerics != "ieee":
+        sig, guard, sticky, exponent = between(sig=sig, guard=guard, sticky=sticky,
+                                               exponent=exponent)
     overflow = exceeds_finite(exponent, fmt)
     if numerics == "ieee":
         underflow = not_positive(exponent)
@@ -169,7 +177,11 @@ def round_result(m, sig, guard, sticky, exponent, fmt, numerics, *, below=None, 
             amount = Mux(below[-1], 0, below[:-1])
         shifted, lost = shift_right_sticky(m, Cat(sticky, guard, sig), amount,
                                            name=f"{name}_subnormal")
-        packed = Cat(shifted[2:2 + fmt.fbits], Mux(underflow, 0, exponent[:fmt.ebits]))
+        field = Mux(underflow, 0, exponent[:fmt.ebits])
+        if between is not None:
+            shifted, lost, field, overflow = between(shifted=shifted, lost=lost, field=field,
+                                                     overflow=overflow)
+        packed = Cat(shifted[2:2 + fmt.fbits], field)
         rounded = round_nearest_even(m, packed, shifted[1], shifted[0] | lost, name=name)
         return Rounded(rounded, overflow, Const(0))
     up_to_normal = Signal(name=f"{name}_up_to_normal")

@@ -5,13 +5,13 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.params import check_int, check_numerics
-from ..arith.fp32_exp import FP32ExpCore
+from ..arith.fp32_exp import MAX_STAGES as EXP_MAX_STAGES, FP32ExpCore
 from ..arith.fp32_reciprocal import FP32RcpCore
 from ..arith.fp32_rsqrt import FP32RsqrtCore
 from .isa import check_ops
 from .layouts import REG_BITS, SUBLANES, gather_rows, select_row, vreg_bits, writeback_signature
 
-__all__ = ["TranscendentalUnit", "Function", "FUNCTIONS"]
+__all__ = ["TranscendentalUnit", "Function", "FUNCTIONS", "core_depths"]
 
 
 class Function(enum.Enum, shape=2):
@@ -25,14 +25,27 @@ class Function(enum.Enum, shape=2):
 FUNCTIONS = {"rcp": FP32RcpCore, "rsqrt": FP32RsqrtCore, "exp": FP32ExpCore}
 
 
+def core_depths(functions):
+    """Each built function's core latency: its core's default, but exp's as deep as it goes
+    within the deepest other core's. Exp's result waits for that depth anyway, so its
+    extra stages cost no latency and let each of its table products and their sums take a
+    cycle on an FPGA (docs/fpga.md)."""
+    depths = {name: FUNCTIONS[name].DEFAULT_STAGES for name in functions}
+    others = [depth for name, depth in depths.items() if name != "exp"]
+    if "exp" in depths and others:
+        depths["exp"] = max(depths["exp"], min(EXP_MAX_STAGES, max(others)))
+    return depths
+
+
 class TranscendentalUnit(wiring.Component):
     """``lanes`` reciprocal, rsqrt and exp cores, fed one sublane of a vreg per cycle.
 
     The cores are the correctly rounded :class:`~hdl.arith.fp32_reciprocal.FP32RcpCore`
     and :class:`~hdl.arith.fp32_rsqrt.FP32RsqrtCore` and the
-    :class:`~hdl.arith.fp32_exp.FP32ExpCore` of ``golden.transcendental``. The
-    shallower cores' results are delayed to the deepest core's latency ``D``,
-    so sublanes of successive instructions leave in the order they entered.
+    :class:`~hdl.arith.fp32_exp.FP32ExpCore` of ``golden.transcendental``, at the
+    depths of :func:`core_depths`. The shallower cores' results are delayed to the
+    deepest core's latency ``D``, so sublanes of successive instructions leave in the
+    order they entered.
 
     Parameters
     ----------
@@ -60,7 +73,7 @@ class TranscendentalUnit(wiring.Component):
         self.numerics = check_numerics(numerics)
         self.functions = check_ops(functions, tuple(FUNCTIONS), what="functions")
         #: Each function's core latency.
-        self.depths = {name: FUNCTIONS[name].DEFAULT_STAGES for name in self.functions}
+        self.depths = core_depths(self.functions)
         self.latency = SUBLANES + max(self.depths.values())
         layout = data.StructLayout({"fn": Function, "dest": REG_BITS, "src": vreg_bits(lanes)})
         super().__init__({"issue": In(stream.Signature(layout)),
@@ -68,7 +81,7 @@ class TranscendentalUnit(wiring.Component):
 
     def make_core(self, name):
         """One lane's core for function ``name``. Export overrides this to emit it once."""
-        return FUNCTIONS[name](numerics=self.numerics)
+        return FUNCTIONS[name](numerics=self.numerics, stages=self.depths[name])
 
     def elaborate(self, platform):
         m = Module()

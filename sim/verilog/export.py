@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from hdl.lib.blackbox import BlackBox
 from hdl.mxu import MXU, PERow, ProcessingElement, SystolicArray, pe_row_signature, pe_signature
 from hdl.vpu import VPU, VPUSystem
-from hdl.vpu.transcendental_unit import FUNCTIONS, TranscendentalUnit
+from hdl.vpu.transcendental_unit import FUNCTIONS, TranscendentalUnit, core_depths
 from hdl.vpu.vector_alu import VectorALU, WordALU
 
 from ..blocks import BLOCKS, block_params, build, parse_params
@@ -124,8 +124,9 @@ def _vpu_leaves(vpu):
     leaves = {}
     if vpu.alu_ops:                                 # both slots share the module
         leaves["vpu_word_alu"] = WordALU(numerics=vpu.numerics, ops=vpu.alu_ops)
+    depths = core_depths(vpu.functions)
     for name in vpu.functions:
-        leaves[f"vpu_{name}"] = FUNCTIONS[name](numerics=vpu.numerics)
+        leaves[f"vpu_{name}"] = FUNCTIONS[name](numerics=vpu.numerics, stages=depths[name])
     return leaves
 
 

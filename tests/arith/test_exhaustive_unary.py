@@ -160,6 +160,9 @@ def test_suite_modes_are_each_function_in_each_numerics():
     assert TRANSCENDENTAL == ("rcp", "rsqrt", "exp")
     assert {function: UNITS[function].block for function in TRANSCENDENTAL} == {
         "rcp": "fp32_rcp", "rsqrt": "fp32_rsqrt", "exp": "fp32_exp"}
+    # Each at the depth the VPU builds it: exp at all 16 stages, under rsqrt's 27.
+    assert {function: UNITS[function].params for function in TRANSCENDENTAL} == {
+        "rcp": {"stages": 16}, "rsqrt": {"stages": 27}, "exp": {"stages": 16}}
 
 
 def test_the_cli_lists_the_suite_and_checks_its_options(capsys):

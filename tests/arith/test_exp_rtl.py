@@ -118,9 +118,16 @@ def test_backpressure_loses_nothing(idle, stall, rng):
 def test_exports_to_rtlil_and_lint_clean_verilog(numerics):
     text = rtlil.convert(FP32Exp(numerics=numerics), name="fp32_exp")
     assert "module \\fp32_exp" in text
-    for register in ("exp_s1_product_hi", "exp_s3_hi", "exp_s5_power", "exp_s7_result"):
-        assert register in text, register
-    assert "exp_s6_rounded" not in text, "the default depth rounds in the output stage"
+    assert "exp_s15_result" in text
+    assert "exp_s14_rounded" not in text, "the default depth rounds in the output stage"
+    # Every stage: each product's partial products, their sum and each sum after it
+    # has a register, and so have the table words twice and the subnormal shift.
+    deep = rtlil.convert(FP32Exp(numerics=numerics, stages=MAX_STAGES), name="fp32_exp")
+    for register in ("exp_s1_log2e0", "exp_s2_product_hi", "exp_s5_hi", "exp_s6_table_hi",
+                     "exp_s7_hg0", "exp_s8_hg", "exp_s9_partial", "exp_s10_py3", "exp_s11_py",
+                     "exp_s12_power", "exp_s14_rounded"):
+        assert register in deep, register
+    assert ("exp_s13_shifted" in deep) == (numerics == "ieee")
     if numerics == "ieee":      # the superset: "tpu" only lacks the subnormal shifter
         assert lint(export("fp32_exp", {"numerics": numerics}).verilog, "fp32_exp") == []
 
@@ -130,7 +137,7 @@ def test_bad_parameters_are_rejected():
         FP32Exp(numerics="IEEE")
     with pytest.raises(ValueError, match=f"stages must be between 1 and {MAX_STAGES}, not 0"):
         FP32Exp(stages=0)
-    with pytest.raises(ValueError, match=f"stages must be between 1 and {MAX_STAGES}, not 9"):
+    with pytest.raises(ValueError, match=f"stages must be between 1 and {MAX_STAGES}, not 17"):
         FP32Exp(stages=MAX_STAGES + 1)
     with pytest.raises(TypeError, match="stages must be an integer"):
         FP32Exp(stages=2.5)

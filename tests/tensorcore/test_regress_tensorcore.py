@@ -16,7 +16,9 @@ from verif.suites.tensorcore.coverage import Tracer
 
 def test_is_registered():
     assert SUITES["tensorcore"] is suite
-    assert [case.name for case in suite.runs(1)] == ["tensorcore-tpu", "tensorcore-ieee"]
+    assert [case.name for case in suite.runs(1)] == ["tensorcore-tpu", "tensorcore-ieee",
+                                                    "tensorcore-proto-ieee"]
+    assert [case.name for case in suite.runs(2)][-1] == "tensorcore-proto-tpu"
 
 
 def test_stimulus_alone_reaches_every_bin_but_the_stalls():

@@ -23,6 +23,12 @@ SMEM, VMEM and HBM, and every flag. A program the ISS finds breaking the memory-
 contract (``race``: a vector slot touching what an outstanding DMA moves) is replaced by
 the next one, since the chip's result would depend on timing.
 
+A third case, ``tensorcore-proto-<numerics>`` (the numerics alternate with the seed), runs
+that mode's programs again on :data:`PROTO_CHIP`: the FPGA prototype's microarchitecture
+(``hdl.tensorcore.presets``' ``proto``: the vector register file in RAM, VMEM and SMEM on
+one RAM port each, 8-word HBM lines, its vector queue) on :data:`CHIP`'s sizes and ops.
+Those levers change cycles, never values, so the ISS must agree there too.
+
 Functional coverage (:mod:`.coverage`) is sampled from the ISS's trace of each program
 and from the chip's stall counters. On Verilator a case runs :data:`PROGRAMS` programs of
 each kind; Amaranth and Icarus run one of each.
@@ -33,6 +39,7 @@ from cocotb_coverage.coverage import coverage_db
 
 from golden import tensorcore as tc
 from golden.formats import NUMERICS
+from hdl.tensorcore.presets import preset
 from sim import chip as sim_chip
 
 from ..case import WholeCase
@@ -41,7 +48,7 @@ from .programs import (REJECTS, dense_program, dma_program, initial_sregs, mxu_p
                        random_descriptor_words, scalar_program, vector_slots)
 from ...scoreboard import Tally
 
-__all__ = ["CHIP", "OPS", "PROGRAMS", "Program", "make_program", "expected", "differences",
+__all__ = ["CHIP", "PROTO_CHIP", "OPS", "PROGRAMS", "Program", "make_program", "expected", "differences",
            "check_case", "runs", "stimulus_coverage"]
 
 #: The vector ALU-slot ops the programs use: the chip is built with only these.
@@ -52,6 +59,9 @@ _SMEM, _IMEM, _VMEM_LINES, _N_FLAGS, _HBM, _RESULTS, _LANES = 128, 64, 64, 8, 25
 CHIP = dict(imem_depth=_IMEM, smem_words=_SMEM, n_flags=_N_FLAGS, lanes=_LANES,
             vmem_lines=_VMEM_LINES, mxu_results=_RESULTS, vector_queue=4, ops=OPS,
             hbm_words=_HBM, read_latency=4, words_per_cycle=1)
+#: :data:`CHIP` with the FPGA prototype's microarchitecture (module docstring).
+PROTO_CHIP = CHIP | {name: preset("proto")[name]
+                     for name in ("regfile", "ram_ports", "words_per_cycle", "vector_queue")}
 #: Programs of each kind per case, by simulator.
 PROGRAMS = {"verilator": 8, "icarus": 1, "amaranth": 1}
 #: Descriptor records of a ``dma`` program live at SMEM 80, 92, ... (below: data).
@@ -180,13 +190,14 @@ class _Tally(Tally):
         self.cycles = self.bundles = self.programs = self.faults = self.blocked = 0
 
 
-def _check_program(tally, label, program, numerics, *, backend, waves, inject, samplers):
+def _check_program(tally, label, program, numerics, *, backend, waves, inject, samplers,
+                   chip=CHIP):
     tracer = Tracer() if samplers else None
     want = expected(program, numerics, trace=tracer)
     if inject == "golden-fault":
         want.sregs[1 + program.seed % 31] ^= 1
     got = sim_chip.execute(program.text, **program.state(), numerics=numerics,
-                           backend=backend, chip=CHIP, watchdog=_WATCHDOG, waves=waves)
+                           backend=backend, chip=chip, watchdog=_WATCHDOG, waves=waves)
     found = differences(got, want)
     tally.check(not found, f"{label}: " + "; ".join(found[:4]))
     tally.programs += 1
@@ -208,9 +219,10 @@ def _sample(samplers, tracer, state, kind, numerics, stalls):
     sample_program((kind, numerics, stop, stalls))
 
 
-def check_case(seed, numerics, *, backend, coverage=None, waves=None, inject=None):
-    """Run every program of ``seed`` in ``numerics`` on ``backend``; returns the case
-    record."""
+def check_case(seed, numerics, *, backend, coverage=None, waves=None, inject=None,
+               proto=False):
+    """Run every program of ``seed`` in ``numerics`` on ``backend``, on :data:`CHIP` (or
+    with ``proto`` on :data:`PROTO_CHIP`); returns the case record."""
     samplers = None
     if coverage is not None:
         coverage_db.clear()
@@ -220,27 +232,35 @@ def check_case(seed, numerics, *, backend, coverage=None, waves=None, inject=Non
     for index in range(PROGRAMS[backend]):
         for kind in KINDS:
             program = make_program(seed, numerics, index, kind)
-            label = (f"tensorcore seed {seed} {numerics} {kind} program {index} (program "
-                     f"seed {program.seed}; verif.suites.tensorcore.suite.make_program("
-                     f"{seed}, {numerics!r}, {index}, {kind!r}) makes it)")
+            label = (f"tensorcore seed {seed} {numerics}{' proto' * proto} {kind} program "
+                     f"{index} (program seed {program.seed}; verif.suites.tensorcore.suite."
+                     f"make_program({seed}, {numerics!r}, {index}, {kind!r}) makes it)")
             _check_program(tally, label, program, numerics, backend=backend, waves=waves,
-                           inject=inject_next, samplers=samplers)
+                           inject=inject_next, samplers=samplers,
+                           chip=PROTO_CHIP if proto else CHIP)
             inject_next = None
     if coverage is not None:
         coverage_db.export_to_xml(str(coverage))
-    return {"case": f"tensorcore-{numerics}", "checked": tally.checked,
+    return {"case": case_name(numerics, proto=proto), "checked": tally.checked,
             "mismatches": tally.mismatches, "first_mismatch": tally.first,
             "cycles": tally.cycles, "programs": tally.programs, "bundles": tally.bundles,
             "fault_programs": tally.faults, "blocked_programs": tally.blocked}
 
 
+def case_name(numerics, *, proto=False):
+    """A case's name: ``tensorcore-<numerics>``, or ``tensorcore-proto-<numerics>``."""
+    return f"tensorcore-{'proto-' * proto}{numerics}"
+
+
 def runs(seed, *, inject=None):
-    """The whole-run cases of a seed, one per numerics mode."""
-    for numerics in NUMERICS:
-        def check(*, backend, coverage=None, waves=None, numerics=numerics):
+    """The whole-run cases of a seed: one per numerics mode on :data:`CHIP`, then one on
+    :data:`PROTO_CHIP` in the mode of the seed's parity (ieee for odd seeds)."""
+    cases = [(numerics, False) for numerics in NUMERICS] + [(NUMERICS[seed % 2], True)]
+    for numerics, proto in cases:
+        def check(*, backend, coverage=None, waves=None, numerics=numerics, proto=proto):
             return check_case(seed, numerics, backend=backend, coverage=coverage, waves=waves,
-                              inject=inject)
-        yield WholeCase(f"tensorcore-{numerics}", check)
+                              inject=inject, proto=proto)
+        yield WholeCase(case_name(numerics, proto=proto), check)
 
 
 def stimulus_coverage(seeds, *, backend="verilator"):
