@@ -6,7 +6,7 @@ the last step), so CI logs show progress without thousands of lines and a
 short run prints none. A heartbeat keeps it alive when nothing updates it (a
 simulator build of minutes, a long run between progress reports): every
 :data:`LOG_INTERVAL` seconds in a log, every second on a terminal, it is drawn
-again with its elapsed time and the build it waits on, if any.
+again with its elapsed time and the build it waits on, if any, with that build's own time.
 Permanent messages (a failing seed, say) go through :meth:`ProgressLine.log`,
 which keeps them above the bar.
 """
@@ -75,7 +75,9 @@ class ProgressLine:
             parts.append(self.text)
         builds = active_builds()
         if builds:
-            parts.append(f"(still building {', '.join(builds)})")
+            # The build's own time beside the line's: a build may start well into a step.
+            parts.append("(still building " + ", ".join(f"{name}, {seconds:.0f} s so far"
+                                                       for name, seconds in builds) + ")")
         return " ".join(parts) + f" ({elapsed:.0f} s)"
 
     def _draw(self, force=False):

@@ -10,8 +10,8 @@ wait on the lock and then find the finished build's stamp.
 A build can take minutes (a 128-node network, a 4x4 system of chips: half an hour), so
 it is announced: every callable in :data:`BUILD_LISTENERS` gets a line when one starts and
 when it ends (a command's progress line, :class:`verif.progress.ProgressLine`, listens
-while it is open), and :func:`active_builds` names those under way, for the line's
-heartbeat.
+while it is open), and :func:`active_builds` names those under way and how long each has
+taken so far, for the line's heartbeat.
 """
 
 import fcntl
@@ -26,13 +26,15 @@ __all__ = ["build_root", "cached_build", "active_builds", "BUILD_LISTENERS"]
 #: Callables given a one-line message when a build starts and when it ends.
 BUILD_LISTENERS = []
 
-#: ``kind/name`` of the builds under way in this process, for a heartbeat to name.
-_ACTIVE = []
+#: ``kind/name`` of the builds under way in this process, and when each started
+#: (``time.perf_counter()``), for a heartbeat to name.
+_ACTIVE = {}
 
 
 def active_builds():
-    """The builds under way in this process (``kind/name``), oldest first."""
-    return list(_ACTIVE)
+    """The builds under way in this process, oldest first: ``(kind/name, seconds so far)``."""
+    now = time.perf_counter()
+    return [(name, now - started) for name, started in list(_ACTIVE.items())]
 
 
 def _announce(message):
@@ -76,15 +78,14 @@ def cached_build(kind, name, key_parts, build):
         folder.mkdir()
         _announce(f"building {kind}/{name} (once for this design; later runs reuse "
                   f"{folder})")
-        started = time.perf_counter()
-        _ACTIVE.append(f"{kind}/{name}")
+        started = _ACTIVE[f"{kind}/{name}"] = time.perf_counter()
         try:
             build(folder)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
         finally:
-            _ACTIVE.remove(f"{kind}/{name}")
+            del _ACTIVE[f"{kind}/{name}"]
         stamp.touch()
         _announce(f"built {kind}/{name} in {time.perf_counter() - started:.0f} s")
     return folder

@@ -83,7 +83,8 @@ def test_a_quiet_line_beats_and_names_the_build_it_waits_on(tmp_path, monkeypatc
     cached_build("whole-verilator", "tensorcore", ["beat"], build)
     line.close()
     beats = [text for text in log.getvalue().splitlines() if "still building" in text]
-    assert beats[0].startswith("chip loading (still building whole-verilator/tensorcore) (")
+    assert re.match(r"chip loading \(still building whole-verilator/tensorcore, \d+ s so far\) "
+                    r"\(\d+ s\)$", beats[0]), beats[0]
 
 
 def test_a_closed_line_stays_quiet(monkeypatch):
