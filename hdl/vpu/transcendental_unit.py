@@ -9,7 +9,7 @@ from ..arith.fp32_exp import MAX_STAGES as EXP_MAX_STAGES, FP32ExpCore
 from ..arith.fp32_reciprocal import FP32RcpCore
 from ..arith.fp32_rsqrt import FP32RsqrtCore
 from .isa import check_ops
-from .layouts import REG_BITS, SUBLANES, gather_rows, select_row, vreg_bits, writeback_signature
+from .layouts import REG_BITS, SUBLANES, gather_rows, row, vreg_bits, writeback_signature
 
 __all__ = ["TranscendentalUnit", "Function", "FUNCTIONS", "core_depths"]
 
@@ -97,9 +97,12 @@ class TranscendentalUnit(wiring.Component):
             m.d.sync += [src.eq(self.issue.payload.src), fn.eq(self.issue.payload.fn),
                          dest.eq(self.issue.payload.dest), left.eq(SUBLANES), index.eq(0)]
         with m.Elif(left != 0):
-            m.d.sync += [left.eq(left - 1), index.eq(index + 1)]
+            m.d.sync += [left.eq(left - 1), index.eq(index + 1), src.eq(src >> width)]
         feeding = left != 0
-        sublane = select_row(src, index, lanes)
+        # The source shifts down a sublane each cycle it feeds, and the cores read its first:
+        # no multiplexer between the index and the cores' first stage (an FPGA's critical
+        # path once exp was pipelined, docs/fpga.md).
+        sublane = row(src, 0, lanes)
 
         # Every core runs on every sublane fed; the tag says whose result to keep.
         cores = {name: [self.make_core(name) for _ in range(lanes)] for name in self.functions}
