@@ -128,16 +128,17 @@ class FP32ExpCore(wiring.Component):
 
     ``stages`` registers are placed at the cut points so that the slowest
     stage is as short as possible (:func:`~.float_ops.balanced_cuts`). The
-    default, 6, gives the log2(e) product a stage of its own; all 10 give each
-    table product and each sum after it one too (the VPU's transcendental unit
-    builds 10, hidden under rsqrt's latency:
-    ``hdl.vpu.transcendental_unit.core_depths``).
+    default, 6, keeps the block's latency of before the cut points were added;
+    all 16 give each product's partial products, their sum and each sum after
+    it a stage of its own, which places at 100 MHz on an ECP5 (docs/fpga.md).
+    The VPU's transcendental unit builds 16, hidden under rsqrt's latency
+    (``hdl.vpu.transcendental_unit.core_depths``).
 
     Parameters
     ----------
     numerics : "tpu" or "ieee"
     stages : int
-        Pipeline registers, 1 to 10: the latency in cycles.
+        Pipeline registers, 1 to 16 (``MAX_STAGES``): the latency in cycles.
 
     Ports
     -----

@@ -66,7 +66,7 @@ class FinishPipeline(wiring.Component):
     records : In(stream.Signature(record_layout))
     results : Out(stream.Signature(result_layout))
         ``row`` is the output chunk (lookup) or the new row chunk; ``state`` the new
-        accumulators (Adagrad).
+        accumulators (either Adagrad; rowwise Adagrad's row accumulator in every lane).
     update : In(1)
         Mode: update when high.
     optimizer : In(Optimizer)

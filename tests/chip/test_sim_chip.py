@@ -91,6 +91,14 @@ def test_cli_refuses_a_matmul_past_the_presets_hbm_in_one_line(capsys):
     assert "Traceback" not in err
 
 
+def test_cli_offers_every_preset(capsys):
+    # The CLI spells the presets out (its parser imports no hdl): they must stay the same.
+    from hdl.tensorcore.presets import PRESETS
+    assert main(["chip", "matmul", "--preset", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert f"(choose from {', '.join(map(repr, PRESETS))})" in err
+
+
 def test_stall_counters_account_for_every_cycle():
     # Two delays (12 cycles, as the ISS counts them) and an lw whose result is used at
     # once: every cycle from start to halt either issues a bundle or names one cause.

@@ -54,10 +54,10 @@ def _run(gradients, *, columns, row_words, numerics, rng, gap, stall):
             ready = int(rng.random() >= stall)
             ctx.set(dut.out.ready, ready)
             await ctx.tick()
-            # Sampled before the edge: what was offered and taken in that cycle.
         ctx.set(dut.out.ready, 0)
 
     async def watch(ctx):
+        # Sampled before each edge: what was offered and taken in that cycle.
         async for _, _, valid, ready, payload in ctx.tick().sample(
                 dut.out.valid, dut.out.ready, dut.out.payload):
             if valid and ready:
