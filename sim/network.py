@@ -206,15 +206,16 @@ def _int(name, value, least, most=None):
 
 
 def system_params(topology, *, vcs=2, buffer_flits=8, link_latency=2, local_ports=1,
-                  source_queue=64, routing="dor", escape_bias=None):
+                  source_queue=64, routing="dor", escape_bias=None, speedup=1):
     """The :class:`~hdl.system.NetworkSystem` parameters of a run on ``topology``: the
     build, shared by every topology of its shape (``routing`` appears only when
-    "adaptive", and ``escape_bias`` only when given, so "dor" builds keep their
-    parameters)."""
+    "adaptive", ``escape_bias`` only when given and ``speedup`` only above 1, so "dor"
+    builds keep their parameters)."""
     return dict(dims="x".join(map(str, topology.dims)), vcs=vcs, buffer_flits=buffer_flits,
                 link_latency=link_latency, local_ports=local_ports, source_queue=source_queue,
                 reconfig_cycles=2, **({"routing": routing} if routing != "dor" else {}),
-                **({"escape_bias": escape_bias} if escape_bias is not None else {}))
+                **({"escape_bias": escape_bias} if escape_bias is not None else {}),
+                **({"speedup": speedup} if speedup != 1 else {}))
 
 
 def _destinations(topology, traffic):
@@ -417,7 +418,7 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
               link_latency=2, cycles, warmup, seed=0, backend="verilator", local_ports=1,
               message_packets=8, source_queue=64, watchdog=None, corrupt_every=0,
               malformed_every=0, stall=0.0, link_down=None, waves=None, progress=None,
-              routing="dor", escape_bias=None):
+              routing="dor", escape_bias=None, speedup=1):
     """One network run; returns :class:`NetworkStats` (no integrity check: see
     :meth:`NetworkStats.problems`). Parameters as :func:`run`, and the test knobs:
 
@@ -438,6 +439,9 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
     when the adaptive choice compares ports), at least 0; None (the default) is the
     router's default, one buffer.
 
+    ``speedup``: the routers' input speed-up (``hdl.ici.Router``), 1 (the default: one
+    flit per input a cycle into the switch) to ``vcs`` (a flit per VC).
+
     Raises
     ------
     ValueError
@@ -457,12 +461,13 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
     _check_params(traffic, rate, packet_flits, vcs, buffer_flits, link_latency,
                   cycles, warmup, seed, local_ports, message_packets, source_queue, watchdog,
                   corrupt_every, malformed_every)
+    _int("speedup", speedup, 1, vcs)
     _number("stall", stall, 0, 1)
     check_backend(backend)
     params = system_params(topology, vcs=vcs, buffer_flits=buffer_flits,
                            link_latency=link_latency, local_ports=local_ports,
                            source_queue=source_queue, routing=routing,
-                           escape_bias=escape_bias)
+                           escape_bias=escape_bias, speedup=speedup)
     dims = topology.dims
     lit, ocs = _lit(topology, dims), _ocs_beats(topology, dims)   # realizable?
     down, ends, fault_at = _link_down(topology, link_down)
@@ -492,7 +497,7 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
 def run(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flits=8,
         link_latency=2, cycles, warmup, seed=0, backend="verilator", local_ports=1,
         message_packets=8, source_queue=64, watchdog=None, waves=None, progress=None,
-        routing="dor", escape_bias=None):
+        routing="dor", escape_bias=None, speedup=1):
     """Run ``traffic`` at ``rate`` on ``topology`` and measure it (module docstring).
 
     Parameters
@@ -535,6 +540,8 @@ def run(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flit
         (minimal on tori and meshes, so the hops every packet takes).
     escape_bias : int, optional
         With ``routing="adaptive"``: as :func:`run_stats`.
+    speedup : int
+        The routers' input speed-up, 1 (default) to ``vcs``: as :func:`run_stats`.
 
     Returns
     -------
@@ -552,7 +559,7 @@ def run(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flit
                       warmup=warmup, seed=seed, backend=backend, local_ports=local_ports,
                       message_packets=message_packets, source_queue=source_queue,
                       watchdog=watchdog, waves=waves, progress=progress, routing=routing,
-                      escape_bias=escape_bias)
+                      escape_bias=escape_bias, speedup=speedup)
     problems = stats.problems()
     if problems:
         raise NetworkIntegrityError(f"{traffic} traffic at rate {rate} on "
@@ -675,7 +682,9 @@ def _simulate(whole, *, backend, waves, progress, threads=None):
     """``whole`` on ``backend``; ``threads`` of a Verilator model as in
     :func:`sim.toolchain.model_threads` (``$TPU_RTL_THREADS`` by default)."""
     check_tracing(backend, waves)
-    check_run(whole, network_system_signature(**whole.params), {})
+    # The routers' own knobs change no port of the top.
+    ports = {k: v for k, v in whole.params.items() if k not in ("escape_bias", "speedup")}
+    check_run(whole, network_system_signature(**ports), {})
     if backend == "amaranth":
         from .backends.amaranth_sim import simulate_whole
         return simulate_whole(whole, NetworkSystem, waves=waves, progress=progress)

@@ -34,9 +34,10 @@ class Allocator(wiring.Component):
       for a packet's header, the output VC is free; a body or tail flit is at the head of
       its buffer only after its header took the output VC, which it owns until its tail
       passes (wormhole: two packets' flits never interleave on an output VC);
-    - each input picks one eligible VC, round robin; each output grants one of the
-      inputs that picked it, round robin. An input's pointer moves only when its pick is
-      granted, so a pick that loses is offered again (no starvation).
+    - each input (each of its VC groups, with ``speedup``) picks one eligible VC, round
+      robin; each output grants one of the picks that ask for it, round robin. A group's
+      pointer moves only when its pick is granted, so a pick that loses is offered again
+      (no starvation).
 
     A granted header takes its output VC (unless it is also the tail); a granted tail
     frees it. Credits: each output VC starts with ``buffer_flits`` (the receiving VC
@@ -58,6 +59,12 @@ class Allocator(wiring.Component):
     keep_packets : bool
         With ``adaptive``: a torus output stays with a packet until its tail (below);
         default False.
+    speedup : int
+        Switch inputs per input, 1 (default) to ``vcs``: input ``i``'s VCs are dealt to
+        ``speedup`` groups (VC ``v`` to group ``v % speedup``), and each group picks and
+        sends on its own, so an input sends up to ``speedup`` flits a cycle, each of
+        another VC and to another output (input speed-up). 1 is one flit per input a
+        cycle.
 
     Ports
     -----
@@ -67,9 +74,11 @@ class Allocator(wiring.Component):
     eject_free : In(n_eject)
         Bit j: ejection output j's register can take a flit this cycle.
     grant : Out(vcs).array(n_in)
-        One-hot per input: the VC that sends this cycle.
-    select : Out(n_in).array(n_out)
-        One-hot per output: the input it takes a flit from this cycle.
+        Per input, one-hot within each VC group (with ``speedup`` 1: one-hot): the VCs
+        that send this cycle.
+    select : Out(n_in * speedup).array(n_out)
+        One-hot per output: the switch input it takes a flit from this cycle, switch input
+        ``i * speedup + g`` being input ``i``'s VC group ``g``.
     send : Out(n_out)
     send_vc : Out(2).array(n_out)
         The output VC of each output's flit.
@@ -118,13 +127,13 @@ class Allocator(wiring.Component):
 
     All outputs are combinational from ``heads``, ``eject_free`` and the registered
     state (ownership, credits, arbiter pointers), which they update at the clock edge;
-    ``credit`` counts from the next cycle. Throughput: each cycle, one flit per input and
-    one per output.
+    ``credit`` counts from the next cycle. Throughput: each cycle, ``speedup`` flits per
+    input (each from another VC group) and one per output.
     """
 
     def __init__(self, *, n_in, n_out, vcs, buffer_flits, n_eject=1, observe=False,
                  adaptive=False, escape_vcs=2, inject=(), escape_bias=None,
-                 keep_packets=False):
+                 keep_packets=False, speedup=1):
         check_int("n_in", n_in, least=1)
         check_int("n_out", n_out, least=2)
         check_int("vcs", vcs, least=1)
@@ -138,6 +147,7 @@ class Allocator(wiring.Component):
         check_int("escape_bias", escape_bias, least=0)
         self.escape_bias = escape_bias
         self.keep_packets = bool(keep_packets)
+        self.speedup = check_int("speedup", speedup, least=1, most=vcs)
         if self.keep_packets and not self.adaptive:
             raise ValueError("keep_packets needs adaptive allocation (cut-through): "
                              "wormhole outputs turn flit by flit")
@@ -155,7 +165,7 @@ class Allocator(wiring.Component):
             "credit": In(vcs).array(n_out - n_eject),
             "eject_free": In(n_eject),
             "grant": Out(vcs).array(n_in),
-            "select": Out(n_in).array(n_out),
+            "select": Out(n_in * self.speedup).array(n_out),
             "send": Out(n_out),
             "send_vc": Out(2).array(n_out),
             "credit_error": Out(1),
@@ -195,12 +205,29 @@ class Allocator(wiring.Component):
         self._outputs(m, picks, credits, owned, out_vcs, eject)
         return m
 
+    def _groups(self):
+        """The VCs of each switch input of an input: group ``g`` holds ``v % speedup == g``."""
+        return [list(range(g, self.vcs, self.speedup)) for g in range(self.speedup)]
+
+    def _group_picks(self, m, i, eligible, requests):
+        """Input ``i``'s switch inputs: per VC group a round-robin pick among its eligible
+        ``requests``; each ``(arbiter, pick, the group's VCs)``, ``valid`` 0 when none."""
+        picks = []
+        for g, group in enumerate(self._groups()):
+            name = f"input{i}" if self.speedup == 1 else f"input{i}_{g}"
+            m.submodules[f"{name}_arbiter"] = arb = RoundRobin(n=len(group))
+            chosen = Signal(head_layout, name=f"pick{i}" if self.speedup == 1
+                            else f"pick{i}_{g}")
+            m.d.comb += [arb.requests.eq(Cat(*(eligible[v] for v in group))),
+                         chosen.eq(_pick(arb.grant, [requests[v] for v in group]))]
+            picks.append((arb, chosen, group))
+        return picks
+
     def _picks(self, m, room, free, out_vcs):
         """Deterministic routing: each head asks for its own output VC."""
         n_in, n_out, vcs = self.n_in, self.n_out, self.vcs
         picks = []
         for i in range(n_in):
-            m.submodules[f"input{i}_arbiter"] = arb = RoundRobin(n=vcs)
             eligible = []
             for v in range(vcs):
                 h = self.heads[i][v]
@@ -214,11 +241,8 @@ class Allocator(wiring.Component):
                     with m.Default():   # no such output VC: never a valid head
                         m.d.comb += ok.eq(0)
                 eligible.append(ok)
-            # The picked head; its ``valid`` is 0 when nothing is eligible.
-            chosen = Signal(head_layout, name=f"pick{i}")
-            m.d.comb += [arb.requests.eq(Cat(*eligible)),
-                         chosen.eq(_pick(arb.grant, [self.heads[i][v] for v in range(vcs)]))]
-            picks.append((arb, chosen))
+            picks.append(self._group_picks(m, i, eligible,
+                                           [self.heads[i][v] for v in range(vcs)]))
         return picks
 
     def _adaptive_picks(self, m, credits, room, free, out_vcs, eject):
@@ -235,7 +259,6 @@ class Allocator(wiring.Component):
         key_shape = (len(Signal(range(depth + 1)))
                      + len(Signal(range(vcs * depth + preference + 1))))
         for i in range(n_in):
-            m.submodules[f"input{i}_arbiter"] = arb = RoundRobin(n=vcs)
             eligible, requests, latches = [], [], []
             for v in range(vcs):
                 h = self.heads[i][v]
@@ -307,31 +330,32 @@ class Allocator(wiring.Component):
                 eligible.append(ok)
                 requests.append(request)
                 latches.append((kept_port, kept_vc, request))
-            chosen = Signal(head_layout, name=f"pick{i}")
-            m.d.comb += [arb.requests.eq(Cat(*eligible)),
-                         chosen.eq(_pick(arb.grant, requests))]
-            picks.append((arb, chosen))
+            picks.append(self._group_picks(m, i, eligible, requests))
             self._latches.append(latches)
             self._eligible.append(eligible)
         return picks
 
     def _outputs(self, m, picks, credits, owned, out_vcs, eject):
-        """Output arbitration, grants, ownership and credits."""
-        n_in, n_out, vcs, depth = self.n_in, self.n_out, self.vcs, self.buffer_flits
-        won, credit_errors = [0] * n_in, []
+        """Output arbitration, grants, ownership and credits. ``picks[i]`` are input
+        ``i``'s switch inputs (``_group_picks``), numbered ``i * speedup + g`` here."""
+        n_out, vcs, depth = self.n_out, self.vcs, self.buffer_flits
+        switch_inputs = [pick for row in picks for pick in row]
+        won, credit_errors = [0] * len(switch_inputs), []
         for o in range(n_out):
             # A torus output stays with the packet it sends until its tail.
             sticky = self.keep_packets and o < eject
-            m.submodules[f"output{o}_arbiter"] = arb = RoundRobin(n=n_in, sticky=sticky)
+            m.submodules[f"output{o}_arbiter"] = arb = RoundRobin(n=len(switch_inputs),
+                                                                  sticky=sticky)
             winner = Signal(head_layout, name=f"winner{o}")
-            m.d.comb += [arb.requests.eq(Cat(*(c.valid & is_value(c.port, o) for _, c in picks))),
+            chosen = [c for _, c, _ in switch_inputs]
+            m.d.comb += [arb.requests.eq(Cat(*(c.valid & is_value(c.port, o) for c in chosen))),
                          arb.advance.eq(1), self.select[o].eq(arb.grant),
-                         winner.eq(_pick(arb.grant, [c for _, c in picks])),
+                         winner.eq(_pick(arb.grant, chosen)),
                          self.send[o].eq(winner.valid), self.send_vc[o].eq(winner.vc)]
             if sticky:
                 m.d.comb += arb.keep.eq(~winner.tail)
-            for i in range(n_in):
-                won[i] = won[i] | arb.grant[i]
+            for s in range(len(switch_inputs)):
+                won[s] = won[s] | arb.grant[s]
             for w in range(out_vcs[o]):
                 used = Signal(name=f"used{o}_{w}")
                 m.d.comb += used.eq(winner.valid & is_value(winner.vc, w))
@@ -344,9 +368,15 @@ class Allocator(wiring.Component):
                     m.d.sync += credits[o][w].eq(credits[o][w] - used + back)
                     credit_errors.append(back & ~used & (credits[o][w] == depth))
 
-        for i, (arb, chosen) in enumerate(picks):
-            m.d.comb += [self.grant[i].eq(Mux(won[i], arb.grant, 0)),
-                         arb.advance.eq(won[i])]
+        self._won = won
+        for i, row in enumerate(picks):
+            bits = [0] * vcs
+            for g, (arb, _, group) in enumerate(row):
+                s = i * self.speedup + g
+                m.d.comb += arb.advance.eq(won[s])
+                for j, v in enumerate(group):
+                    bits[v] = Mux(won[s], arb.grant[j], 0)
+            m.d.comb += self.grant[i].eq(Cat(*bits))
             if self.adaptive:
                 for v, (kept_port, kept_vc, request) in enumerate(self._latches[i]):
                     with m.If(self.grant[i][v] & request.head):
@@ -359,30 +389,34 @@ class Allocator(wiring.Component):
                                 for row in self.heads for h in row)
                     m.d.comb += self.starved[o][w].eq(wants.any() & ~credits[o][w].any())
             if self.adaptive:
-                self._observe_choices(m, picks, won, eject)
+                self._observe_choices(m, picks, eject)
 
-    def _observe_choices(self, m, picks, won, eject):
+    def _observe_choices(self, m, picks, eject):
         """The adaptive ``observe`` outputs (class docstring), from the granted picks."""
         same, other, fallback = ([0] * eject for _ in range(3))
-        for i, (arb, chosen) in enumerate(picks):
+        for i, row in enumerate(picks):
             heads = [self.heads[i][v] for v in range(self.vcs)]
-            header = Signal(name=f"granted_header{i}")
-            escape_port = Signal.like(heads[0].port, name=f"granted_escape_port{i}")
-            from_adaptive = Signal(name=f"granted_from_adaptive{i}")
-            on_adaptive = Signal(name=f"granted_on_adaptive{i}")
-            m.d.comb += [header.eq(won[i] & chosen.valid & chosen.head),
-                         escape_port.eq(_pick(arb.grant, [h.port for h in heads])),
-                         on_adaptive.eq(chosen.vc >= self.escape_vcs),
-                         self.blocked[i].eq(Cat(h.valid & ~ok for h, ok
-                                                in zip(heads, self._eligible[i])))]
-            if i in self.inject:
-                m.d.comb += from_adaptive.eq(0)
-            else:
-                m.d.comb += from_adaptive.eq(arb.grant[self.escape_vcs:].any())
-            for o in range(eject):
-                to_o = header & is_value(chosen.port, o)
-                same[o] = same[o] | (to_o & on_adaptive & is_value(escape_port, o))
-                other[o] = other[o] | (to_o & on_adaptive & ~is_value(escape_port, o))
-                fallback[o] = fallback[o] | (to_o & ~on_adaptive & from_adaptive)
+            m.d.comb += self.blocked[i].eq(Cat(h.valid & ~ok for h, ok
+                                               in zip(heads, self._eligible[i])))
+            for g, (arb, chosen, group) in enumerate(row):
+                name = f"{i}" if self.speedup == 1 else f"{i}_{g}"
+                header = Signal(name=f"granted_header{name}")
+                escape_port = Signal.like(heads[0].port, name=f"granted_escape_port{name}")
+                from_adaptive = Signal(name=f"granted_from_adaptive{name}")
+                on_adaptive = Signal(name=f"granted_on_adaptive{name}")
+                m.d.comb += [header.eq(self._won[i * self.speedup + g] & chosen.valid
+                                       & chosen.head),
+                             escape_port.eq(_pick(arb.grant, [heads[v].port for v in group])),
+                             on_adaptive.eq(chosen.vc >= self.escape_vcs)]
+                adaptive_vcs = [j for j, v in enumerate(group) if v >= self.escape_vcs]
+                if i in self.inject or not adaptive_vcs:
+                    m.d.comb += from_adaptive.eq(0)
+                else:
+                    m.d.comb += from_adaptive.eq(Cat(arb.grant[j] for j in adaptive_vcs).any())
+                for o in range(eject):
+                    to_o = header & is_value(chosen.port, o)
+                    same[o] = same[o] | (to_o & on_adaptive & is_value(escape_port, o))
+                    other[o] = other[o] | (to_o & on_adaptive & ~is_value(escape_port, o))
+                    fallback[o] = fallback[o] | (to_o & ~on_adaptive & from_adaptive)
         m.d.comb += [self.adaptive_same.eq(Cat(*same)), self.adaptive_other.eq(Cat(*other)),
                      self.fallback.eq(Cat(*fallback))]

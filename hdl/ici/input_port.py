@@ -84,6 +84,8 @@ class InputPort(wiring.Component):
         or, in a router with several ejection ports, ``n_ports + j``.
     bypass : bool
         A flit arriving at an empty VC buffer can leave in the same cycle.
+    groups : int
+        VC groups, each a switch input of its own (the router's ``speedup``); default 1.
 
     Ports
     -----
@@ -100,10 +102,11 @@ class InputPort(wiring.Component):
     heads : Out(head_layout).array(vcs)
         Each VC's oldest flit that is not being dropped (``valid`` 0 when none).
     grant : In(vcs)
-        One-hot or 0: the VC whose oldest flit the switch takes this cycle; only a valid
-        head may be granted.
-    data : Out(32 * flit_words)
-        The granted flit's bits (0 when nothing is granted).
+        One-hot or 0 within each VC group: the VCs whose oldest flits the switch takes
+        this cycle; only a valid head may be granted.
+    data : Out(32 * flit_words).array(groups)
+        Per VC group (VC ``v`` in group ``v % groups``), its granted flit's bits (0 when
+        none of its VCs is granted).
     malformed, overflow : Out(1)
         Pulses: a malformed header arrived; a flit arrived at a full buffer (the sender
         broke the credit protocol; the flit is lost).
@@ -134,13 +137,14 @@ class InputPort(wiring.Component):
 
     Latency: with ``bypass``, a flit arriving at an empty buffer is a head in the same
     cycle; otherwise it is one cycle later. Throughput: one arrival a cycle, and one
-    grant plus any number of drops (one per VC) a cycle.
+    grant per VC group plus any number of drops (one per VC) a cycle.
     """
 
     def __init__(self, *, vcs, out_vcs, flit_words, buffer_flits, port, n_ports, bypass,
                  eject_to=None, routing="dor", escape_vcs=2, local_ports=1,
-                 eject_by_source=None):
+                 eject_by_source=None, groups=1):
         check_int("out_vcs", out_vcs, least=1, most=4)
+        self.groups = check_int("groups", groups, least=1)
         check_int("buffer_flits", buffer_flits, least=1)
         check_int("n_ports", n_ports, least=2, most=6)
         check_int("port", port, least=-1, most=n_ports - 1)
@@ -166,7 +170,7 @@ class InputPort(wiring.Component):
             "down": In(n_ports),
             "heads": Out(adaptive_head_layout if self.adaptive else head_layout).array(vcs),
             "grant": In(vcs),
-            "data": Out(32 * flit_words),
+            "data": Out(32 * flit_words).array(self.groups),
             "malformed": Out(1),
             "overflow": Out(1),
             "undeliverable": Out(range(vcs + 1)),
@@ -213,7 +217,7 @@ class InputPort(wiring.Component):
             hdr_extra = {"minimal": self.minimal, "adapt": adapt, "length": hdr_length}
         else:
             hdr_extra = {}
-        malformed, overflow, headers, data_out = [], [], [], 0
+        malformed, overflow, headers, data_out = [], [], [], [0] * self.groups
         given_up, discarded = [], []
         # Indexed by an entry's port, which may name an ejection output (never down).
         down = Cat(self.down, C(0, (1 << PORT_BITS) - self.n_ports))
@@ -288,9 +292,11 @@ class InputPort(wiring.Component):
             overflow.append(fifo.i.valid & ~fifo.i.ready)
             given_up.append(head_valid & give_up & head.head)
             discarded.append(head_valid & discard)
-            data_out = data_out | Mux(self.grant[v], head.data, 0)
+            g = v % self.groups
+            data_out[g] = data_out[g] | Mux(self.grant[v], head.data, 0)
         entry = self.entry
-        m.d.comb += [self.data.eq(data_out), self.malformed.eq(Cat(*malformed).any()),
+        m.d.comb += [*(self.data[g].eq(d) for g, d in enumerate(data_out)),
+                     self.malformed.eq(Cat(*malformed).any()),
                      self.overflow.eq(Cat(*overflow).any()),
                      self.undeliverable.eq(sum(given_up)), self.discarded.eq(sum(discarded)),
                      self.dateline.eq(Cat(*headers).any() & ~hdr_bad & entry.fixed

@@ -120,6 +120,11 @@ class Router(wiring.Component):
         until its tail, other packets filling only its gaps (:class:`Allocator`); default
         False, flit by flit. A system's routers (``hdl.system.ChipNode``) keep packets:
         their receive engines take one packet at a time.
+    speedup : int
+        Input speed-up, 1 (default) to ``vcs``: each input's VCs are dealt to ``speedup``
+        groups (VC ``v`` to group ``v % speedup``), each a switch input of its own, so an
+        input sends up to ``speedup`` flits a cycle, of different VCs to different
+        outputs (:class:`Allocator`). The switch grows to ``speedup`` times the inputs.
 
     Adaptive routing (``routing="adaptive"``): the table holds
     ``hdl.ici.layouts.adaptive_entry_layout`` entries (``adaptive_table_entries`` of
@@ -203,7 +208,8 @@ class Router(wiring.Component):
     Latency per hop, at zero load: ``pipeline`` cycles in the router (input to output
     register) plus the link's latency; a flit injected in cycle ``t`` of an idle router
     is on ``eject`` or a ``tx`` port in cycle ``t + pipeline``. Throughput: each output
-    one flit per cycle; each input one flit per cycle into the switch.
+    one flit per cycle; each input ``speedup`` flits per cycle into the switch (one per
+    VC group).
 
     Stall rules: a head waits while its output VC has no credit, is owned by another
     packet (header only), or the output grants another input; ``eject`` holds its flit
@@ -215,7 +221,7 @@ class Router(wiring.Component):
 
     def __init__(self, *, dims=2, vcs=2, buffer_flits=8, flit_words=1, n_nodes=256,
                  pipeline=1, local_ports=1, observe=False, routing="dor", escape_vcs=2,
-                 escape_bias=None, eject_by=None, keep_packets=False):
+                 escape_bias=None, eject_by=None, keep_packets=False, speedup=1):
         check_int("dims", dims, least=2, most=3)
         check_int("vcs", vcs, least=2, most=MAX_VCS)
         check_int("buffer_flits", buffer_flits, least=1)
@@ -247,6 +253,7 @@ class Router(wiring.Component):
             raise ValueError(f"keep_packets needs routing='adaptive', not {routing!r}: "
                              f"wormhole outputs turn flit by flit")
         self.keep_packets = bool(keep_packets)
+        self.speedup = check_int("speedup", speedup, least=1, most=vcs)
         self.queues = min(self.n_ports, vcs) if self.adaptive else 1
         link = LinkSignature(vcs=vcs, flit_words=flit_words)
         flit = stream.Signature(flit_layout(flit_words))
@@ -314,7 +321,8 @@ class Router(wiring.Component):
                              eject_to=n_ports + (i - n_ports if local else eject_port(
                                  i, torus_ports=n_ports, local_ports=k)),
                              routing=self.routing, escape_vcs=self.escape_vcs,
-                             local_ports=k, eject_by_source=self.eject_by == "source")
+                             local_ports=k, eject_by_source=self.eject_by == "source",
+                             groups=self.speedup)
             m.submodules[self.local_name("inject", i - n_ports) if local
                          else f"input{i}"] = port
             lookup = table.read_port(domain="comb")
@@ -345,7 +353,8 @@ class Router(wiring.Component):
             n_in=n_ports + k, n_out=n_ports + k, vcs=vcs, buffer_flits=self.buffer_flits,
             n_eject=k, observe=self.observe, adaptive=self.adaptive,
             escape_vcs=self.escape_vcs, inject=range(n_ports, n_ports + k),
-            escape_bias=self.escape_bias, keep_packets=self.keep_packets)
+            escape_bias=self.escape_bias, keep_packets=self.keep_packets,
+            speedup=self.speedup)
         ejects = [self.local("eject", j) for j in range(k)]
         eject_free = [~e.valid | e.ready for e in ejects]
         m.d.comb += alloc.eject_free.eq(Cat(*eject_free))
@@ -356,13 +365,16 @@ class Router(wiring.Component):
         for o in range(n_ports):
             m.d.comb += alloc.credit[o].eq(self.tx[o].credit)
 
-        # The switch: each output takes the granted flit of the input it selected into
-        # its register. (Flits are plain bits inside the router; the layout is on ports.)
+        # The switch: each output takes the granted flit of the switch input (an input's
+        # VC group) it selected into its register. (Flits are plain bits inside the
+        # router; the layout is on ports.)
         flit_bits = self.flit_words * 32
         for o in range(n_ports + k):
             flit = 0
             for i, port in enumerate(inputs):
-                flit = flit | Mux(alloc.select[o][i], port.data, 0)
+                for g in range(self.speedup):
+                    chosen = alloc.select[o][i * self.speedup + g]
+                    flit = flit | Mux(chosen, port.data[g], 0)
             held = Signal(flit_bits, name=f"flit{o}", reset_less=True)
             if o < n_ports:
                 m.d.sync += [self.tx[o].valid.eq(alloc.send[o]),
@@ -426,8 +438,11 @@ class Router(wiring.Component):
     def _observe(self, m, alloc, inputs):
         """The ``observe`` ports: views of the allocator and the input ports."""
         m.d.comb += alloc.hold.eq(self.hold)
-        for o in range(self.n_ports + self.local_ports):
-            m.d.comb += self.switched[o].eq(Mux(alloc.send[o], alloc.select[o], 0))
+        n_in = self.n_ports + self.local_ports
+        for o in range(n_in):
+            by_input = Cat(alloc.select[o][i * self.speedup:(i + 1) * self.speedup].any()
+                           for i in range(n_in))
+            m.d.comb += self.switched[o].eq(Mux(alloc.send[o], by_input, 0))
         for o in range(self.n_ports):
             m.d.comb += self.starved[o].eq(alloc.starved[o])
             for w in range(self.vcs):

@@ -107,6 +107,8 @@ class NetworkNode(wiring.Component):
         unordered (:class:`TrafficSink`'s ``ordered``).
     escape_bias : int or None
         With "adaptive": the router's ``escape_bias`` (default None: its default).
+    speedup : int
+        The router's input speed-up (``hdl.ici.Router``), 1 (default) to ``vcs``.
 
     Ports
     -----
@@ -157,7 +159,7 @@ class NetworkNode(wiring.Component):
     """
 
     def __init__(self, *, dims=2, vcs=2, buffer_flits=8, link_latency=2, n_nodes=16,
-                 local_ports=1, source_queue=64, routing="dor", escape_bias=None):
+                 local_ports=1, source_queue=64, routing="dor", escape_bias=None, speedup=1):
         check_int("dims", dims, least=2, most=3)
         check_int("vcs", vcs, least=2, most=MAX_VCS)
         check_int("buffer_flits", buffer_flits, least=1)
@@ -172,6 +174,7 @@ class NetworkNode(wiring.Component):
         if escape_bias is not None:
             check_int("escape_bias", escape_bias, least=0)
         self.escape_bias = escape_bias
+        self.speedup = check_int("speedup", speedup, least=1, most=vcs)
         super().__init__(node_signature(dims=dims, vcs=vcs, n_nodes=n_nodes,
                                         local_ports=local_ports, routing=routing))
 
@@ -181,7 +184,7 @@ class NetworkNode(wiring.Component):
         m.submodules.router = router = Router(
             dims=self.dims, vcs=self.vcs, buffer_flits=self.buffer_flits,
             flit_words=FLIT_WORDS, n_nodes=self.n_nodes, local_ports=k, observe=True,
-            **({"routing": "adaptive", "escape_vcs": ADAPTIVE_ESCAPE_VCS,
+            speedup=self.speedup, **({"routing": "adaptive", "escape_vcs": ADAPTIVE_ESCAPE_VCS,
                 "escape_bias": self.escape_bias} if self.routing == "adaptive" else {}))
         generators = [TrafficGenerator(n_nodes=self.n_nodes, lane=j, local_ports=k,
                                        source_queue=self.source_queue) for j in range(k)]

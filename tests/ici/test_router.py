@@ -266,18 +266,22 @@ def queue_all_pairs(bench, rng, tables, chip, *, per_pair, max_flits, uid=0):
     return uid
 
 
-@pytest.mark.parametrize("vcs, buffer_flits, flit_words, pipeline", [
-    (2, 8, 1, 1),
-    (2, 2, 2, 2),
-    (4, 3, 1, 1),
+@pytest.mark.parametrize("vcs, buffer_flits, flit_words, pipeline, speedup", [
+    (2, 8, 1, 1, 1),
+    (2, 2, 2, 2, 1),
+    (4, 3, 1, 1, 1),
+    (2, 2, 2, 2, 2),
+    (4, 3, 1, 1, 2),
+    (4, 3, 1, 1, 4),
 ])
-def test_every_port_pair_and_vc_rule(vcs, buffer_flits, flit_words, pipeline, rng, seed):
+def test_every_port_pair_and_vc_rule(vcs, buffer_flits, flit_words, pipeline, speedup, rng,
+                                     seed):
     """Chip 12 = (3, 0) of a 4x4 torus: +x and -y are datelines, so the table's VC rule
     has every case (dateline, straight on in VC 1, turn back to VC 0, eject)."""
     tables = topo.routing_tables(topo.torus((4, 4)), vcs=2)
     chip = 12
     router = Router(dims=2, vcs=vcs, buffer_flits=buffer_flits, flit_words=flit_words,
-                    n_nodes=16, pipeline=pipeline)
+                    n_nodes=16, pipeline=pipeline, speedup=speedup)
     bench = Bench(router, rng)
     queue_all_pairs(bench, rng, tables, chip, per_pair=2, max_flits=4)
     result = {}
@@ -385,6 +389,50 @@ def test_wormhole_keeps_packets_whole():
     order = [ici.ADDRESS.get(p[1, 0]) for p in cut_packets(bench.received[(0, 1)], 1, "")]
     assert sorted(order) == [0, 1, 2, 3]
     assert bench.received[(1, 0)] and bench.received[(1, 1)]
+
+
+@pytest.mark.parametrize("speedup", [1, 2])
+def test_speedup_sends_two_vcs_of_an_input_at_once(speedup):
+    """Input 0 holds a packet in each VC, for two different outputs. Each cycle the input
+    sends one flit into the switch, or with ``speedup=2`` one per VC (VCs 0 and 1 are in
+    different groups): the two packets then leave side by side, in half the cycles."""
+    tables = topo.routing_tables(topo.torus((4, 4)), vcs=2)
+    chip, flits = 5, 6
+    router = Router(dims=2, vcs=2, buffer_flits=8, n_nodes=16, observe=True,
+                    speedup=speedup)
+    rng = np.random.default_rng(1)
+    bench = Bench(router, rng, send_p=1.0, drain_p=1.0, ready_p=1.0)
+    # Chip 5 = (1, 1): chip 6 is +y of it, chip 9 +x; from input 0 in VC v each stays
+    # in VC v or turns to VC 0, so the outputs are ports 2 and 0.
+    wheres = [expected(tables, chip, dst, 0, v) for v, dst in enumerate((6, 9))]
+    assert {w[0] for w in wheres} == {0, 2}
+    for v, (dst, where) in enumerate(zip((6, 9), wheres)):
+        bench.send(0, v, v, packet(rng, uid=v, dst=dst, flits=flits, flit_words=1), where)
+    side_by_side = []
+
+    async def run(ctx):
+        await load_table(ctx, router, table_entries(tables, chip, vcs=2))
+        ctx.set(router.hold, 0b1111)          # both packets wait whole in their buffers
+        for _ in range(2 * flits + 2):
+            await bench.step(ctx)
+        assert not bench.busy() and not any(bench.received.values())
+        ctx.set(router.hold, 0)
+        start = bench.cycle
+        while sum(map(len, bench.received.values())) < 2 * flits:
+            side_by_side.append(ctx.get(router.switched[0]) & ctx.get(router.switched[2]) & 1)
+            await bench.step(ctx)
+            assert bench.cycle < start + 40, "the packets did not leave"
+        side_by_side.append(bench.cycle - start)
+        for _ in range(10):                   # the downstream buffers drain
+            await bench.step(ctx)
+
+    simulate(router, bench, run)
+    bench.check()
+    took = side_by_side.pop()
+    if speedup == 1:
+        assert not any(side_by_side) and took >= 2 * flits
+    else:
+        assert sum(side_by_side) == flits and took <= flits + 2
 
 
 def test_round_robin_shares_an_output_fairly(rng):
@@ -596,6 +644,8 @@ def test_credit_violations_are_flagged():
     (dict(dims=2, n_nodes=4, local_ports=0), ValueError, "local_ports must be at least 1"),
     (dict(dims=2.0, n_nodes=4), TypeError, "dims must be an integer"),
     (dict(dims=2, n_nodes=4, vcs=True), TypeError, "vcs must be an integer"),
+    (dict(dims=2, n_nodes=4, speedup=0), ValueError, "speedup must be at least 1"),
+    (dict(dims=2, n_nodes=4, vcs=2, speedup=3), ValueError, "speedup must be at most 2"),
 ])
 def test_bad_parameters(kwargs, error, match):
     with pytest.raises(error, match=match):

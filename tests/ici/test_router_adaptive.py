@@ -20,11 +20,11 @@ from hdl.ici.network import Network
 from .test_router_network import NetBench, cut, make_packet, read_counters, simulate
 
 
-def build(topology, *, vcs=3, buffer_flits=8, link_latency=1, pipeline=1):
+def build(topology, *, vcs=3, buffer_flits=8, link_latency=1, pipeline=1, speedup=1):
     tables = topo.routing_tables(topology, vcs=vcs, routing="adaptive")
     net = Network(neighbor=topology.neighbor, vcs=vcs, buffer_flits=buffer_flits,
                   link_latency=link_latency, pipeline=pipeline, routing="adaptive",
-                  escape_vcs=tables.escape_vcs)
+                  escape_vcs=tables.escape_vcs, speedup=speedup)
     entries = [adaptive_table_entries(tables, c, vcs=vcs) for c in range(topology.n_chips)]
     return tables, net, entries
 
@@ -89,14 +89,17 @@ def check_adaptive_deliveries(bench, topology, tables):
 
 CASES = {
     "ring4": ((4, 1), {}, {}),
+    "ring4-speedup": ((4, 1), {}, {"speedup": 3}),
     "3x3": ((3, 3), {}, {}),
     "3x3-failed": ((3, 3), {"failed": (4,)}, {"buffer_flits": 6, "link_latency": 2}),
     "2x4-twisted": ((2, 4), {"twist": True}, {"vcs": 4, "pipeline": 2}),
+    "2x4-twisted-speedup": ((2, 4), {"twist": True}, {"vcs": 4, "speedup": 2}),
 }
 
 
 @pytest.mark.parametrize("case", [
-    "ring4", pytest.param("2x4-twisted", marks=pytest.mark.slow),
+    "ring4", "ring4-speedup", pytest.param("2x4-twisted", marks=pytest.mark.slow),
+    pytest.param("2x4-twisted-speedup", marks=pytest.mark.slow),
     pytest.param("3x3", marks=pytest.mark.slow),
     pytest.param("3x3-failed", marks=pytest.mark.slow)])
 def test_adaptive_traffic_is_delivered_on_allowed_hops(case, rng, seed):

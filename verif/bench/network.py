@@ -440,14 +440,16 @@ def routing_markdown(results):
 
 def _config_label(config):
     routing, vcs, *more = config
-    return f"{routing}, {vcs} VCs" + (f", {more[0]}-flit buffers" if more else "")
+    return (f"{routing}, {vcs} VCs" + (f", {more[0]}-flit buffers" if more else "")
+            + (f", speed-up {more[1]}" if len(more) > 1 else ""))
 
 
 def compare_twist(shape, *, configs=(("dor", 2), ("adaptive", 3)), rates=(0.5, 1.0, 1.5, 2.0),
                   cycles=6000, warmup=2000, seed=1, backend="verilator", buffer_flits=8,
                   out=None, progress=None):
     """Issue 44's twist figures: for each ``(routing, vcs)`` of ``configs`` (or ``(routing,
-    vcs, buffer_flits)``, which overrides ``buffer_flits`` for it) and each torus
+    vcs, buffer_flits)``, which overrides ``buffer_flits`` for it, or ``(routing, vcs,
+    buffer_flits, speedup)``, which also gives the routers' input speed-up) and each torus
     of ``shape`` (regular, then twisted), the all-to-all of "Twisted against regular tori"
     (4-flit packets, 16-packet messages, 2 local ports: network only) at each offered
     rate of ``rates``, every run's integrity checked. Throughput is the peak accepted load
@@ -464,13 +466,15 @@ def compare_twist(shape, *, configs=(("dor", 2), ("adaptive", 3)), rates=(0.5, 1
     for config in configs:
         routing, vcs, *more = config
         buffers = more[0] if more else buffer_flits
+        speedup = more[1] if len(more) > 1 else 1
         for twist in (False, True):
             curve = []
             for rate in rates:
                 stats = run_stats(topo.torus(shape, twist=twist), traffic="all_to_all",
                                   rate=rate, packet_flits=4, message_packets=16, local_ports=2,
                                   vcs=vcs, buffer_flits=buffers, cycles=cycles,
-                                  warmup=warmup, seed=seed, backend=backend, routing=routing)
+                                  warmup=warmup, seed=seed, backend=backend, routing=routing,
+                                  speedup=speedup)
                 if stats.problems():
                     raise NetworkIntegrityError(
                         f"{shape} {'twisted' if twist else 'regular'}, {_config_label(config)}, "
