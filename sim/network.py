@@ -51,7 +51,8 @@ import numpy as np
 from golden import topology as topo
 from golden.routing import check_routing, walk
 from hdl.ici import table_entries
-from hdl.ici.layouts import adaptive_entry_layout, adaptive_table_entries, route_entry_layout
+from hdl.ici.layouts import (MAX_VCS, adaptive_entry_layout, adaptive_table_entries,
+                             route_entry_layout)
 from hdl.lib.blackbox import BlackBox
 from hdl.lib.xorshift import xorshift32
 from hdl.ocs import STATUSES
@@ -206,16 +207,24 @@ def _int(name, value, least, most=None):
 
 
 def system_params(topology, *, vcs=2, buffer_flits=8, link_latency=2, local_ports=1,
-                  source_queue=64, routing="dor", escape_bias=None, speedup=1):
+                  source_queue=64, routing="dor", escape_bias=None, speedup=1,
+                  switching=None):
     """The :class:`~hdl.system.NetworkSystem` parameters of a run on ``topology``: the
     build, shared by every topology of its shape (``routing`` appears only when
-    "adaptive", ``escape_bias`` only when given and ``speedup`` only above 1, so "dor"
-    builds keep their parameters)."""
+    "adaptive", ``escape_bias`` only when given, ``speedup`` only above 1 and
+    ``switching`` only when it is not the routing's own, so "dor" builds keep their
+    parameters)."""
     return dict(dims="x".join(map(str, topology.dims)), vcs=vcs, buffer_flits=buffer_flits,
                 link_latency=link_latency, local_ports=local_ports, source_queue=source_queue,
                 reconfig_cycles=2, **({"routing": routing} if routing != "dor" else {}),
                 **({"escape_bias": escape_bias} if escape_bias is not None else {}),
-                **({"speedup": speedup} if speedup != 1 else {}))
+                **({"speedup": speedup} if speedup != 1 else {}),
+                **({"switching": switching}
+                   if switching not in (None, _default_switching(routing)) else {}))
+
+
+def _default_switching(routing):
+    return "cut_through" if routing == "adaptive" else "wormhole"
 
 
 def _destinations(topology, traffic):
@@ -388,7 +397,7 @@ def _check_params(traffic, rate, packet_flits, vcs, buffer_flits, link_latency,
     _int("packet_flits", packet_flits, 1, MAX_PACKET_FLITS)
     _int("local_ports", local_ports, 1, MAX_LOCAL_PORTS)
     _number("rate", rate, 0, local_ports)
-    _int("vcs", vcs, 2, 4)
+    _int("vcs", vcs, 2, MAX_VCS)
     _int("buffer_flits", buffer_flits, 1)
     _int("link_latency", link_latency, 0)
     _int("cycles", cycles, 1, (1 << 32) - 1)
@@ -414,11 +423,25 @@ def _routing(routing, vcs=None, packet_flits=None, buffer_flits=None):
     return routing
 
 
+def _switching(switching, routing, packet_flits, buffer_flits):
+    """``switching`` checked against ``routing``, and cut-through's packets against a
+    buffer."""
+    if switching is None:
+        return
+    allowed = ("cut_through",) if routing == "adaptive" else ("wormhole", "cut_through")
+    if switching not in allowed:
+        raise ValueError(f"switching must be {' or '.join(map(repr, allowed))} with "
+                         f"routing={routing!r}, not {switching!r}")
+    if switching == "cut_through" and packet_flits > buffer_flits:
+        raise ValueError(f"switching='cut_through' needs packet_flits ({packet_flits}) to "
+                         f"fit buffer_flits ({buffer_flits})")
+
+
 def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flits=8,
               link_latency=2, cycles, warmup, seed=0, backend="verilator", local_ports=1,
               message_packets=8, source_queue=64, watchdog=None, corrupt_every=0,
               malformed_every=0, stall=0.0, link_down=None, waves=None, progress=None,
-              routing="dor", escape_bias=None, speedup=1):
+              routing="dor", escape_bias=None, speedup=1, switching=None):
     """One network run; returns :class:`NetworkStats` (no integrity check: see
     :meth:`NetworkStats.problems`). Parameters as :func:`run`, and the test knobs:
 
@@ -442,6 +465,10 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
     ``speedup``: the routers' input speed-up (``hdl.ici.Router``), 1 (the default: one
     flit per input a cycle into the switch) to ``vcs`` (a flit per VC).
 
+    ``switching``: the routers' (``hdl.ici.Router``): with "dor", "wormhole" (None, the
+    default) or "cut_through" (a header moves only with room for its whole packet, so
+    ``packet_flits`` must fit ``buffer_flits``); "adaptive" is always cut-through.
+
     Raises
     ------
     ValueError
@@ -462,12 +489,13 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
                   cycles, warmup, seed, local_ports, message_packets, source_queue, watchdog,
                   corrupt_every, malformed_every)
     _int("speedup", speedup, 1, vcs)
+    _switching(switching, routing, packet_flits, buffer_flits)
     _number("stall", stall, 0, 1)
     check_backend(backend)
     params = system_params(topology, vcs=vcs, buffer_flits=buffer_flits,
                            link_latency=link_latency, local_ports=local_ports,
                            source_queue=source_queue, routing=routing,
-                           escape_bias=escape_bias, speedup=speedup)
+                           escape_bias=escape_bias, speedup=speedup, switching=switching)
     dims = topology.dims
     lit, ocs = _lit(topology, dims), _ocs_beats(topology, dims)   # realizable?
     down, ends, fault_at = _link_down(topology, link_down)
@@ -497,7 +525,7 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
 def run(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flits=8,
         link_latency=2, cycles, warmup, seed=0, backend="verilator", local_ports=1,
         message_packets=8, source_queue=64, watchdog=None, waves=None, progress=None,
-        routing="dor", escape_bias=None, speedup=1):
+        routing="dor", escape_bias=None, speedup=1, switching=None):
     """Run ``traffic`` at ``rate`` on ``topology`` and measure it (module docstring).
 
     Parameters
@@ -542,6 +570,8 @@ def run(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flit
         With ``routing="adaptive"``: as :func:`run_stats`.
     speedup : int
         The routers' input speed-up, 1 (default) to ``vcs``: as :func:`run_stats`.
+    switching : "wormhole" or "cut_through", optional
+        With "dor": as :func:`run_stats`.
 
     Returns
     -------
@@ -559,7 +589,7 @@ def run(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flit
                       warmup=warmup, seed=seed, backend=backend, local_ports=local_ports,
                       message_packets=message_packets, source_queue=source_queue,
                       watchdog=watchdog, waves=waves, progress=progress, routing=routing,
-                      escape_bias=escape_bias, speedup=speedup)
+                      escape_bias=escape_bias, speedup=speedup, switching=switching)
     problems = stats.problems()
     if problems:
         raise NetworkIntegrityError(f"{traffic} traffic at rate {rate} on "
@@ -683,7 +713,8 @@ def _simulate(whole, *, backend, waves, progress, threads=None):
     :func:`sim.toolchain.model_threads` (``$TPU_RTL_THREADS`` by default)."""
     check_tracing(backend, waves)
     # The routers' own knobs change no port of the top.
-    ports = {k: v for k, v in whole.params.items() if k not in ("escape_bias", "speedup")}
+    ports = {k: v for k, v in whole.params.items()
+             if k not in ("escape_bias", "speedup", "switching")}
     check_run(whole, network_system_signature(**ports), {})
     if backend == "amaranth":
         from .backends.amaranth_sim import simulate_whole

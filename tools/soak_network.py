@@ -28,13 +28,13 @@ from verif.cli.network import parse_link_down  # noqa: E402
 
 
 def soak(shape, *, twist, failed, traffic, rate, cycles, warmup, seed, backend,
-         link_down=None, routing="dor", vcs=2):
+         link_down=None, routing="dor", vcs=2, speedup=1):
     """One soak run; returns (topology, NetworkStats, wall seconds, problems)."""
     topology = topo.torus(shape, twist=twist, failed=failed)
     start = time.monotonic()
     stats = network.run_stats(topology, traffic=traffic, rate=rate, cycles=cycles,
                               warmup=warmup, seed=seed, backend=backend, link_down=link_down,
-                              routing=routing, vcs=vcs)
+                              routing=routing, vcs=vcs, speedup=speedup)
     return topology, stats, time.monotonic() - start, stats.problems()
 
 
@@ -55,6 +55,8 @@ def main(argv=None):
     parser.add_argument("--routing", default="dor", choices=("dor", "adaptive"))
     parser.add_argument("--vcs", type=int, default=None,
                         help="VCs per link (default 2, or 3 with --routing adaptive)")
+    parser.add_argument("--speedup", type=int, default=1,
+                        help="the routers' input speed-up, 1 to --vcs (default 1)")
     args = parser.parse_args(argv)
     vcs = args.vcs if args.vcs is not None else 3 if args.routing == "adaptive" else 2
     failed = tuple(int(c) for c in args.failed.split(",") if c)
@@ -63,7 +65,8 @@ def main(argv=None):
         topology, stats, wall, problems = soak(
             args.topology, twist=args.twist, failed=failed, traffic=args.traffic,
             rate=args.rate, cycles=args.cycles, warmup=args.warmup, seed=args.seed,
-            backend=args.backend, link_down=link_down, routing=args.routing, vcs=vcs)
+            backend=args.backend, link_down=link_down, routing=args.routing, vcs=vcs,
+            speedup=args.speedup)
     except SimulationHang as error:
         print(f"HUNG (watchdog): {error}")
         return 1
@@ -72,7 +75,7 @@ def main(argv=None):
         return 2
     t = stats.total
     print(f"{topology!r}, {args.traffic}, rate {args.rate}, seed {args.seed}, "
-          f"routing {args.routing}, {vcs} VCs")
+          f"routing {args.routing}, {vcs} VCs, speed-up {args.speedup}")
     print(f"cycles {args.cycles} (warm-up {args.warmup}); harness cycles {stats.cycles}, "
           f"drain {stats.drain_cycles}")
     for name in ("created", "overflow", "injected", "received", "header_errors",

@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 from ..lib.params import check_int
 from .arbiter import RoundRobin
 from .input_port import adaptive_head_layout, head_layout, is_value
-from .layouts import MAX_VCS
+from .layouts import MAX_VCS, VC_BITS
 
 __all__ = ["Allocator"]
 
@@ -56,8 +56,13 @@ class Allocator(wiring.Component):
         Adaptive routing (below): default off; escape VCs (default 2); the injection
         inputs (default none); the escape port's bias in credits, at least 0 (default
         None: ``buffer_flits``).
+    cut_through : bool or None
+        Virtual cut-through allocation (below) without adaptive routing: a header takes
+        its (dimension-order) output VC only with credits for its whole packet; heads are
+        then ``adaptive_head_layout`` (``adapt`` and ``minimal`` unused). Default None:
+        as ``adaptive``, which needs it.
     keep_packets : bool
-        With ``adaptive``: a torus output stays with a packet until its tail (below);
+        With cut-through: a torus output stays with a packet until its tail (below);
         default False.
     speedup : int
         Switch inputs per input, 1 (default) to ``vcs``: input ``i``'s VCs are dealt to
@@ -80,7 +85,7 @@ class Allocator(wiring.Component):
         One-hot per output: the switch input it takes a flit from this cycle, switch input
         ``i * speedup + g`` being input ``i``'s VC group ``g``.
     send : Out(n_out)
-    send_vc : Out(2).array(n_out)
+    send_vc : Out(VC_BITS).array(n_out)
         The output VC of each output's flit.
     credit_error : Out(1)
         Pulse: a credit came back to an output VC that already had ``buffer_flits``.
@@ -133,7 +138,7 @@ class Allocator(wiring.Component):
 
     def __init__(self, *, n_in, n_out, vcs, buffer_flits, n_eject=1, observe=False,
                  adaptive=False, escape_vcs=2, inject=(), escape_bias=None,
-                 keep_packets=False, speedup=1):
+                 keep_packets=False, speedup=1, cut_through=None):
         check_int("n_in", n_in, least=1)
         check_int("n_out", n_out, least=2)
         check_int("vcs", vcs, least=1)
@@ -148,8 +153,12 @@ class Allocator(wiring.Component):
         self.escape_bias = escape_bias
         self.keep_packets = bool(keep_packets)
         self.speedup = check_int("speedup", speedup, least=1, most=vcs)
-        if self.keep_packets and not self.adaptive:
-            raise ValueError("keep_packets needs adaptive allocation (cut-through): "
+        self.cut_through = self.adaptive if cut_through is None else bool(cut_through)
+        if self.adaptive and not self.cut_through:
+            raise ValueError("adaptive allocation needs cut_through: an adaptive VC may be "
+                             "taken only with room for the whole packet")
+        if self.keep_packets and not self.cut_through:
+            raise ValueError("keep_packets needs cut-through allocation: "
                              "wormhole outputs turn flit by flit")
         if self.adaptive:
             check_int("escape_vcs", escape_vcs, least=1, most=vcs - 1)
@@ -160,14 +169,14 @@ class Allocator(wiring.Component):
                          "adaptive_other": Out(n_out - n_eject),
                          "fallback": Out(n_out - n_eject), "blocked": Out(vcs).array(n_in)}
         super().__init__({
-            "heads": In(adaptive_head_layout if self.adaptive else head_layout
+            "heads": In(adaptive_head_layout if self.cut_through else head_layout
                         ).array(n_in, vcs),
             "credit": In(vcs).array(n_out - n_eject),
             "eject_free": In(n_eject),
             "grant": Out(vcs).array(n_in),
             "select": Out(n_in * self.speedup).array(n_out),
             "send": Out(n_out),
-            "send_vc": Out(2).array(n_out),
+            "send_vc": Out(VC_BITS).array(n_out),
             "credit_error": Out(1),
             **observed,
         })
@@ -198,7 +207,7 @@ class Allocator(wiring.Component):
                 m.d.comb += [room[o][w].eq(has_room),
                              free[o][w].eq(room[o][w] & ~owned[o][w])]
 
-        if self.adaptive:
+        if self.cut_through:
             picks = self._adaptive_picks(m, credits, room, free, out_vcs, eject)
         else:
             picks = self._picks(m, room, free, out_vcs)
@@ -246,7 +255,8 @@ class Allocator(wiring.Component):
         return picks
 
     def _adaptive_picks(self, m, credits, room, free, out_vcs, eject):
-        """Adaptive routing with cut-through (class docstring)."""
+        """Cut-through allocation, with adaptive routing when ``adaptive`` (class
+        docstring)."""
         n_in, n_out, vcs, depth = self.n_in, self.n_out, self.vcs, self.buffer_flits
         picks, self._latches, self._eligible = [], [], []
         # Per torus output: the credits of all its VCs, the port's congestion.
@@ -264,7 +274,7 @@ class Allocator(wiring.Component):
                 h = self.heads[i][v]
                 # The route a granted header chose, for its body flits.
                 kept_port = Signal.like(h.port, name=f"kept_port{i}_{v}")
-                kept_vc = Signal(2, name=f"kept_vc{i}_{v}")
+                kept_vc = Signal(VC_BITS, name=f"kept_vc{i}_{v}")
                 need = Signal(range(2 * depth + 2), name=f"need{i}_{v}")
                 length = Mux(h.length > depth, depth + 1, h.length)
                 if i in self.inject:
@@ -303,7 +313,7 @@ class Allocator(wiring.Component):
                                              escape_torus.eq(1)]
                 best_ok = h.head & escape_torus & ok_direct
                 best_key, best_port, best_vc = escape_key, h.port, h.vc
-                for o in range(eject):
+                for o in range(eject if self.adaptive else 0):
                     for w in range(self.escape_vcs, vcs):
                         ok = h.adapt & h.minimal[o] & free[o][w] & (credits[o][w] >= need)
                         key = Cat(credits[o][w], port_credits[o]
@@ -312,7 +322,7 @@ class Allocator(wiring.Component):
                         m.d.comb += better.eq(ok & (~best_ok | (key > best_key)))
                         nxt = [Signal(name=f"best{k}{i}_{v}_{o}_{w}", shape=shape)
                                for k, shape in (("ok", 1), ("key", key_shape),
-                                                ("port", h.port.shape()), ("vc", 2))]
+                                                ("port", h.port.shape()), ("vc", VC_BITS))]
                         m.d.comb += [nxt[0].eq(best_ok | ok),
                                      nxt[1].eq(Mux(better, key, best_key)),
                                      nxt[2].eq(Mux(better, o, best_port)),
@@ -377,7 +387,7 @@ class Allocator(wiring.Component):
                 for j, v in enumerate(group):
                     bits[v] = Mux(won[s], arb.grant[j], 0)
             m.d.comb += self.grant[i].eq(Cat(*bits))
-            if self.adaptive:
+            if self.cut_through:
                 for v, (kept_port, kept_vc, request) in enumerate(self._latches[i]):
                     with m.If(self.grant[i][v] & request.head):
                         m.d.sync += [kept_port.eq(request.port), kept_vc.eq(request.vc)]

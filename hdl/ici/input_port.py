@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..lib.params import check_int
 from ..lib.stream_queue import StreamQueue
-from .layouts import (CHIP_BITS, LENGTH_BITS, MAX_DIMS, OPCODES, PORT_BITS,
+from .layouts import (CHIP_BITS, LENGTH_BITS, MAX_DIMS, MAX_VCS, OPCODES, PORT_BITS, VC_BITS,
                       route_entry_layout, route_word_layout)
 from .link import LinkSignature
 
@@ -16,7 +16,7 @@ __all__ = ["InputPort", "head_layout", "adaptive_head_layout", "buffer_entry_lay
 #: What a VC's oldest flit asks of the switch: its output ``port`` and ``vc`` (VC 0 for
 #: eject), and whether it opens (``head``) or closes (``tail``) its packet.
 head_layout = data.StructLayout({
-    "valid": 1, "port": unsigned(PORT_BITS), "vc": 2, "head": 1, "tail": 1,
+    "valid": 1, "port": unsigned(PORT_BITS), "vc": VC_BITS, "head": 1, "tail": 1,
 })
 
 
@@ -25,7 +25,7 @@ head_layout = data.StructLayout({
 #: ``adapt`` whether the packet may take an adaptive VC here; ``length`` its flits.
 _ADAPTIVE_FIELDS = {"minimal": 2 * MAX_DIMS, "adapt": 1, "length": unsigned(LENGTH_BITS)}
 adaptive_head_layout = data.StructLayout({
-    "valid": 1, "port": unsigned(PORT_BITS), "vc": 2, "head": 1, "tail": 1,
+    "valid": 1, "port": unsigned(PORT_BITS), "vc": VC_BITS, "head": 1, "tail": 1,
     **_ADAPTIVE_FIELDS,
 })
 
@@ -40,7 +40,7 @@ def buffer_entry_layout(flit_words, adaptive=False):
     """A buffered flit (its words as plain bits) with the route of its packet, found when
     its header arrived (and with ``adaptive`` the fields of ``adaptive_head_layout``)."""
     return data.StructLayout({
-        "data": unsigned(32 * flit_words), "port": unsigned(PORT_BITS), "vc": 2,
+        "data": unsigned(32 * flit_words), "port": unsigned(PORT_BITS), "vc": VC_BITS,
         "head": 1, "tail": 1, "drop": 1, **(_ADAPTIVE_FIELDS if adaptive else {}),
     })
 
@@ -70,7 +70,7 @@ class InputPort(wiring.Component):
     Parameters
     ----------
     vcs : int
-        VCs, 1 to 4 (1 for an injection port).
+        VCs, 1 to 8 (``MAX_VCS``; an injection port's are its queues).
     out_vcs : int
         VCs of the router's torus outputs: an entry's VC must be below it.
     flit_words, buffer_flits : int
@@ -86,6 +86,10 @@ class InputPort(wiring.Component):
         A flit arriving at an empty VC buffer can leave in the same cycle.
     groups : int
         VC groups, each a switch input of its own (the router's ``speedup``); default 1.
+    cut_through : bool or None
+        Heads carry their packet's ``length`` (``adaptive_head_layout``, with ``adapt``
+        and ``minimal`` 0 under "dor"), and a header longer than ``buffer_flits`` is
+        malformed. Default None: as ``routing="adaptive"``, which needs it.
 
     Ports
     -----
@@ -142,8 +146,8 @@ class InputPort(wiring.Component):
 
     def __init__(self, *, vcs, out_vcs, flit_words, buffer_flits, port, n_ports, bypass,
                  eject_to=None, routing="dor", escape_vcs=2, local_ports=1,
-                 eject_by_source=None, groups=1):
-        check_int("out_vcs", out_vcs, least=1, most=4)
+                 eject_by_source=None, groups=1, cut_through=None):
+        check_int("out_vcs", out_vcs, least=1, most=MAX_VCS)
         self.groups = check_int("groups", groups, least=1)
         check_int("buffer_flits", buffer_flits, least=1)
         check_int("n_ports", n_ports, least=2, most=6)
@@ -156,10 +160,13 @@ class InputPort(wiring.Component):
         if routing not in ("dor", "adaptive"):
             raise ValueError(f"routing must be 'dor' or 'adaptive', not {routing!r}")
         self.adaptive, self.escape_vcs = routing == "adaptive", escape_vcs
+        self.cut_through = self.adaptive if cut_through is None else bool(cut_through)
+        if self.adaptive and not self.cut_through:
+            raise ValueError("routing='adaptive' needs cut_through")
         self.local_ports = local_ports
         self.eject_by_source = (self.adaptive if eject_by_source is None
                                 else bool(eject_by_source)) and local_ports > 1
-        self.entry_layout = buffer_entry_layout(flit_words, self.adaptive)
+        self.entry_layout = buffer_entry_layout(flit_words, self.cut_through)
         extra = {"minimal": In(2 * MAX_DIMS), "reenter": In(1)} if self.adaptive else {}
         super().__init__({
             **extra,
@@ -168,7 +175,8 @@ class InputPort(wiring.Component):
             "dst": Out(CHIP_BITS),
             "entry": In(route_entry_layout),
             "down": In(n_ports),
-            "heads": Out(adaptive_head_layout if self.adaptive else head_layout).array(vcs),
+            "heads": Out(adaptive_head_layout if self.cut_through else head_layout
+                         ).array(vcs),
             "grant": In(vcs),
             "data": Out(32 * flit_words).array(self.groups),
             "malformed": Out(1),
@@ -190,10 +198,10 @@ class InputPort(wiring.Component):
         if self.port >= 0 and self.vcs > 1:
             m.d.comb += straight.eq(entry.straight & (self.link.vc == entry.vc + 1)
                                     & is_value(entry.port, self.port ^ 1))
-        vc = Signal(2)
+        vc = Signal(VC_BITS)
         m.d.comb += vc.eq(Mux(eject, 0, Mux(entry.fixed | ~straight, entry.vc, entry.vc + 1)))
         bad = Signal()
-        too_long = (word.length > self.buffer_flits) if self.adaptive else 0
+        too_long = (word.length > self.buffer_flits) if self.cut_through else 0
         m.d.comb += bad.eq(~entry.reachable | (entry.port > self.n_ports)
                            | (vc >= self.out_vcs) | ~word.length.any() | too_long
                            | ~((word.opcode == OPCODES["write"])
@@ -215,6 +223,8 @@ class InputPort(wiring.Component):
             m.d.comb += adapt.eq(1 if injected else
                                  self.reenter | (self.link.vc >= self.escape_vcs))
             hdr_extra = {"minimal": self.minimal, "adapt": adapt, "length": hdr_length}
+        elif self.cut_through:
+            hdr_extra = {"minimal": C(0, 2 * MAX_DIMS), "adapt": C(0, 1), "length": hdr_length}
         else:
             hdr_extra = {}
         malformed, overflow, headers, data_out = [], [], [], [0] * self.groups
@@ -229,8 +239,8 @@ class InputPort(wiring.Component):
             # Framing: flits left in the current packet, and the route they follow.
             remaining = Signal(LENGTH_BITS, name=f"remaining{v}")
             route = Signal(data.StructLayout({
-                "port": unsigned(PORT_BITS), "vc": 2, "drop": 1,
-                **(_ADAPTIVE_FIELDS if self.adaptive else {})}), name=f"route{v}")
+                "port": unsigned(PORT_BITS), "vc": VC_BITS, "drop": 1,
+                **(_ADAPTIVE_FIELDS if self.cut_through else {})}), name=f"route{v}")
             is_head = ~remaining.any()
             incoming = Signal(layout, name=f"incoming{v}")
             m.d.comb += [incoming.data.eq(self.link.data.as_value()),

@@ -27,7 +27,7 @@ from ..lib.memory_port import WORD_BITS
 from ..lib.params import check_int
 
 __all__ = [
-    "CHIP_BITS", "LENGTH_BITS", "MAX_VCS", "MAX_FLIT_WORDS", "MAX_DIMS", "PORT_BITS",
+    "CHIP_BITS", "LENGTH_BITS", "MAX_VCS", "VC_BITS", "ENTRY_VCS", "MAX_FLIT_WORDS", "MAX_DIMS", "PORT_BITS",
     "max_local_ports", "eject_port", "OPCODES", "route_word_layout", "flit_layout",
     "route_entry_layout", "table_write_layout", "encode_route_entry", "table_entries",
     "ROUTINGS", "adaptive_entry_layout", "adaptive_table_write_layout",
@@ -41,8 +41,15 @@ ROUTINGS = ("dor", "adaptive")
 CHIP_BITS = 8
 #: The route word's ``length`` field: flits per packet, 1 to 511.
 LENGTH_BITS = 9
-#: VCs the 2-bit ``vc`` field can name (``golden.ici.MAX_VCS``).
-MAX_VCS = 4
+#: VCs a router's links may have: the router's own VC fields (a buffered flit's, a head's,
+#: an output's) are ``VC_BITS`` wide. The route word's ``vc`` field (2 bits,
+#: ``golden.ici.MAX_VCS``) is not used for routing: each link's VC is the router's choice.
+MAX_VCS = 8
+VC_BITS = 3
+#: VCs a routing-table entry can name (its ``vc`` field, 2 bits): dimension order's VC
+#: classes and the escape sub-network's VCs are all below 4; adaptive VCs above them are
+#: the allocator's choice, never an entry's.
+ENTRY_VCS = 4
 #: Words per flit, bounded by the 3-bit ``pad`` field (``golden.ici.MAX_FLIT_WORDS``).
 MAX_FLIT_WORDS = 8
 #: Torus dimensions: at most 3. A router's switch outputs (its ``2*dims`` torus ports, then
@@ -159,7 +166,7 @@ def encode_route_entry(*, port, fixed=False, vc=0, straight=True):
     """The ``route_entry_layout`` bits of a table entry, as an int; ``port`` -1 is
     unreachable (the other fields are then ignored and encoded as zero)."""
     check_int("port", port, least=-1, most=2 * MAX_DIMS)
-    check_int("vc", vc, least=0, most=MAX_VCS - 1)
+    check_int("vc", vc, least=0, most=ENTRY_VCS - 1)
     if port < 0:
         return 0
     return route_entry_layout.const({"reachable": 1, "port": port, "fixed": bool(fixed),

@@ -27,7 +27,7 @@ class LinkSignature(wiring.Signature):
     Parameters
     ----------
     vcs : int
-        Virtual channels, 1 to 4.
+        Virtual channels, 1 to 8.
     flit_words : int
         Words per flit, 1 to 8.
 

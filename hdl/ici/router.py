@@ -1,5 +1,6 @@
 """The ICI router (SPEC section 4.4): input-queued, virtual channels, credit-based flow
-control, wormhole switching, routing tables written at run time."""
+control, wormhole or virtual cut-through switching, dimension-order or adaptive routing,
+input speed-up, routing tables written at run time."""
 
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
@@ -16,7 +17,10 @@ from .layouts import (CHIP_BITS, LENGTH_BITS, MAX_VCS, ROUTINGS, adaptive_entry_
                       table_write_layout)
 from .link import LinkSignature
 
-__all__ = ["Router", "COUNTER_BITS"]
+__all__ = ["Router", "COUNTER_BITS", "SWITCHINGS"]
+
+#: Switching modes (``Router(switching=)``).
+SWITCHINGS = ("wormhole", "cut_through")
 
 #: Width of the statistics counters (they wrap).
 COUNTER_BITS = 32
@@ -80,7 +84,7 @@ class Router(wiring.Component):
     dims : int
         2 or 3: ``2*dims`` torus ports.
     vcs : int
-        Virtual channels per link, 2 to 4.
+        Virtual channels per link, 2 to 8 (``MAX_VCS``).
     buffer_flits : int
         Flits per VC buffer (and in the injection buffer), at least 1. One VC streams one
         flit per cycle over a link of latency ``L`` when ``buffer_flits >= 2L + 2 +
@@ -120,6 +124,12 @@ class Router(wiring.Component):
         until its tail, other packets filling only its gaps (:class:`Allocator`); default
         False, flit by flit. A system's routers (``hdl.system.ChipNode``) keep packets:
         their receive engines take one packet at a time.
+    switching : "wormhole" or "cut_through"
+        With "dor": wormhole (the default: a header takes its output VC when the VC is
+        free, with a credit) or virtual cut-through (only with credits for its whole
+        packet, so packets must fit a buffer; longer ones are malformed and dropped; the
+        injection rule and ``keep_packets`` as with "adaptive"). "adaptive" is always
+        cut-through.
     speedup : int
         Input speed-up, 1 (default) to ``vcs``: each input's VCs are dealt to ``speedup``
         groups (VC ``v`` to group ``v % speedup``), each a switch input of its own, so an
@@ -221,7 +231,8 @@ class Router(wiring.Component):
 
     def __init__(self, *, dims=2, vcs=2, buffer_flits=8, flit_words=1, n_nodes=256,
                  pipeline=1, local_ports=1, observe=False, routing="dor", escape_vcs=2,
-                 escape_bias=None, eject_by=None, keep_packets=False, speedup=1):
+                 escape_bias=None, eject_by=None, keep_packets=False, speedup=1,
+                 switching=None):
         check_int("dims", dims, least=2, most=3)
         check_int("vcs", vcs, least=2, most=MAX_VCS)
         check_int("buffer_flits", buffer_flits, least=1)
@@ -249,8 +260,16 @@ class Router(wiring.Component):
         if escape_bias is not None:
             check_int("escape_bias", escape_bias, least=0)
         self.escape_bias = escape_bias
-        if keep_packets and not self.adaptive:
-            raise ValueError(f"keep_packets needs routing='adaptive', not {routing!r}: "
+        if switching is None:
+            switching = "cut_through" if self.adaptive else "wormhole"
+        allowed = ("cut_through",) if self.adaptive else SWITCHINGS
+        if switching not in allowed:
+            raise ValueError(f"switching must be {' or '.join(map(repr, allowed))} with "
+                             f"routing={routing!r}, not {switching!r}")
+        self.switching, self.cut_through = switching, switching == "cut_through"
+        if keep_packets and not self.cut_through:
+            raise ValueError(f"keep_packets needs routing='adaptive' or "
+                             f"switching='cut_through', not {routing!r} with {switching!r}: "
                              f"wormhole outputs turn flit by flit")
         self.keep_packets = bool(keep_packets)
         self.speedup = check_int("speedup", speedup, least=1, most=vcs)
@@ -322,7 +341,7 @@ class Router(wiring.Component):
                                  i, torus_ports=n_ports, local_ports=k)),
                              routing=self.routing, escape_vcs=self.escape_vcs,
                              local_ports=k, eject_by_source=self.eject_by == "source",
-                             groups=self.speedup)
+                             groups=self.speedup, cut_through=self.cut_through)
             m.submodules[self.local_name("inject", i - n_ports) if local
                          else f"input{i}"] = port
             lookup = table.read_port(domain="comb")
@@ -354,7 +373,7 @@ class Router(wiring.Component):
             n_eject=k, observe=self.observe, adaptive=self.adaptive,
             escape_vcs=self.escape_vcs, inject=range(n_ports, n_ports + k),
             escape_bias=self.escape_bias, keep_packets=self.keep_packets,
-            speedup=self.speedup)
+            speedup=self.speedup, cut_through=self.cut_through)
         ejects = [self.local("eject", j) for j in range(k)]
         eject_free = [~e.valid | e.ready for e in ejects]
         m.d.comb += alloc.eject_free.eq(Cat(*eject_free))

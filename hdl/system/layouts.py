@@ -38,6 +38,7 @@ __all__ = [
     "MAX_PACKET_FLITS", "MAX_LOCAL_PORTS", "node_layout", "node_row_layout", "row_layout",
     "entry_layout",
     "tag_fields", "payload_word", "latency_bucket", "bucket_range", "latency_bucket_hw",
+    "vc_bit", "STAT_VCS",
 ]
 
 #: Words per flit of every network testbench (module docstring).
@@ -87,11 +88,11 @@ STATS = (
     "turns_lo",         # bitmap, bit 8*i + o: a flit crossed the switch from input i to
                         # output o (torus ports 0 .. 2D-1; local port j is 2D + j)
     "turns_hi",         # its bits 32-63
-    "link_vcs",         # bitmap, bit 4*p + v: a flit left torus port p on VC v
-    "datelines",        # bitmap, bit 4*p + v: a header's hop took the dateline link out
-                        # of port p, on VC v
+    "link_vcs",         # bitmap, bit vc_bit(p, v): a flit left torus port p on VC v
+    "datelines",        # bitmap, bit vc_bit(p, v): a header's hop took the dateline link
+                        # out of port p, on VC v
     "dateline_hops",    # headers whose hop out of this router took a dateline link
-    "starved",          # bitmap, bit 4*p + v: a flit waited for output VC (p, v) with no
+    "starved",          # bitmap, bit vc_bit(p, v): a flit waited for output VC (p, v) with no
                         # credit left
     "starved_cycles",   # cycles in which some flit waited for an output VC with no credit
     "stalled",          # port-cycles the stall knob held a torus output
@@ -109,6 +110,16 @@ _SUB_BITS = SUB_BUCKETS.bit_length() - 1
 #: Histogram bins, up to latency ``2**TIME_BITS - 1``.
 BUCKETS = LINEAR_BUCKETS + (TIME_BITS - _LINEAR_BITS) * SUB_BUCKETS
 STAT_ADDR_BITS = (HIST_BASE + BUCKETS - 1).bit_length()
+
+
+#: VCs per torus port in the per-VC bitmaps of ``STATS`` (4 bits a port, 6 ports).
+STAT_VCS = 4
+
+
+def vc_bit(port, vc):
+    """The bit of torus port ``port``'s VC ``vc`` in a per-VC bitmap of ``STATS``: VCs
+    ``STAT_VCS - 1`` and above share the port's last bit (with 8 VCs, an adaptive one)."""
+    return STAT_VCS * port + min(vc, STAT_VCS - 1)
 
 
 def node_layout(dims):

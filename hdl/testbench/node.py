@@ -14,7 +14,7 @@ from ..system.fabric import link_outputs
 from .generator import TrafficGenerator
 from ..system.layouts import (FLIT_WORDS, HIST_BASE, HOP_BITS, MAX_LOCAL_PORTS,
                               MAX_PACKET_FLITS, STAT_ADDR_BITS, STATS, node_layout,
-                              node_row_layout)
+                              node_row_layout, vc_bit)
 from .sink import TrafficSink
 
 __all__ = ["NetworkNode", "node_signature", "traffic_signature",
@@ -109,6 +109,8 @@ class NetworkNode(wiring.Component):
         With "adaptive": the router's ``escape_bias`` (default None: its default).
     speedup : int
         The router's input speed-up (``hdl.ici.Router``), 1 (default) to ``vcs``.
+    switching : str or None
+        The router's ``switching`` (``hdl.ici.Router``); None (default) its default.
 
     Ports
     -----
@@ -159,7 +161,8 @@ class NetworkNode(wiring.Component):
     """
 
     def __init__(self, *, dims=2, vcs=2, buffer_flits=8, link_latency=2, n_nodes=16,
-                 local_ports=1, source_queue=64, routing="dor", escape_bias=None, speedup=1):
+                 local_ports=1, source_queue=64, routing="dor", escape_bias=None, speedup=1,
+                 switching=None):
         check_int("dims", dims, least=2, most=3)
         check_int("vcs", vcs, least=2, most=MAX_VCS)
         check_int("buffer_flits", buffer_flits, least=1)
@@ -175,6 +178,7 @@ class NetworkNode(wiring.Component):
             check_int("escape_bias", escape_bias, least=0)
         self.escape_bias = escape_bias
         self.speedup = check_int("speedup", speedup, least=1, most=vcs)
+        self.switching = switching
         super().__init__(node_signature(dims=dims, vcs=vcs, n_nodes=n_nodes,
                                         local_ports=local_ports, routing=routing))
 
@@ -184,7 +188,9 @@ class NetworkNode(wiring.Component):
         m.submodules.router = router = Router(
             dims=self.dims, vcs=self.vcs, buffer_flits=self.buffer_flits,
             flit_words=FLIT_WORDS, n_nodes=self.n_nodes, local_ports=k, observe=True,
-            speedup=self.speedup, **({"routing": "adaptive", "escape_vcs": ADAPTIVE_ESCAPE_VCS,
+            speedup=self.speedup,
+            **({"switching": self.switching} if self.switching is not None else {}),
+            **({"routing": "adaptive", "escape_vcs": ADAPTIVE_ESCAPE_VCS,
                 "escape_bias": self.escape_bias} if self.routing == "adaptive" else {}))
         generators = [TrafficGenerator(n_nodes=self.n_nodes, lane=j, local_ports=k,
                                        source_queue=self.source_queue) for j in range(k)]
@@ -310,12 +316,12 @@ class NetworkNode(wiring.Component):
         for p in range(ports):
             for v in range(self.vcs):
                 used = router.tx[p].valid & (router.tx[p].vc == v)
-                link_vcs = link_vcs | (used << (4 * p + v))
+                link_vcs = link_vcs | (used << vc_bit(p, v))
         per_vc = {name: 0 for name in ("datelines", "starved")}
         for p in range(ports):
             for v in range(self.vcs):
-                per_vc["datelines"] |= router.dateline[p][v] << (4 * p + v)
-                per_vc["starved"] |= router.starved[p][v] << (4 * p + v)
+                per_vc["datelines"] |= router.dateline[p][v] << vc_bit(p, v)
+                per_vc["starved"] |= router.starved[p][v] << vc_bit(p, v)
         stats = {"turns_lo": turns[:32], "turns_hi": turns[32:],
                  "link_vcs": sticky("link_vcs", link_vcs),
                  "datelines": sticky("datelines", per_vc["datelines"]),

@@ -113,7 +113,7 @@ def test_kept_packets_cross_a_link_whole():
 
 
 def test_keep_packets_needs_adaptive_routing():
-    with pytest.raises(ValueError, match="keep_packets needs routing='adaptive', not 'dor'"):
+    with pytest.raises(ValueError, match="keep_packets needs routing='adaptive' or switching='cut_through'"):
         Router(keep_packets=True)
-    with pytest.raises(ValueError, match="keep_packets needs adaptive allocation"):
+    with pytest.raises(ValueError, match="keep_packets needs cut-through allocation"):
         Allocator(n_in=2, n_out=5, vcs=2, buffer_flits=8, keep_packets=True)

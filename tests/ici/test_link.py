@@ -62,7 +62,7 @@ def test_flits_and_credits_arrive_latency_cycles_later(latency, vcs, flit_words,
 
 @pytest.mark.parametrize("kwargs, error, match", [
     (dict(vcs=0), ValueError, "vcs must be at least 1"),
-    (dict(vcs=5), ValueError, "vcs must be at most 4"),
+    (dict(vcs=9), ValueError, "vcs must be at most 8"),
     (dict(vcs=2, flit_words=0), ValueError, "flit_words must be at least 1"),
     (dict(vcs=2, latency=-1), ValueError, "latency must be at least 0"),
     (dict(vcs=2, latency=1.5), TypeError, "latency must be an integer"),

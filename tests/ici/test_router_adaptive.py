@@ -94,12 +94,14 @@ CASES = {
     "3x3-failed": ((3, 3), {"failed": (4,)}, {"buffer_flits": 6, "link_latency": 2}),
     "2x4-twisted": ((2, 4), {"twist": True}, {"vcs": 4, "pipeline": 2}),
     "2x4-twisted-speedup": ((2, 4), {"twist": True}, {"vcs": 4, "speedup": 2}),
+    "3x3-8vcs": ((3, 3), {}, {"vcs": 8, "speedup": 2, "buffer_flits": 6}),
 }
 
 
 @pytest.mark.parametrize("case", [
     "ring4", "ring4-speedup", pytest.param("2x4-twisted", marks=pytest.mark.slow),
     pytest.param("2x4-twisted-speedup", marks=pytest.mark.slow),
+    pytest.param("3x3-8vcs", marks=pytest.mark.slow),
     pytest.param("3x3", marks=pytest.mark.slow),
     pytest.param("3x3-failed", marks=pytest.mark.slow)])
 def test_adaptive_traffic_is_delivered_on_allowed_hops(case, rng, seed):

@@ -19,7 +19,11 @@ def test_route_word_matches_golden():
     assert {name: (f.offset, f.width) for name, f in layouts.route_word_layout} == fields
     assert layouts.CHIP_BITS == memory.CHIP_BITS == ici.DST.width
     assert layouts.LENGTH_BITS == ici.LENGTH.width
-    assert layouts.MAX_VCS == ici.MAX_VCS and layouts.MAX_FLIT_WORDS == ici.MAX_FLIT_WORDS
+    assert layouts.MAX_FLIT_WORDS == ici.MAX_FLIT_WORDS
+    # The route word's 2-bit vc field and a table entry's name the same VCs; the router's
+    # own VC fields are wider.
+    assert layouts.ENTRY_VCS == ici.MAX_VCS == 1 << layouts.route_entry_layout["vc"].width
+    assert layouts.MAX_VCS == 1 << layouts.VC_BITS > ici.MAX_VCS
     assert layouts.OPCODES == ici.OPCODES
 
 

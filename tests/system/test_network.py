@@ -234,7 +234,14 @@ def crossed_ring():
     (dict(warmup=100), "warmup must be a number from 0 to 99"),
     (dict(packet_flits=0), "packet_flits must be a number from 1 to 256"),
     (dict(cycles=1.5), "cycles must be an int"),
-    (dict(vcs=1), "vcs must be a number from 2 to 4"),
+    (dict(vcs=1), "vcs must be a number from 2 to 8"),
+    (dict(vcs=2, speedup=3), "speedup must be a number from 1 to 2, not 3"),
+    (dict(switching="store"), "switching must be 'wormhole' or 'cut_through' with "
+                              "routing='dor', not 'store'"),
+    (dict(switching="cut_through", packet_flits=9),
+     r"switching='cut_through' needs packet_flits \(9\) to fit buffer_flits \(8\)"),
+    (dict(routing="adaptive", vcs=3, switching="wormhole"),
+     "switching must be 'cut_through' with routing='adaptive'"),
     (dict(backend="modelsim"), "backend must be one of"),
     (dict(topology="2x4", traffic="transpose"), "transpose traffic reverses coordinates"),
     (dict(topology=42), "topology must be a golden.topology.Topology"),
@@ -251,7 +258,7 @@ def test_bad_parameters(kwargs, message):
     (dict(dims="4x"), "dims must look like '4x4x8'"),
     (dict(dims=(1, 1)), r"a topology needs at least 2 chips, not \(1, 1\)"),
     (dict(dims="16x32"), "a network has 2 to 256 nodes, not 512"),
-    (dict(vcs=5), "vcs must be at most 4"),
+    (dict(vcs=9), "vcs must be at most 8"),
     (dict(local_ports=3), "local_ports must be at most 2"),
 ])
 def test_system_bad_parameters(params, message):

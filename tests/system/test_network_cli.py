@@ -65,6 +65,42 @@ def test_bad_rates():
         args.func(args)
 
 
+@pytest.mark.parametrize("argv, match", [
+    (("--routing", "adaptive"), "--routing adaptive needs --vcs 3 or more"),
+    (("--routing", "adaptive", "--vcs", "3", "--packet-flits", "9"),
+     r"--packet-flits \(9\) must fit --buffer-flits \(8\)"),
+    (("--escape-bias", "4"), "--escape-bias would do nothing without --routing adaptive"),
+    (("--speedup", "3"), r"--speedup 3 needs .* at most --vcs \(2\)"),
+    (("--routing", "adaptive", "--vcs", "3", "--switching", "wormhole"),
+     "--routing adaptive is cut-through"),
+    (("--switching", "cut_through", "--packet-flits", "9"),
+     r"--switching cut_through needs --packet-flits \(9\) to fit --buffer-flits \(8\)"),
+])
+def test_router_flags_are_refused_together_before_any_build(argv, match, tmp_path):
+    args = parse(*argv, "--out", str(tmp_path / "out"))
+    with pytest.raises(ValueError, match=match):
+        args.func(args)
+    assert not (tmp_path / "out").exists()
+
+
+def test_router_flags_reach_the_run(monkeypatch, tmp_path, capsys):
+    """``--routing``, ``--speedup`` and ``--escape-bias`` are the runs' parameters."""
+    from sim import network
+    seen = []
+
+    def fake_run_stats(topology, **settings):
+        seen.append(settings)
+        raise network.NetworkIntegrityError("stop here")
+    monkeypatch.setattr(network, "run_stats", fake_run_stats)
+    args = parse("--routing", "adaptive", "--vcs", "4", "--speedup", "2", "--escape-bias",
+                 "3", "--out", str(tmp_path))
+    with pytest.raises(Exception, match="stop here"):
+        args.func(args)
+    assert {k: seen[0][k] for k in ("routing", "vcs", "speedup", "escape_bias")} == {
+        "routing": "adaptive", "vcs": 4, "speedup": 2, "escape_bias": 3}
+    assert "adaptive routing, 4 VCs x 8 flits, speed-up 2" in capsys.readouterr().out
+
+
 def test_goal_commands_parse_to_the_measured_settings():
     """The command docs/network.md quotes for a figure sets what ``measure_goals`` ran."""
     line = network_bench.command("4x4x8", [2], cycles=6000, warmup=2000, seed=1, twist=True,

@@ -127,12 +127,15 @@ def test_the_last_run_of_each_seed_takes_a_live_link_down(backend):
 
 def test_seeds_deal_both_routings():
     """Seeds 1 to 8 build dimension-order routers with 2 and 4 VCs and adaptive ones with
-    3 and 4, each routing on a 2-D and a 3-D network and on a shape that twists; 16 seeds
-    give every 2-D shape both routings; an adaptive run's packets fit a buffer."""
+    3, 4 and 8, each routing on a 2-D and a 3-D network and on a shape that twists, and
+    adaptive ones with and without speed-up on both; 16 seeds give every 2-D shape both
+    routings; an adaptive run's packets fit a buffer."""
     builds = [stimulus.build(seed) for seed in range(1, 9)]
     assert [b.routing for b in builds] == ["dor"] * 4 + ["adaptive"] * 4
     assert {(b.routing, b.vcs) for b in builds} == {
-        ("dor", 2), ("dor", 4), ("adaptive", 3), ("adaptive", 4)}
+        ("dor", 2), ("dor", 4), ("adaptive", 3), ("adaptive", 4), ("adaptive", 8)}
+    assert {(len(b.dims), b.speedup) for b in builds if b.routing == "adaptive"} == {
+        (2, 1), (2, 2), (3, 1), (3, 2)}
     for routing in ("dor", "adaptive"):
         mine = [b for b in builds if b.routing == routing]
         assert {len(b.dims) for b in mine} == {2, 3}

@@ -54,32 +54,37 @@ def test_twist_stops_on_a_run_that_lost_packets(monkeypatch):
         bench.compare_twist("2x4", rates=(1.0,))
 
 
-def test_a_config_may_set_its_own_buffers(monkeypatch):
+def test_a_config_may_set_its_own_buffers_and_speedup(monkeypatch):
     """``(routing, vcs, buffer_flits)`` runs with those buffers (the others with
-    ``buffer_flits``) and says so in the table."""
+    ``buffer_flits``), ``(routing, vcs, buffer_flits, speedup)`` with that input speed-up
+    too (the others with none), and the table says so."""
     calls = []
 
     def run_stats(topology, **kwargs):
-        calls.append((kwargs["routing"], kwargs["vcs"], kwargs["buffer_flits"]))
+        calls.append((kwargs["routing"], kwargs["vcs"], kwargs["buffer_flits"],
+                      kwargs["speedup"]))
         return fake_stats(0.5)
 
     monkeypatch.setattr(network, "run_stats", run_stats)
-    result = bench.compare_twist("2x4", configs=(("dor", 2), ("adaptive", 4, 16)),
+    result = bench.compare_twist("2x4", configs=(("dor", 2), ("adaptive", 4, 16),
+                                                 ("adaptive", 8, 16, 2)),
                                  rates=(1.0,), cycles=300, warmup=100)
-    assert calls == [("dor", 2, 8)] * 2 + [("adaptive", 4, 16)] * 2
+    assert calls == ([("dor", 2, 8, 1)] * 2 + [("adaptive", 4, 16, 1)] * 2
+                     + [("adaptive", 8, 16, 2)] * 2)
     lines = bench.twist_markdown(result).splitlines()
     assert lines[2].startswith("| dor, 2 VCs | 0.500 |")
     assert lines[3].startswith("| adaptive, 4 VCs, 16-flit buffers | 0.500 |")
+    assert lines[4].startswith("| adaptive, 8 VCs, 16-flit buffers, speed-up 2 | 0.500 |")
 
 
 def test_measure_goals_keeps_the_routing_comparison_as_json(monkeypatch):
     """``measure_goals`` stores ``compare_twist``'s result in its JSON file and reads it back
-    unchanged; its configurations differ in routing only."""
+    unchanged; each routing has 16-flit buffers, adaptive routing its 8 VCs and
+    speed-up."""
     import json
     monkeypatch.setattr(network, "run_stats", lambda topology, **kwargs: fake_stats(0.5))
     result = bench.compare_twist("2x4", configs=bench.TWIST_CONFIGS, rates=(1.0,),
                                  cycles=300, warmup=100)
     back = bench._twist_from_json(json.loads(json.dumps(bench._twist_to_json(result))))
     assert back == result
-    assert {c[1:] for c in bench.TWIST_CONFIGS} == {(4, 16)}
-    assert {c[0] for c in bench.TWIST_CONFIGS} == {"dor", "adaptive"}
+    assert bench.TWIST_CONFIGS == (("dor", 4, 16), ("adaptive", 8, 16, 2))

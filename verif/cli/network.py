@@ -62,7 +62,21 @@ def add_parser(subparsers, help):
     p.add_argument("--packet-flits", type=positive, default=1, help="flits per packet (default 1)")
     p.add_argument("--message-packets", type=positive, default=8,
                    help="packets per all-to-all message (default 8)")
-    p.add_argument("--vcs", type=positive, default=2, help="virtual channels (default 2)")
+    p.add_argument("--vcs", type=positive, default=2,
+                   help="virtual channels, 2 to 8 (default 2; adaptive routing needs 3)")
+    p.add_argument("--routing", choices=("dor", "adaptive"), default="dor",
+                   help="dimension order, or minimal adaptive over escape VCs with "
+                        "cut-through (default dor)")
+    p.add_argument("--switching", choices=("wormhole", "cut_through"),
+                   help="with --routing dor: wormhole (the default) or virtual cut-through "
+                        "(a packet moves only with room for all of it); adaptive routing is "
+                        "always cut-through")
+    p.add_argument("--speedup", type=positive, default=1, metavar="K",
+                   help="routers' input speed-up: each input sends up to K flits a cycle, "
+                        "of K VC groups, 1 to --vcs (default 1)")
+    p.add_argument("--escape-bias", type=natural, metavar="CREDITS",
+                   help="with --routing adaptive: credits the dimension-order port is "
+                        "favoured by (default one buffer, --buffer-flits)")
     p.add_argument("--buffer-flits", type=positive, default=8, help="flits per VC (default 8)")
     p.add_argument("--link-latency", type=positive, default=2, help="cycles (default 2)")
     p.add_argument("--local-ports", type=positive, default=1,
@@ -116,6 +130,29 @@ def _rates(args):
     return rates
 
 
+def _check_router_flags(args):
+    """The router flags together, refused by their names before any build."""
+    if args.routing == "adaptive":
+        if args.vcs < 3:
+            raise ValueError(f"--routing adaptive needs --vcs 3 or more (2 escape VCs and "
+                             f"an adaptive one), not {args.vcs}")
+        if args.packet_flits > args.buffer_flits:
+            raise ValueError(f"--routing adaptive cuts packets through, so --packet-flits "
+                             f"({args.packet_flits}) must fit --buffer-flits "
+                             f"({args.buffer_flits})")
+        if args.switching == "wormhole":
+            raise ValueError("--routing adaptive is cut-through: --switching wormhole is "
+                             "for --routing dor")
+    elif args.escape_bias is not None:
+        raise ValueError("--escape-bias would do nothing without --routing adaptive")
+    if args.switching == "cut_through" and args.packet_flits > args.buffer_flits:
+        raise ValueError(f"--switching cut_through needs --packet-flits ({args.packet_flits}) "
+                         f"to fit --buffer-flits ({args.buffer_flits})")
+    if args.speedup > args.vcs:
+        raise ValueError(f"--speedup {args.speedup} needs as many VCs to deal to its groups: "
+                         f"at most --vcs ({args.vcs})")
+
+
 def _link_down(args):
     """``--link-down`` as ``sim.network``'s ``link_down``, refused past the run's end."""
     if not args.link_down:
@@ -148,6 +185,7 @@ def cmd_network(args):
 
 
 def _network(args):
+    _check_router_flags(args)
     check_outputs(args, folders=() if args.goals else ("out",), files=("goals",))
     if args.goals:
         from verif.bench.network import measure_goals
@@ -166,10 +204,15 @@ def _network(args):
                     cycles=args.cycles, warmup=args.warmup, seed=args.seed,
                     backend=args.backend, local_ports=args.local_ports,
                     message_packets=args.message_packets,
-                    link_down=_link_down(args))
+                    link_down=_link_down(args), routing=args.routing, speedup=args.speedup,
+                    escape_bias=args.escape_bias, switching=args.switching)
+    speedup = f", speed-up {args.speedup}" if args.speedup > 1 else ""
     print(f"network {args.topology}: {args.traffic} traffic, {args.packet_flits}-flit "
-          f"packets, {args.vcs} VCs x {args.buffer_flits} flits, {args.link_latency}-cycle "
-          f"links, {args.local_ports} local port(s), {args.cycles} cycles per point "
+          f"packets, {args.routing} routing"
+          f"{', cut-through' if args.switching == 'cut_through' else ''}, "
+          f"{args.vcs} VCs x {args.buffer_flits} flits"
+          f"{speedup}, {args.link_latency}-cycle links, {args.local_ports} local port(s), "
+          f"{args.cycles} cycles per point "
           f"({args.warmup} warm-up), seed {args.seed}, {args.backend}", flush=True)
     line, cycles = _progress("network", len(rates) * len(topologies))
     curves, last, notes = {}, {}, []

@@ -10,7 +10,8 @@ from the stimulus:
   before z). 30 bins, 16 of them in 2-D. (Escape hops around a failed chip can take
   other turns; they are checked, not binned.) "from -x" is the port a flit arrived on:
   it travels in +x.
-* ``network.link_vc``: a flit left torus port P on VC v: 6 ports x 4 VCs.
+* ``network.link_vc``: a flit left torus port P on VC v: 6 ports x 4 VCs (VC 3 stands
+  for VCs 3 and up: ``hdl.system.layouts.vc_bit``).
 * ``network.dateline``: a header took the dateline link out of port P, on VC 1 (class 0)
   or VC 3 (class 1, with 4 VCs): 12 bins.
 * ``network.credit_empty_port`` and ``network.credit_empty_vc``: a flit at the head of a
@@ -37,8 +38,9 @@ adaptive routers observed; dimension-order builds have none):
 
 Per run, from the stimulus (what was asked for): ``network.topology`` (regular, twisted,
 mesh, failed), ``network.dims`` (2, 3), ``network.traffic`` (the six patterns),
-``network.vcs`` (2, 3, 4), and with the build's routing ``network.routing_vcs`` (dor
-with 2 and 4 VCs, adaptive with 3 and 4), ``network.routing_topology`` (each routing on
+``network.vcs`` (2, 3, 4, 8), ``network.speedup`` (the routers' input speed-up, 1 and
+2), and with the build's routing ``network.routing_vcs`` (dor with 2 and 4 VCs, adaptive
+with 3, 4 and 8), ``network.routing_topology`` (each routing on
 each kind of topology) and ``network.routing_link_down`` (each routing with a link
 taken down and its packets given up).
 
@@ -87,7 +89,7 @@ FALLBACKS = PORT_NAMES
 #: Injection queues: ``min(2*dims, vcs)`` of them, so 4 at most with 4 VCs.
 INJECT_QUEUES = tuple(f"queue {q} {what}" for q in range(4)
                       for what in ("used", "full", "passed"))
-ROUTING_VCS = tuple(sorted({f"{routing} {vcs}" for _, vcs, routing in DEAL},
+ROUTING_VCS = tuple(sorted({f"{routing} {vcs}" for _, vcs, routing, _ in DEAL},
                            key=lambda name: (ROUTINGS.index(name.split()[0]), name)))
 ROUTING_TOPOLOGIES = tuple(f"{routing} {kind}" for routing in ROUTINGS for kind in KINDS)
 ROUTING_LINK_DOWN = tuple(f"{routing} given_up" for routing in ROUTINGS)
@@ -120,7 +122,8 @@ class Sampler:
         self.topology = _point("network.topology", KINDS)
         self.dims = _point("network.dims", (2, 3))
         self.traffic = _point("network.traffic", TRAFFIC)
-        self.vcs = _point("network.vcs", (2, 3, 4))
+        self.vcs = _point("network.vcs", sorted({vcs for _, vcs, _, _ in DEAL}))
+        self.speedup = _point("network.speedup", sorted({s for *_, s in DEAL}))
         self.adaptive_hop = _point("network.adaptive_hop", ADAPTIVE_HOPS)
         self.fallback = _point("network.fallback", FALLBACKS)
         self.inject_queue = _point("network.inject_queue", INJECT_QUEUES)

@@ -47,11 +47,13 @@ __all__ = ["SHAPES_2D", "SHAPES_3D", "DEAL", "KINDS", "ROUTINGS", "Build", "Run"
 SHAPES_2D = ("4x4", "3x4", "2x4", "3x3")
 #: 3-D shapes: ``2x2x4`` twists (k x k x 2k); both have z rings with a dateline.
 SHAPES_3D = ("2x2x4", "2x2x3")
-#: (dimensions, VCs, routing) by ``(seed - 1) % 8``: seeds 1 to 4 are the regression's
-#: dimension-order builds before adaptive routing came (so their builds are unchanged);
-#: adaptive routing needs a VC above its 2 escape VCs.
-DEAL = ((2, 2, "dor"), (3, 4, "dor"), (2, 4, "dor"), (3, 2, "dor"),
-        (2, 4, "adaptive"), (3, 4, "adaptive"), (2, 3, "adaptive"), (3, 3, "adaptive"))
+#: (dimensions, VCs, routing, speed-up) by ``(seed - 1) % 8``: seeds 1 to 4 are the
+#: regression's dimension-order builds before adaptive routing came (so their builds are
+#: unchanged); adaptive routing needs a VC above its 2 escape VCs. Seeds 5 and 6 have the
+#: routers' input speed-up (``hdl.ici.Router(speedup=2)``), seed 5 with 8 VCs (6 adaptive).
+DEAL = ((2, 2, "dor", 1), (3, 4, "dor", 1), (2, 4, "dor", 1), (3, 2, "dor", 1),
+        (2, 8, "adaptive", 2), (3, 4, "adaptive", 2), (2, 3, "adaptive", 1),
+        (3, 3, "adaptive", 1))
 #: The routings of a build (``sim.network.run_stats(routing=)``).
 ROUTINGS = ("dor", "adaptive")
 #: Topology kinds of a run.
@@ -74,6 +76,7 @@ class Build:
     buffer_flits: int
     link_latency: int
     routing: str = "dor"
+    speedup: int = 1
 
     @property
     def dims(self):
@@ -135,10 +138,10 @@ def shape_of(seed, backend="verilator"):
 def build(seed, backend="verilator"):
     """The :class:`Build` of ``seed``."""
     rng = np.random.default_rng([seed, 0x4E7])
-    _, vcs, routing = DEAL[(seed - 1) % len(DEAL)]
+    _, vcs, routing, speedup = DEAL[(seed - 1) % len(DEAL)]
     return Build(shape=shape_of(seed, backend), vcs=vcs,
                  buffer_flits=int(rng.integers(1, 9)), link_latency=int(rng.integers(0, 4)),
-                 routing=routing)
+                 routing=routing, speedup=speedup)
 
 
 def topology_of(b, run):

@@ -84,8 +84,13 @@ def check_stats(stats, run, topology, routing="dor"):
 
 
 def _label(seed, b, run):
-    return (f"network seed {seed} ({b.shape}, {b.routing}, {b.vcs} VCs, {b.buffer_flits} "
-            f"buffer flits, {b.link_latency}-cycle links): {run.describe()}")
+    return f"network seed {seed} ({_build_label(b)}): {run.describe()}"
+
+
+def _build_label(b):
+    speedup = f", speed-up {b.speedup}" if b.speedup > 1 else ""
+    return (f"{b.shape}, {b.routing}, {b.vcs} VCs{speedup}, {b.buffer_flits} buffer flits, "
+            f"{b.link_latency}-cycle links")
 
 
 def check_network(seed, *, backend, coverage=None, waves=None, inject=None):
@@ -104,7 +109,8 @@ def check_network(seed, *, backend, coverage=None, waves=None, inject=None):
         try:
             stats = sim_network.run_stats(topology, vcs=b.vcs, buffer_flits=b.buffer_flits,
                                           link_latency=b.link_latency, backend=backend,
-                                          waves=waves, routing=b.routing, **settings)
+                                          waves=waves, routing=b.routing,
+                                          speedup=b.speedup, **settings)
         except SimulationHang as error:
             problems, stats = [f"the watchdog fired: {error}"], None
         else:
@@ -130,6 +136,7 @@ def check_network(seed, *, backend, coverage=None, waves=None, inject=None):
             sampler.dims(len(b.dims))
             sampler.traffic(run.traffic)
             sampler.vcs(b.vcs)
+            sampler.speedup(b.speedup)
             sampler.routing_vcs(f"{b.routing} {b.vcs}")
             sampler.routing_topology(f"{b.routing} {run.kind}")
     if coverage is not None:
@@ -137,8 +144,7 @@ def check_network(seed, *, backend, coverage=None, waves=None, inject=None):
     return {"case": "network", "checked": checked, "mismatches": mismatches,
             "first_mismatch": first, "cycles": cycles, "packets": packets,
             "undeliverable": undeliverable,
-            "build": f"{b.shape}, {b.routing}, {b.vcs} VCs, {b.buffer_flits} buffer flits, "
-                     f"{b.link_latency}-cycle links"}
+            "build": _build_label(b)}
 
 
 def check_ocs(seed, *, coverage=None):
