@@ -271,7 +271,7 @@ def queue_all_pairs(bench, rng, tables, chip, *, per_pair, max_flits, uid=0):
     (2, 2, 2, 2, 1),
     (4, 3, 1, 1, 1),
     (2, 2, 2, 2, 2),
-    (4, 3, 1, 1, 2),
+    pytest.param(4, 3, 1, 1, 2, marks=pytest.mark.slow),
     pytest.param(4, 3, 1, 1, 4, marks=pytest.mark.slow),
     pytest.param(8, 3, 1, 1, 2, marks=pytest.mark.slow),
 ])

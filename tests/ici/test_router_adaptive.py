@@ -99,7 +99,8 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", [
-    "ring4", "ring4-speedup", pytest.param("2x4-twisted", marks=pytest.mark.slow),
+    "ring4", pytest.param("ring4-speedup", marks=pytest.mark.slow),
+    pytest.param("2x4-twisted", marks=pytest.mark.slow),
     pytest.param("2x4-twisted-speedup", marks=pytest.mark.slow),
     pytest.param("3x3-8vcs", marks=pytest.mark.slow),
     pytest.param("3x3", marks=pytest.mark.slow),
