@@ -22,16 +22,17 @@ def preset(name):
     return {"rows": rows, "cols": cols}
 
 
-def mxu_latency(*, rows, cols, mul_stages=MUL_STAGES, add_stages=ADD_STAGES, **_others):
+def mxu_latency(*, rows, cols, mul_stages=MUL_STAGES, add_stages=ADD_STAGES, fold=1,
+                **_others):
     """Cycles from an LHS beat accepted to its result valid (see :class:`MXU`).
 
     Other MXU parameters are accepted and ignored, so an MXU's keyword
     arguments can be passed as they are.
     """
-    # The input registers, the array, the FIFO's write register, then the
-    # FIFO's two cycles (memory, output register).
-    return array_latency(rows=rows, cols=cols, mul_stages=mul_stages,
-                         add_stages=add_stages) + 4
+    # The input registers, the row's later phases, the array, the FIFO's
+    # write register, then the FIFO's two cycles (memory, output register).
+    return array_latency(rows=rows, cols=cols, mul_stages=mul_stages, add_stages=add_stages,
+                         fold=fold) + fold - 1 + 4
 
 
 def weights_layout(cols, transposable):
@@ -63,6 +64,12 @@ class MXU(wiring.Component):
         :data:`~hdl.mxu.pe.ADD_STAGES`, chosen for Fmax on an ECP5; see there).
     transpose : bool
         Support transposed weight loads; defaults to ``rows == cols`` (required).
+    fold : int
+        Columns of the tile per PE, dividing ``cols`` (default 1): with ``fold``
+        F the array is ``rows x cols / F`` PEs, each holding F weights of the
+        tile, and each LHS row passes through it F times, a slice of the columns
+        each time (see :class:`~hdl.mxu.systolic_array.SystolicArray`). The
+        results are the same; an FPGA prototype trades throughput for PEs.
     fifo_depth : int
         Result FIFO depth, at least 4 (default 8): the results it holds,
         ``fifo_depth - 1`` in memory and one in its output register (see
@@ -89,15 +96,17 @@ class MXU(wiring.Component):
     result : Out(stream.Signature(ArrayLayout(32, cols)))
         One fp32 result row per LHS beat, in order.
 
-    Latency: ``rows * add_stages + cols + mul_stages + 5`` cycles from an LHS
-    beat accepted to its result valid (the input registers, the array, the
-    FIFO's write register, then the FIFO's memory and output register).
-    Throughput: one LHS row per cycle, ``rows * cols`` MACs per cycle.
+    Latency: ``rows * add_stages + cols / fold + mul_stages + fold + 4``
+    cycles from an LHS beat accepted to its result valid (the input registers,
+    the row's ``fold - 1`` later phases, the array, the FIFO's write register,
+    then the FIFO's memory and output register).
+    Throughput: one LHS row per ``fold`` cycles, ``rows * cols / fold`` MACs per
+    cycle; ``lhs`` is not ready while a row's later phases enter the array.
     Weights: the next tile's ``rows`` beats load while the current one
     computes, once the previous swap has reached every PE, which takes
-    ``(rows - 1) * add_stages + cols - 1`` cycles. A tile of at least
-    ``(rows - 1) * add_stages + cols + rows`` LHS rows therefore hides the
-    next tile's load completely, and consecutive tiles stream with no bubble.
+    ``(rows - 1) * add_stages + cols / fold - 1`` cycles. Unfolded, a tile of at
+    least ``(rows - 1) * add_stages + cols + rows`` LHS rows therefore hides
+    the next tile's load completely, and consecutive tiles stream with no bubble.
     Stall: when the result FIFO could fill, the whole array holds (and
     ``lhs``, ``acc_in`` and ``weights`` are not ready), from the next cycle:
     the array's clock enable is registered, so it keeps a slot of headroom
@@ -108,7 +117,7 @@ class MXU(wiring.Component):
     """
 
     def __init__(self, *, rows=8, cols=8, numerics="tpu", mul_stages=MUL_STAGES,
-                 add_stages=ADD_STAGES, transpose=None, fifo_depth=8):
+                 add_stages=ADD_STAGES, transpose=None, fold=1, fifo_depth=8):
         # A steadily read stream holds three results (one pending write, one in
         # the FIFO's memory, one in its output register), and the registered
         # stall needs one slot of headroom on top: four keep one row a cycle.
@@ -116,17 +125,19 @@ class MXU(wiring.Component):
             raise ValueError(f"fifo_depth must be an integer of at least 4, not {fifo_depth!r}")
         self._array_params = dict(rows=rows, cols=cols, numerics=numerics,
                                   mul_stages=mul_stages, add_stages=add_stages,
-                                  transpose=transpose)
+                                  transpose=transpose, fold=fold)
         self.transposable = check_array_params(**self._array_params)
         self._array_params["transpose"] = self.transposable
-        self.rows, self.cols = rows, cols
+        if fold == 1:
+            del self._array_params["fold"]     # an unfolded array, as before the parameter
+        self.rows, self.cols, self.fold = rows, cols, fold
         self.numerics = numerics
         self.array_latency = array_latency(rows=rows, cols=cols, mul_stages=mul_stages,
-                                           add_stages=add_stages)
+                                           add_stages=add_stages, fold=fold)
         self.latency = mxu_latency(rows=rows, cols=cols, mul_stages=mul_stages,
-                                   add_stages=add_stages)
+                                   add_stages=add_stages, fold=fold)
         self.fifo_depth = fifo_depth
-        self.swap_wave = (rows - 1) * add_stages + cols - 1
+        self.swap_wave = (rows - 1) * add_stages + cols // fold - 1
         super().__init__({
             "weights": In(stream.Signature(weights_layout(cols, self.transposable))),
             "lhs": In(stream.Signature(lhs_layout(rows))),
@@ -144,15 +155,16 @@ class MXU(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        rows, cols = self.rows, self.cols
+        rows, cols, fold = self.rows, self.cols, self.fold
+        pe_cols = cols // fold
         m.submodules.array = array = self.make_array()
         # Per-column lanes, each with its own copy of the FIFO's control, so
         # no control net spans the whole 32 * cols-bit result (docs/fpga.md).
         m.submodules.fifo = result_fifo = RegisteredFIFO(
             width=32, lanes=cols, depth=self.fifo_depth)
 
-        # valid[i]: the LHS row accepted i + 1 enabled cycles ago is in flight
-        # (one cycle in the input registers below, then the array).
+        # valid[i]: the LHS beat (a row's phase) that entered the input registers
+        # i enabled cycles ago is in flight (one cycle there, then the array).
         valid = Signal(self.array_latency + 1)
         result_due = valid[-1]
         read = self.result.valid & self.result.ready
@@ -163,11 +175,15 @@ class MXU(wiring.Component):
         # per PE, or per multiplier, placed and routed slower on an ECP5
         # (docs/fpga.md).
         advance = Signal(init=1)
-        # A result leaving the array (`leaving`) is written into the FIFO a
-        # cycle later (`pending`), so the write is a register too.
-        leaving = result_due & advance
+        # A result leaving the array (`leaving`: the last phase of its row) is
+        # written into the FIFO a cycle later (`pending`), so the write is a
+        # register too. A row's phases leave in consecutive enabled cycles, so
+        # `out_phase` counts them.
+        out_phase = Signal(range(fold))
+        leaving = result_due & advance & (out_phase == fold - 1)
         pending = Signal()
-        pending_row = Signal(data.ArrayLayout(32, cols), reset_less=True)
+        pending_row = Signal(data.ArrayLayout(data.ArrayLayout(32, pe_cols), fold),
+                             reset_less=True)
         # Results in `pending` or in the FIFO, counted here rather than read
         # from the FIFO, so this decision has registers of its own beside
         # `advance`. Advance next cycle only if a result leaving then would
@@ -177,9 +193,15 @@ class MXU(wiring.Component):
         held_next = Signal(range(self.fifo_depth + 1))
         m.d.comb += held_next.eq(held + leaving - read)
         m.d.sync += [
-            pending.eq(leaving), pending_row.eq(array.result),
+            pending.eq(leaving),
             held.eq(held_next), advance.eq(held_next < self.fifo_depth),
         ]
+        if fold == 1:
+            m.d.sync += pending_row.eq(array.result)
+        else:
+            with m.If(result_due & advance):
+                m.d.sync += [pending_row[out_phase].eq(array.result),
+                             out_phase.eq(Mux(out_phase == fold - 1, 0, out_phase + 1))]
         # The FIFO is never written without room (so its w_stream.ready is
         # always high when `pending` is): see `held`.
         m.d.comb += [
@@ -202,8 +224,14 @@ class MXU(wiring.Component):
 
         lhs = self.lhs.payload
         take = Signal()            # the LHS row (and its acc_in beat) is accepted
+        # The row in the input registers still has phases to send into the
+        # array (never, unfolded): they go before the next row is taken.
+        in_phase = Signal(range(fold))
+        more = Signal()
+        if fold > 1:
+            m.d.comb += more.eq(valid[0] & (in_phase != fold - 1))
         m.d.comb += [
-            self.lhs.ready.eq(advance & (shadow_full | ~lhs.swap)
+            self.lhs.ready.eq(advance & ~more & (shadow_full | ~lhs.swap)
                               & (self.acc_in.valid | ~lhs.acc)),
             take.eq(self.lhs.valid & self.lhs.ready),
             self.acc_in.ready.eq(take & lhs.acc),
@@ -217,7 +245,7 @@ class MXU(wiring.Component):
         # below, in enabled cycles, is unchanged.)
         in_lhs = Signal(data.ArrayLayout(16, rows), reset_less=True)
         in_swap = Signal()
-        in_acc = Signal(data.ArrayLayout(32, cols), reset_less=True)
+        in_acc = Signal(data.ArrayLayout(data.ArrayLayout(32, pe_cols), fold), reset_less=True)
         in_use_acc = Signal()      # start from in_acc; otherwise from +0.0
         in_load = Signal()
         in_weights = Signal(data.ArrayLayout(16, cols), reset_less=True)
@@ -225,11 +253,17 @@ class MXU(wiring.Component):
 
         with m.If(advance):
             m.d.sync += [
-                valid.eq(Cat(take, valid[:-1])),
-                in_lhs.eq(lhs.data), in_swap.eq(take & lhs.swap),
-                in_acc.eq(self.acc_in.payload), in_use_acc.eq(take & lhs.acc),
+                valid.eq(Cat(take | more, valid[:-1])),
                 in_load.eq(load), in_weights.eq(self.weights.payload.data),
             ]
+            with m.If(more):
+                m.d.sync += [in_phase.eq(in_phase + 1), in_swap.eq(0)]
+            with m.Else():
+                m.d.sync += [
+                    in_phase.eq(0),
+                    in_lhs.eq(lhs.data), in_swap.eq(take & lhs.swap),
+                    in_acc.eq(self.acc_in.payload), in_use_acc.eq(take & lhs.acc),
+                ]
             if self.transposable:
                 m.d.sync += in_transpose.eq(self.weights.payload.transpose)
             with m.If(take & lhs.swap):
@@ -244,10 +278,12 @@ class MXU(wiring.Component):
             array.en.eq(advance),
             array.lhs.eq(in_lhs),
             array.swap.eq(in_swap),
-            array.acc.eq(Mux(in_use_acc, in_acc, 0)),
+            array.acc.eq(Mux(in_use_acc, in_acc[in_phase] if fold > 1 else in_acc, 0)),
             array.load.eq(in_load),
             array.weights.eq(in_weights),
         ]
+        if fold > 1:
+            m.d.comb += array.phase.eq(in_phase)
         if self.transposable:
             m.d.comb += array.transpose.eq(in_transpose)
         return m

@@ -1,16 +1,16 @@
 """The weight-stationary processing element of the systolic array."""
 
 from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..arith.bf16_multiplier import BF16MulCore, MAX_STAGES as MUL_MAX_STAGES
-from ..lib.params import check_numerics
+from ..lib.params import check_int, check_numerics
 from ..arith.fp32_adder import FP32AddCore, MAX_STAGES as ADD_MAX_STAGES
 from ..lib.stager import check_stages
 
-__all__ = ["ProcessingElement", "check_pe_params", "pe_signature", "product_latency",
-           "MUL_STAGES", "ADD_STAGES"]
+__all__ = ["ProcessingElement", "check_pe_params", "pe_signature", "weight_shape",
+           "product_latency", "MUL_STAGES", "ADD_STAGES"]
 
 #: Default pipeline depths (docs/fpga.md). Six adder stages are the fewest that
 #: place and route above 100 MHz on an ECP5 at speed grade 6 in "tpu" numerics.
@@ -32,24 +32,33 @@ def product_latency(mul_stages):
     return mul_stages + 2
 
 
-def pe_signature(transposable):
+def weight_shape(fold):
+    """A PE's weights: one bf16, or with ``fold`` above 1 an array of ``fold``."""
+    return 16 if fold == 1 else data.ArrayLayout(16, fold)
+
+
+def pe_signature(transposable, fold=1):
     """The PE's ports (see :class:`ProcessingElement`)."""
+    weights = weight_shape(fold)
     ports = {
         "en": In(1),
         "x_in": In(16), "swap_in": In(1), "x_out": Out(16), "swap_out": Out(1),
         "psum_in": In(32), "psum_out": Out(32),
-        "load": In(1), "w_below": In(16), "w_out": Out(16),
+        "load": In(1), "w_below": In(weights), "w_out": Out(weights),
     }
+    if fold > 1:
+        ports.update(phase_in=In(range(fold)), phase_out=Out(range(fold)))
     if transposable:
-        ports.update(transpose=In(1), w_right=In(16))
+        ports.update(transpose=In(1), w_right=In(weights))
     return wiring.Signature(ports)
 
 
-def check_pe_params(*, numerics, mul_stages, add_stages):
+def check_pe_params(*, numerics, mul_stages, add_stages, fold=1):
     """Validate PE parameters (shared with the array, which checks before building PEs)."""
     check_numerics(numerics)
     check_stages(mul_stages, MUL_MAX_STAGES, name="mul_stages")
     check_stages(add_stages, ADD_MAX_STAGES, name="add_stages")
+    check_int("fold", fold, least=1)
 
 
 class ProcessingElement(wiring.Component):
@@ -82,6 +91,12 @@ class ProcessingElement(wiring.Component):
         cycles a partial sum spends in the PE.
     transpose : bool
         Whether the shadow can also shift in from the right (transposed load).
+    fold : int
+        Weights the PE holds per tile (default 1). With ``fold`` F above 1 the
+        PE stands for F columns of the array, one a cycle: each LHS value comes
+        ``F`` times, tagged ``phase`` 0 to F - 1, and is multiplied by active
+        weight ``phase``. ``active`` and ``shadow`` are then arrays of F, and
+        every weight port carries F weights.
 
     Ports
     -----
@@ -91,6 +106,8 @@ class ProcessingElement(wiring.Component):
         LHS bf16 value and its swap flag from the left.
     x_out, swap_out : Out(16), Out(1)
         The same, registered, to the right.
+    phase_in, phase_out : In/Out(range(fold)), only with ``fold`` above 1
+        Which of the weights ``x_in`` meets; registered to the right with it.
     psum_in : In(32)
         Partial sum from above, due ``2 + mul_stages`` cycles after ``x_in``
         (:func:`product_latency`).
@@ -98,14 +115,15 @@ class ProcessingElement(wiring.Component):
         Partial sum below, ``add_stages`` cycles after ``psum_in``.
     load : In(1)
         Shift the shadow weight this cycle.
-    w_below : In(16)
-        Shadow weight of the PE below (the shift source of a normal load).
+    w_below : In(16), or In(ArrayLayout(16, fold))
+        Shadow weights of the PE below (the shift source of a normal load).
     transpose : In(1), only with ``transpose=True``
         Shift from ``w_right`` instead of ``w_below``.
-    w_right : In(16), only with ``transpose=True``
-        Shadow weight of the PE to the right.
-    w_out : Out(16)
-        This PE's shadow weight.
+    w_right : In(16), or In(ArrayLayout(16, fold)), only with ``transpose=True``
+        What shifts in from the right: the shadow of the PE to the right (the
+        row wires folded columns' neighbours, see :class:`~hdl.mxu.PERow`).
+    w_out : Out(16), or Out(ArrayLayout(16, fold))
+        This PE's shadow weights.
 
     Latency ``2 + mul_stages`` cycles from ``x_in`` to its product entering
     the adder, ``add_stages`` from ``psum_in`` to ``psum_out``; throughput one
@@ -113,11 +131,13 @@ class ProcessingElement(wiring.Component):
     """
 
     def __init__(self, *, numerics="tpu", mul_stages=MUL_STAGES, add_stages=ADD_STAGES,
-                 transpose=True):
-        check_pe_params(numerics=numerics, mul_stages=mul_stages, add_stages=add_stages)
+                 transpose=True, fold=1):
+        check_pe_params(numerics=numerics, mul_stages=mul_stages, add_stages=add_stages,
+                        fold=fold)
         self.numerics, self.mul_stages, self.add_stages = numerics, mul_stages, add_stages
         self.transposable = bool(transpose)
-        super().__init__(pe_signature(self.transposable))
+        self.fold = fold
+        super().__init__(pe_signature(self.transposable, fold))
 
     def elaborate(self, platform):
         m = Module()
@@ -126,8 +146,8 @@ class ProcessingElement(wiring.Component):
 
         x = Signal(16, reset_less=True)
         swap = Signal(reset_less=True)
-        active = Signal(16, reset_less=True)
-        shadow = Signal(16, reset_less=True)
+        active = Signal(weight_shape(self.fold), reset_less=True)
+        shadow = Signal(weight_shape(self.fold), reset_less=True)
         product = Signal(32, reset_less=True)
         shift_in = Mux(self.transpose, self.w_right, self.w_below) if self.transposable \
             else self.w_below
@@ -137,10 +157,17 @@ class ProcessingElement(wiring.Component):
                 m.d.sync += active.eq(shadow)
             with m.If(self.load):
                 m.d.sync += shadow.eq(shift_in)
+        if self.fold > 1:
+            phase = Signal(range(self.fold), reset_less=True)
+            with m.If(self.en):
+                m.d.sync += phase.eq(self.phase_in)
+            m.d.comb += [self.phase_out.eq(phase), mul.b.eq(active[phase])]
+        else:
+            m.d.comb += mul.b.eq(active)
 
         m.d.comb += [
             self.x_out.eq(x), self.swap_out.eq(swap), self.w_out.eq(shadow),
-            mul.en.eq(self.en), mul.a.eq(x), mul.b.eq(active),
+            mul.en.eq(self.en), mul.a.eq(x),
             add.en.eq(self.en), add.a.eq(self.psum_in), add.b.eq(product),
             self.psum_out.eq(add.result),
         ]

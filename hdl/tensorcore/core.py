@@ -72,6 +72,10 @@ class TensorCore(wiring.Component):
         Ports of the SMEM's storage (:class:`~hdl.memory.vmem.VMEM`'s ``ram_ports``): 2
         (the default), or 1 for FPGA block RAM, the sequencer's and the descriptor reads
         in turns.
+    mxu_fold : int
+        Columns of the MXU's tile per PE (:class:`~hdl.mxu.matrix_unit.MXU`'s ``fold``,
+        dividing ``lanes``): 1 (the default), or more for FPGAs, the same results from
+        ``lanes / mxu_fold`` columns of PEs at a row every ``mxu_fold`` cycles.
 
     Ports
     -----
@@ -106,7 +110,7 @@ class TensorCore(wiring.Component):
     def __init__(self, *, imem_depth=256, smem_words=1024, n_flags=16, lanes=8,
                  numerics="tpu", vmem_lines=256, mxu=None, mxu_results=16, vector_queue=4,
                  ops=None, hbm_words=1 << 16, n_chips=1, smem_guests=0, regfile="flops",
-                 ram_ports=2):
+                 ram_ports=2, mxu_fold=1):
         check_int("lanes", lanes, least=1)
         check_numerics(numerics)
         if mxu is None:
@@ -128,7 +132,7 @@ class TensorCore(wiring.Component):
                        mxu_results=mxu_results, ops=ops, regfile=regfile)
         # Two rows of headroom, as hdl.vpu.VPUSystem: the MXU holds its array while its
         # FIFO could fill.
-        self.mxu = MXU(rows=lanes, cols=lanes, numerics=numerics,
+        self.mxu = MXU(rows=lanes, cols=lanes, numerics=numerics, fold=mxu_fold,
                        fifo_depth=mxu_results + 2) if mxu else None
         self.lanes, self.n_flags = lanes, n_flags
         self.memory_images = {

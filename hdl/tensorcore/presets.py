@@ -12,7 +12,10 @@ memories sized for block RAM (an LFE5U-85F has 208 18-kbit blocks, 416 KiB):
   same results in more cycles: ``hdl.vpu.VPU``).
 - VMEM and SMEM on one RAM port each (``ram_ports=1``: their two initiators in turns,
   which a block RAM holds as it is, where two ports that may both write do not map to
-  one: ``hdl.memory.vmem.VMEM``).
+  one: ``hdl.memory.vmem.VMEM``);
+- the MXU folded to one column of 8 PEs (``mxu_fold=8``: each PE holds a row of the
+  8x8 tile and takes its columns one a cycle, ``hdl.mxu.MXU``'s ``fold``), the same
+  results from an eighth of the PEs, a row every 8 cycles.
 
 docs/fpga.md ("The proto chip") has its area.
 """
@@ -23,7 +26,7 @@ __all__ = ["PRESETS", "preset"]
 PRESETS = {
     "proto": dict(lanes=8, mxu_results=80, vector_queue=16, vmem_lines=512, imem_depth=256,
                   words_per_cycle=8, read_latency=4, ops=("xor", "max"), hbm_words=1 << 15,
-                  smem_words=1024, regfile="ram", ram_ports=1),
+                  smem_words=1024, regfile="ram", ram_ports=1, mxu_fold=8),
 }
 
 

@@ -44,12 +44,13 @@ class Export:
 
 class _RowOfInstances(PERow):
     def make_pe(self):
-        return BlackBox(self.pe_module, pe_signature(self.transposable))
+        return BlackBox(self.pe_module, pe_signature(self.transposable, self.fold))
 
 
 class _ArrayOfInstances(SystolicArray):
     def make_row(self):
-        return BlackBox(self.row_module, pe_row_signature(self.cols, self.transposable))
+        return BlackBox(self.row_module,
+                        pe_row_signature(self.pe_cols, self.transposable, self.fold))
 
 
 class _MXUOfInstances(MXU):
@@ -68,8 +69,9 @@ def _mxu_parts(prefix, params):
 def _mxu_leaves(top, prefix):
     """[(module, component)] of the PE and the row of ``top``, an :class:`_MXUOfInstances`."""
     array = top.array_params
-    pe_params = {k: array[k] for k in ("numerics", "mul_stages", "add_stages", "transpose")}
-    row = _RowOfInstances(cols=array["cols"], pe_params=pe_params)
+    pe_params = {k: array[k] for k in ("numerics", "mul_stages", "add_stages", "transpose",
+                                       "fold") if k in array}
+    row = _RowOfInstances(cols=array["cols"] // array.get("fold", 1), pe_params=pe_params)
     top.row_module, row.pe_module = f"{prefix}_pe_row", f"{prefix}_pe"
     return [(row.pe_module, ProcessingElement(**pe_params)), (top.row_module, row)]
 

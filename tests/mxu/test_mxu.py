@@ -86,8 +86,8 @@ def test_transposed_load_gives_the_same_tiles(numerics, rng):
     _assert_bit_exact(run.out, golden_mxu.matmul(x, w, numerics=numerics, acc=acc))
 
 
-def _spans(plan, **agents):
-    params = {"rows": plan.rows, "cols": plan.cols}
+def _spans(plan, fold=1, **agents):
+    params = {"rows": plan.rows, "cols": plan.cols, "fold": fold}
     program = functools.partial(
         mxu.stream_matmul, weight_beats=plan.weight_beats, lhs_beats=plan.lhs_beats,
         acc_beats=plan.acc_beats, n_results=plan.n_results, final_from=plan.final_from, **agents)
@@ -115,6 +115,39 @@ def test_latency_matches_the_docstring(rng):
     p = dut.array_params
     assert spans["result"][0] - spans["lhs"][0] == dut.latency == \
         4 * p["add_stages"] + 4 + p["mul_stages"] + 5
+
+
+@pytest.mark.parametrize("m, k, n, rows, cols, fold, transpose_load, numerics, idle, stall", [
+    (9, 7, 10, 4, 4, 2, True, "tpu", 0.0, 0.0),
+    (6, 7, 12, 3, 6, 3, False, "ieee", 0.3, 0.5),   # non-square; gaps and backpressure
+    (13, 16, 16, 8, 8, 8, True, "tpu", 0.0, 0.9),   # the proto chip's MXU
+])
+def test_folded_mxu_is_bit_exact(m, k, n, rows, cols, fold, transpose_load, numerics, idle,
+                                 stall, rng, seed):
+    # Two K-tiles and several N-tiles, so the folded columns, the swaps between tiles and
+    # the accumulation across K-tiles are all exercised, with specials in every operand.
+    x, w, acc = _operands(rng, m, k, n, acc=True, special_density=0.1)
+    plan = mxu.plan_matmul(x.view(np.uint16), w.view(np.uint16), acc.view(np.uint32),
+                           rows=rows, cols=cols, transpose_load=transpose_load)
+    run = mxu.run_plan(plan, numerics=numerics, mxu_params={"fold": fold}, seed=seed,
+                       idle=idle, stall=stall)
+    _assert_bit_exact(run.out, golden_mxu.matmul(x, w, numerics=numerics, acc=acc))
+
+
+@pytest.mark.parametrize("fold", [2, 4])
+def test_folded_mxu_takes_a_row_every_fold_cycles(fold, rng):
+    # One tile, so nothing else holds the LHS stream: its rows are accepted exactly
+    # `fold` cycles apart, and the first result comes at the docstring's latency.
+    x, w, _ = _operands(rng, 6, 4, 4, acc=False, special_density=0.0)
+    plan = mxu.plan_matmul(x.view(np.uint16), w.view(np.uint16), rows=4, cols=4)
+    _, (final, spans) = _spans(plan, fold=fold)
+    dut = MXU(rows=4, cols=4, fold=fold)
+    p = dut.array_params
+    first, last = spans["lhs"]
+    assert last - first == fold * (len(plan.lhs_beats) - 1)
+    assert spans["result"][0] - first == dut.latency == \
+        4 * p["add_stages"] + 4 // fold + p["mul_stages"] + fold + 4
+    _assert_bit_exact(plan.assemble(final), golden_mxu.matmul(x, w))
 
 
 @pytest.mark.parametrize("idle, stall", [(0.0, 0.6), (0.4, 0.4), (0.0, 0.95)])
@@ -182,6 +215,8 @@ def test_bad_input_is_a_clear_value_error(call, message):
     (dict(rows=3, cols=5, transpose=True), ValueError, "need a square array, not 3x5"),
     (dict(add_stages=7), ValueError, "add_stages must be between 1 and 6"),
     (dict(fifo_depth=3), ValueError, "fifo_depth must be an integer of at least 4"),
+    (dict(rows=4, cols=6, fold=4), ValueError, "fold must divide cols = 6, not 4"),
+    (dict(fold=0), ValueError, "fold must be at least 1"),
 ])
 def test_bad_mxu_parameters(params, error, message):
     with pytest.raises(error, match=message):
