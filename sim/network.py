@@ -51,6 +51,7 @@ import numpy as np
 from golden import topology as topo
 from golden.routing import check_routing, walk
 from hdl.ici import table_entries
+from hdl.ici.router import SWITCHINGS
 from hdl.ici.layouts import (MAX_VCS, adaptive_entry_layout, adaptive_table_entries,
                              route_entry_layout)
 from hdl.lib.blackbox import BlackBox
@@ -428,7 +429,7 @@ def _switching(switching, routing, packet_flits, buffer_flits):
     buffer."""
     if switching is None:
         return
-    allowed = ("cut_through",) if routing == "adaptive" else ("wormhole", "cut_through")
+    allowed = ("cut_through",) if routing == "adaptive" else SWITCHINGS
     if switching not in allowed:
         raise ValueError(f"switching must be {' or '.join(map(repr, allowed))} with "
                          f"routing={routing!r}, not {switching!r}")

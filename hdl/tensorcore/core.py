@@ -61,9 +61,9 @@ class TensorCore(wiring.Component):
         The VPU's optional instructions to build (:class:`~hdl.vpu.vpu.VPU`'s ``ops``):
         a program may use only these; another stops the VPU with ``vpu_error``
         ``unsupported``, a reason the ISS does not have.
-    regfile : "flops" or "ram"
+    regfile : "flops", "ram" or "block_ram"
         How the VPU's register file is built (:class:`~hdl.vpu.vpu.VPU`'s ``regfile``;
-        ``"ram"`` for FPGAs: the same results in more cycles).
+        ``"ram"`` and ``"block_ram"`` for FPGAs: the same results in more cycles).
     smem_guests : int
         0 (the default) or 1: with 1, ``smem_guest`` reads SMEM through its second port,
         in turns with the DMA issue's descriptor reads (a chip's SparseCore reading its

@@ -44,7 +44,7 @@ OPTIONAL_OPS = (*ALU_OPS, *FUNCTIONS, "rsum", "rmax", "rmin")
 _REDUCTIONS = {"rsum": "sum", "rmax": "max", "rmin": "min"}
 
 #: How the register file is built (the VPU's ``regfile`` parameter).
-REGFILES = ("flops", "ram")
+REGFILES = ("flops", "ram", "block_ram")
 
 
 def _one_hot(reg):
@@ -124,12 +124,16 @@ class VPU(wiring.Component):
         that compiles faster. An instruction
         not built stops the VPU with the ``unsupported`` error. ``nop``,
         ``vld``, ``vst`` and the MXU link are always built.
-    regfile : "flops" or "ram"
+    regfile : "flops", "ram" or "block_ram"
         How the register file is built. ``"flops"`` (default): the issue rules above, with
         six asynchronous read ports and a write port per unit, which synthesis can only
         build from flip-flops. ``"ram"``, for FPGAs: one write port and three read ports
         read a cycle ahead through registers (synchronous), which Yosys maps to block or
-        distributed RAM. It issues one instruction at a time (one ALU slot is built), an
+        distributed RAM (for 32 registers it picks distributed RAM: a copy per read port
+        the build uses, in LUTs). ``"block_ram"`` is ``"ram"`` with the memory marked
+        ``ram_style = "block"``, so Yosys puts each copy in block RAM instead (on an ECP5,
+        ``ceil(1024 * lanes / 36)`` blocks a copy) and leaves the LUTs to logic. Either
+        issues one instruction at a time (one ALU slot is built), an
         instruction issues only in the cycle after its source registers were read with
         nothing pending on them (so at most one every 2 cycles), and an instruction that
         writes a register issues only while no other write is pending (so at most one unit
@@ -205,9 +209,10 @@ class VPU(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         lanes = self.lanes
-        m.submodules.regfile = regfile = Memory(data=self.regfile)
+        style = {"ram_style": "block"} if self.regfile_kind == "block_ram" else None
+        m.submodules.regfile = regfile = Memory(data=self.regfile, attrs=style)
         alu_ops, functions, reductions = self.alu_ops, self.functions, self.reductions
-        in_ram = self.regfile_kind == "ram"
+        in_ram = self.regfile_kind != "flops"
         slots = 1 if in_ram else 2
         alus = [self.make_alu(alu_ops) for _ in range(slots)] if alu_ops else []
         for k, alu in enumerate(alus):

@@ -40,7 +40,7 @@ class VPUSystem(wiring.Component):
         comes later in the program.
     ops : collection of str, optional
         The optional instructions to build (see :class:`~hdl.vpu.vpu.VPU`).
-    regfile : "flops" or "ram"
+    regfile : "flops", "ram" or "block_ram"
         How the VPU's register file is built (see :class:`~hdl.vpu.vpu.VPU`).
 
     Ports

@@ -10,7 +10,7 @@ import re
 
 import numpy as np
 import pytest
-from amaranth.back import verilog
+from amaranth.back import rtlil, verilog
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -266,6 +266,15 @@ def test_ram_register_file_runs_the_hazard_program_as_golden(rng):
     np.testing.assert_array_equal(state["vmem"], expected.vmem)
     assert state["executed"] == len(issued) == len(golden.assemble(HAZARDS))
     assert all(b - a >= 2 for a, b in zip(issued, issued[1:]))
+
+
+@pytest.mark.parametrize("regfile, style", [("ram", None), ("block_ram", "block")])
+def test_block_ram_marks_the_register_file_for_block_ram(regfile, style):
+    # "block_ram" is "ram" (the same ports, so the same cycles and results, which the
+    # "ram" tests here check) with the memory marked for Yosys' memory mapper.
+    text = rtlil.convert(VPU(lanes=1, ops=("xor",), regfile=regfile))
+    marks = re.findall(r'attribute \\ram_style "(\w+)"\n\s*memory .*regfile', text)
+    assert marks == ([style] if style else [])
 
 
 @pytest.mark.parametrize("regfile", ["flops", "ram"])
