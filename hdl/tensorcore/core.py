@@ -64,6 +64,9 @@ class TensorCore(wiring.Component):
     regfile : "flops", "ram" or "block_ram"
         How the VPU's register file is built (:class:`~hdl.vpu.vpu.VPU`'s ``regfile``;
         ``"ram"`` and ``"block_ram"`` for FPGAs: the same results in more cycles).
+    alu_width : int
+        Sublanes the VPU's ALU computes a cycle (:class:`~hdl.vpu.vpu.VPU`'s ``alu_width``):
+        8 (the default), or fewer with ``regfile`` in RAM, for FPGAs.
     smem_guests : int
         0 (the default) or 1: with 1, ``smem_guest`` reads SMEM through its second port,
         in turns with the DMA issue's descriptor reads (a chip's SparseCore reading its
@@ -110,7 +113,7 @@ class TensorCore(wiring.Component):
     def __init__(self, *, imem_depth=256, smem_words=1024, n_flags=16, lanes=8,
                  numerics="tpu", vmem_lines=256, mxu=None, mxu_results=16, vector_queue=4,
                  ops=None, hbm_words=1 << 16, n_chips=1, smem_guests=0, regfile="flops",
-                 ram_ports=2, mxu_fold=1):
+                 ram_ports=2, mxu_fold=1, alu_width=8):
         check_int("lanes", lanes, least=1)
         check_numerics(numerics)
         if mxu is None:
@@ -129,7 +132,7 @@ class TensorCore(wiring.Component):
                                                       words=1)
             guest = {"smem_guest": In(self.smem_signature)}
         self.vpu = VPU(lanes=lanes, numerics=numerics, vmem_lines=vmem_lines, mxu=mxu,
-                       mxu_results=mxu_results, ops=ops, regfile=regfile)
+                       mxu_results=mxu_results, ops=ops, regfile=regfile, alu_width=alu_width)
         # Two rows of headroom, as hdl.vpu.VPUSystem: the MXU holds its array while its
         # FIFO could fill.
         self.mxu = MXU(rows=lanes, cols=lanes, numerics=numerics, fold=mxu_fold,

@@ -25,8 +25,9 @@ __all__ = ["PRESETS", "preset"]
 #: Preset name -> ``TensorCoreSystem`` keyword parameters.
 PRESETS = {
     "proto": dict(lanes=8, mxu_results=80, vector_queue=16, vmem_lines=512, imem_depth=256,
-                  words_per_cycle=8, read_latency=4, ops=("xor", "max"), hbm_words=1 << 15,
-                  smem_words=1024, regfile="ram", ram_ports=1, mxu_fold=8),
+                  words_per_cycle=8, read_latency=4, ops=("xor", "max"), hbm_words=24 << 10,
+                  smem_words=1024, regfile="block_ram", ram_ports=1, mxu_fold=8,
+                  alu_width=1),
 }
 
 

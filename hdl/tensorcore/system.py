@@ -40,7 +40,7 @@ class TensorCoreSystem(wiring.Component):
     Parameters
     ----------
     imem_depth, smem_words, n_flags, lanes, numerics, vmem_lines, mxu, mxu_results, \
-vector_queue, ops, regfile, mxu_fold
+vector_queue, ops, regfile, mxu_fold, alu_width
         The :class:`~hdl.tensorcore.core.TensorCore`'s.
     hbm_words : int
         HBM words (default ``golden.tensorcore.DEFAULT_HBM_WORDS``, at most ``2**24``).
@@ -120,7 +120,8 @@ vector_queue, ops, regfile, mxu_fold
                  numerics="tpu", vmem_lines=256, mxu=None, mxu_results=16, vector_queue=4,
                  ops=None, hbm_words=DEFAULT_HBM_WORDS, read_latency=4, words_per_cycle=1,
                  outstanding=4, n_chips=1, flit_words=1, network_ports=1, sparsecores=0,
-                 sparsecore=None, regfile="flops", jitter=0, ram_ports=2, mxu_fold=1):
+                 sparsecore=None, regfile="flops", jitter=0, ram_ports=2, mxu_fold=1,
+                 alu_width=8):
         self.sparsecores = check_int("sparsecores", sparsecores, least=0, most=1)
         if sparsecore is not None and not sparsecores:
             raise ValueError("sparsecore= gives the SparseCore's parameters: it needs "
@@ -133,7 +134,8 @@ vector_queue, ops, regfile, mxu_fold
                                lanes=lanes, numerics=numerics, vmem_lines=vmem_lines, mxu=mxu,
                                mxu_results=mxu_results, vector_queue=vector_queue, ops=ops,
                                hbm_words=hbm_words, n_chips=n_chips, smem_guests=sparsecores,
-                               regfile=regfile, ram_ports=ram_ports, mxu_fold=mxu_fold)
+                               regfile=regfile, ram_ports=ram_ports, mxu_fold=mxu_fold,
+                               alu_width=alu_width)
         self.system = DmaSystem(hbm_size=hbm_words, vmem_lines=vmem_lines, lanes=lanes,
                                 n_flags=n_flags, read_latency=read_latency,
                                 words_per_cycle=words_per_cycle, outstanding=outstanding,

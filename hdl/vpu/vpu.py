@@ -14,6 +14,7 @@ from .load_store_unit import LoadStoreUnit
 from .mxu_link import LHSPusher, MXUPopper, WeightPusher
 from .reduce_unit import ReduceOp, ReduceUnit
 from .transcendental_unit import FUNCTIONS, Function, TranscendentalUnit
+from .serial_alu import SerialALU, check_alu_width
 from .vector_alu import ALU_OPS, VectorALU
 
 __all__ = ["VPU", "Error", "ERRORS", "OPTIONAL_OPS", "REGFILES", "check_vpu_shape"]
@@ -139,6 +140,11 @@ class VPU(wiring.Component):
         writes a register issues only while no other write is pending (so at most one unit
         writes back in a cycle). Results are the same (sequential execution); the cycles
         are more.
+    alu_width : int
+        Sublanes the ALU slot computes a cycle: 8 (the default, the whole vreg), or 1, 2
+        or 4 with ``regfile`` in RAM, for FPGAs: a :class:`~hdl.vpu.serial_alu.SerialALU`
+        of ``alu_width * lanes`` word ALUs, so an ALU instruction's latency is
+        ``8 / alu_width + 2`` and the same results take ``8 / alu_width`` of the word ALUs.
 
     Ports
     -----
@@ -170,12 +176,13 @@ class VPU(wiring.Component):
     """
 
     def __init__(self, *, lanes=8, numerics="tpu", vmem_lines=256, mxu=False, mxu_results=16,
-                 ops=None, regfile="flops"):
+                 ops=None, regfile="flops", alu_width=SUBLANES):
         self.lanes, self.vmem_lines, self.mxu, self.mxu_results = check_vpu_shape(
             lanes=lanes, vmem_lines=vmem_lines, mxu=mxu, mxu_results=mxu_results)
         self.numerics = check_numerics(numerics)
         self.ops = check_ops(ops, OPTIONAL_OPS, what="ops")
         self.regfile_kind = check_choice("regfile", regfile, REGFILES)
+        self.alu_width = check_alu_width(alu_width, regfile=self.regfile_kind)
         #: What ``ops`` asks of each unit (an empty list: the unit is left out).
         self.alu_ops = [op for op in self.ops if op in ALU_OPS]
         self.functions = [op for op in self.ops if op in FUNCTIONS]
@@ -200,8 +207,9 @@ class VPU(wiring.Component):
         super().__init__(members)
 
     def make_alu(self, ops):
-        """An ALU slot. Export overrides this (and the next) to emit repeated cores once."""
-        return VectorALU(words=SUBLANES * self.lanes, numerics=self.numerics, ops=ops)
+        """An ALU slot's :class:`~hdl.vpu.vector_alu.VectorALU`, ``alu_width`` sublanes wide.
+        Export overrides this (and the next) to emit repeated cores once."""
+        return VectorALU(words=self.alu_width * self.lanes, numerics=self.numerics, ops=ops)
 
     def make_transcendental(self, functions):
         return TranscendentalUnit(lanes=self.lanes, numerics=self.numerics, functions=functions)
@@ -215,6 +223,9 @@ class VPU(wiring.Component):
         in_ram = self.regfile_kind != "flops"
         slots = 1 if in_ram else 2
         alus = [self.make_alu(alu_ops) for _ in range(slots)] if alu_ops else []
+        serial = self.alu_width < SUBLANES
+        if serial:
+            alus = [SerialALU(alu=alu, lanes=lanes) for alu in alus]
         for k, alu in enumerate(alus):
             m.submodules[f"alu{k}"] = alu
         if functions:
@@ -399,8 +410,15 @@ class VPU(wiring.Component):
         for k, alu in enumerate(alus):
             m.d.comb += [alu.op.eq(words[k][26:]), alu.a.eq(reads[k][0]), alu.b.eq(reads[k][1]),
                          alu.c.eq(reads[k][2])]
-            valid = Signal(name=f"alu{k}_valid")
             dest = Signal(5, name=f"alu{k}_dest", reset_less=True)
+            if serial:
+                # Its write stays pending until `done`, so no other ALU word issues first.
+                m.d.comb += alu.start.eq(go[k] & dec[k].unit["alu"])
+                with m.If(alu.start):
+                    m.d.sync += dest.eq(dec[k].dest)
+                writebacks.append((alu.done, dest, alu.result))
+                continue
+            valid = Signal(name=f"alu{k}_valid")
             m.d.sync += [valid.eq(go[k] & dec[k].unit["alu"]), dest.eq(dec[k].dest)]
             writebacks.append((valid, dest, alu.result))
 

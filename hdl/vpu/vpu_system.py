@@ -42,6 +42,8 @@ class VPUSystem(wiring.Component):
         The optional instructions to build (see :class:`~hdl.vpu.vpu.VPU`).
     regfile : "flops", "ram" or "block_ram"
         How the VPU's register file is built (see :class:`~hdl.vpu.vpu.VPU`).
+    alu_width : int
+        Sublanes the VPU's ALU computes a cycle (see :class:`~hdl.vpu.vpu.VPU`).
 
     Ports
     -----
@@ -57,13 +59,14 @@ class VPUSystem(wiring.Component):
     """
 
     def __init__(self, *, lanes=8, numerics="tpu", vmem_lines=256, mxu=None, mxu_results=16,
-                 ops=None, regfile="flops"):
+                 ops=None, regfile="flops", alu_width=8):
         check_int("lanes", lanes, least=1)
         check_numerics(numerics)
         if mxu is None:
             mxu = lanes % SUBLANES == 0
         self.vpu = self.make_vpu(lanes=lanes, numerics=numerics, vmem_lines=vmem_lines, mxu=mxu,
-                                 mxu_results=mxu_results, ops=ops, regfile=regfile)
+                                 mxu_results=mxu_results, ops=ops, regfile=regfile,
+                                 alu_width=alu_width)
         self.vmem = VMEM(lines=vmem_lines, lanes=lanes)
         # Two rows of headroom: the MXU holds its array while its FIFO could fill.
         self.mxu = self.make_mxu(rows=lanes, cols=lanes, numerics=numerics,

@@ -110,7 +110,8 @@ class _VPUOfInstances(VPU):
         self.leaves = _vpu_leaves(self)
 
     def make_alu(self, ops):
-        alu = _VectorALUOfInstances(words=8 * self.lanes, numerics=self.numerics, ops=ops)
+        alu = _VectorALUOfInstances(words=self.alu_width * self.lanes, numerics=self.numerics,
+                                    ops=ops)
         alu.word_signature = self.leaves["vpu_word_alu"].signature
         return alu
 

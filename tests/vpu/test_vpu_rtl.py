@@ -145,7 +145,7 @@ def test_vector_alu_matches_golden(numerics, rng):
 # ---------------------------------------------------------------- issue timing
 
 def _run(program, *, lanes=1, vregs=None, vmem_lines=64, numerics="tpu", ops=None, limit=500,
-         regfile="flops"):
+         regfile="flops", alu_width=8):
     """Run ``program`` on a VPUSystem in Amaranth's simulator.
 
     Returns (issue cycle of each instruction, final vregs, final VMEM, outputs).
@@ -154,6 +154,8 @@ def _run(program, *, lanes=1, vregs=None, vmem_lines=64, numerics="tpu", ops=Non
     params = dict(lanes=lanes, numerics=numerics, vmem_lines=vmem_lines, ops=ops)
     if regfile != "flops":
         params["regfile"] = regfile
+    if alu_width != 8:
+        params["alu_width"] = alu_width
     key = design_key(VPUSystem, params)
     sim = kept_simulation(key, lambda: KeptSimulation(VPUSystem(**params)))
     dut = sim.top
@@ -254,6 +256,36 @@ def test_ram_register_file_issue_rules():
     np.testing.assert_array_equal(state["vmem"], flops_state["vmem"])
 
 
+@pytest.mark.parametrize("alu_width", [8, 4, 2, 1])
+def test_serial_alu_takes_8_over_alu_width_cycles_an_operation(alu_width):
+    # With regfile="ram" the full-width ALU's result is due a cycle after issue; a
+    # SerialALU's, 8 / alu_width + 1 cycles after. The dependent add issues 2 cycles after
+    # the result is due (written, then read), and the store of its result as long after it.
+    due = 1 if alu_width == 8 else 8 // alu_width + 1
+    issued, state = _run("add v2, v0, v1\nadd v3, v2, v2\nvst v3, 8, 1", vregs=None,
+                         regfile="ram", alu_width=alu_width)
+    assert issued == [1, 1 + due + 2, 1 + 2 * (due + 2)]
+    assert state["executed"] == 3 and state["error"] == 0
+
+
+@pytest.mark.parametrize("lanes, alu_width, numerics", [(2, 1, "ieee"), (1, 2, "tpu")])
+def test_serial_alu_runs_the_hazard_program_as_golden(lanes, alu_width, numerics, rng):
+    # Every ALU op at RAW distances 1 to 4, WAR and WAW, a slice at a time: each slice's
+    # words must land in their own sublanes, and the register file's other units keep
+    # their turns around the longer ALU operations.
+    from .test_sim_vpu import HAZARDS
+    vregs = rng.integers(0, 1 << 32, (golden.VREGS, 8, lanes), dtype=np.uint64).astype(np.uint32)
+    vregs[5] = rng.integers(0, 3, (8, lanes))                 # a mask for select
+    issued, state = _run(HAZARDS, lanes=lanes, vregs=vregs, numerics=numerics, regfile="ram",
+                         alu_width=alu_width, limit=4000)
+    expected = golden.execute(golden.assemble(HAZARDS), vregs=vregs,
+                              vmem=np.zeros(64 * lanes, np.uint32), lanes=lanes,
+                              numerics=numerics)
+    np.testing.assert_array_equal(state["vregs"], expected.vregs)
+    np.testing.assert_array_equal(state["vmem"], expected.vmem)
+    assert state["executed"] == len(issued) == len(golden.assemble(HAZARDS))
+
+
 def test_ram_register_file_runs_the_hazard_program_as_golden(rng):
     # Every register op at RAW distances 1 to 4, WAR and WAW (tests/vpu/test_sim_vpu.py).
     from .test_sim_vpu import HAZARDS
@@ -327,6 +359,16 @@ def test_program_errors_stop_before_the_fault(kind, fault, regfile, rng):
 ])
 def test_bad_parameters_are_rejected(params, error):
     with pytest.raises(error):
+        VPU(**params)
+
+
+@pytest.mark.parametrize("params, error, message", [
+    (dict(regfile="ram", alu_width=3), ValueError, r"alu_width must be one of 1, 2, 4, 8 "),
+    (dict(regfile="ram", alu_width=2.0), TypeError, "alu_width must be an integer"),
+    (dict(alu_width=4), ValueError, r"alu_width=4 needs regfile='ram' or 'block_ram'"),
+])
+def test_bad_alu_width_names_it(params, error, message):
+    with pytest.raises(error, match=message):
         VPU(**params)
 
 
