@@ -4,12 +4,14 @@
 kernel (``sim.kernels.plan_matmul``) needs, an 8-lane VPU with an 8x8 MXU, with its
 memories sized for block RAM (an LFE5U-85F has 208 18-kbit blocks, 416 KiB):
 
-- HBM 32 Ki words (128 KiB, 64 blocks), lines of 8 words, read latency 4;
+- HBM 24 Ki words (96 KiB, 48 blocks), lines of 8 words, read latency 4;
 - VMEM 512 lines of 8 words (16 KiB); SMEM 1024 words; IMEM 256 bundles;
 - the VPU built with only the optional ops the kernel uses (``xor``, ``max``);
-- the VPU's register file in RAM (``regfile="ram"``: one write port and synchronous reads,
-  which Yosys maps to RAM instead of 65,536 flip-flops; one instruction at a time, so the
-  same results in more cycles: ``hdl.vpu.VPU``).
+- the VPU's register file in block RAM (``regfile="block_ram"``: one write port and
+  synchronous reads, which Yosys maps to block RAM instead of 65,536 flip-flops, 114
+  blocks for its two read ports; one instruction at a time, so the same results in more
+  cycles: ``hdl.vpu.VPU``), and its ALU one sublane a cycle (``alu_width=1``: 8 word
+  ALUs instead of 64, an ALU instruction in 9 cycles);
 - VMEM and SMEM on one RAM port each (``ram_ports=1``: their two initiators in turns,
   which a block RAM holds as it is, where two ports that may both write do not map to
   one: ``hdl.memory.vmem.VMEM``);
@@ -17,6 +19,7 @@ memories sized for block RAM (an LFE5U-85F has 208 18-kbit blocks, 416 KiB):
   8x8 tile and takes its columns one a cycle, ``hdl.mxu.MXU``'s ``fold``), the same
   results from an eighth of the PEs, a row every 8 cycles.
 
+The register file's 114 blocks are why HBM is 24 Ki words, not 32: the device has 208.
 docs/fpga.md ("The proto chip") has its area.
 """
 

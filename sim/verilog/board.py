@@ -37,6 +37,14 @@ SEED = 1
 KEPT_BLOCKS = {"proto": {"pe": "*.mxu.array.row*.pe*", "mxu": "*.chip.core.mxu",
                          "vpu": "*.chip.core.vpu", "memory system": "*.chip.system"}}
 
+#: Yosys commands before synthesis. Amaranth names element ``i`` of an array-shaped signal
+#: ``x`` as a wire ``x[i]``, the name Yosys gives bit ``i`` of ``x`` when it puts a
+#: flip-flop's output back after mapping; it then reuses that wire, so two flip-flops
+#: drive one net and nextpnr stops ("multiply driven"; the release-build face of
+#: YosysHQ/yosys#4349, which docs/fpga.md's router flow meets). Those names are only for
+#: debuggers: hiding them (``$``-names, which Yosys never reuses so) avoids the clash.
+BEFORE_SYNTH = r"rename -hide w:*\[*"
+
 #: The LFE5U-85F's resources, for the percentages of a synthesis-only build.
 DEVICE_85F = {"lut4": 83_640, "ff": 83_640, "bram": 208, "dsp": 156}
 
@@ -97,8 +105,8 @@ def build_board(board="ulx3s-85f", *, clock_mhz=50, baud=115_200, folder=None,
     top = top_class(clock_mhz=clock_mhz, baud=baud, target=target)
     # Yosys' statistics of the synthesized design, in JSON beside its netlist.
     kept = KEPT_BLOCKS.get(target, {})
-    after_read = "".join(f"setattr -mod -set keep_hierarchy 1 {pattern}; "
-                         for pattern in kept.values()) or "# (nothing kept apart)"
+    after_read = BEFORE_SYNTH + "; " + "".join(
+        f"setattr -mod -set keep_hierarchy 1 {pattern}; " for pattern in kept.values())
     plan = platform.prepare(top, name=TOP, script_after_read=after_read,
                             script_after_synth=f"tee -q -o {TOP}.stat.json stat -json "
                                                f"-top {TOP}")

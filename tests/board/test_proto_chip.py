@@ -114,5 +114,6 @@ def test_the_memories_the_program_and_the_registers_over_the_bus():
 def test_the_proto_preset_is_what_the_doc_says():
     chip = preset("proto")
     assert chip == PRESETS["proto"] and chip is not PRESETS["proto"]
-    assert (chip["lanes"], chip["hbm_words"], chip["vmem_lines"]) == (8, 1 << 15, 512)
-    assert chip["regfile"] == "ram" and chip["ram_ports"] == 1
+    assert (chip["lanes"], chip["hbm_words"], chip["vmem_lines"]) == (8, 24 << 10, 512)
+    assert chip["regfile"] == "block_ram" and chip["ram_ports"] == 1
+    assert chip["mxu_fold"] == 8 and chip["alu_width"] == 1

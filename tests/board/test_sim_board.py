@@ -122,7 +122,7 @@ def test_a_matmul_past_the_proto_chips_hbm_is_refused_before_any_work(rng):
     x, w = operands(rng, 200, 200, 200)
     with pytest.raises(ValueError, match=r"x and w: a 200x200 @ 200x200 matmul needs "
                                          r"[\d,]+ words of HBM; the board's proto chip has "
-                                         r"32,768"):
+                                         r"24,576"):
         board.matmul(x, w)
 
 

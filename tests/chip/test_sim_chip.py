@@ -52,7 +52,7 @@ def test_matmul_on_the_proto_preset_is_bit_exact_and_slower(rng):
 @pytest.mark.parametrize("kwargs, message", [
     (dict(preset="nope"), "preset must be one of proto, not 'nope'"),
     (dict(preset="proto", shape=(96, 160, 160)), r"needs [\d,]+ words of HBM; the chip has "
-                                                 r"32,768 \(the proto preset\)"),
+                                                 r"24,576 \(the proto preset\)"),
 ])
 def test_a_bad_preset_or_a_matmul_past_its_memory_is_refused_before_any_work(rng, kwargs,
                                                                                 message):
@@ -87,7 +87,7 @@ def test_cli_refuses_a_matmul_past_the_presets_hbm_in_one_line(capsys):
     assert main(["chip", "matmul", "--m", "200", "--k", "300", "--n", "300",
                  "--preset", "proto"]) == 2      # bad input, as every command's
     err = capsys.readouterr().err
-    assert "needs 223,744 words of HBM; the chip has 32,768 (the proto preset)" in err
+    assert "needs 223,744 words of HBM; the chip has 24,576 (the proto preset)" in err
     assert "Traceback" not in err
 
 
