@@ -1,6 +1,6 @@
 """MXU: the systolic array behind stream ports, with double-buffered weights and a result FIFO."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -179,7 +179,7 @@ class MXU(wiring.Component):
         # written into the FIFO a cycle later (`pending`), so the write is a
         # register too. A row's phases leave in consecutive enabled cycles, so
         # `out_phase` counts them.
-        out_phase = Signal(range(fold))
+        out_phase = Signal(range(fold)) if fold > 1 else Const(0)
         leaving = result_due & advance & (out_phase == fold - 1)
         pending = Signal()
         pending_row = Signal(data.ArrayLayout(data.ArrayLayout(32, pe_cols), fold),
@@ -200,8 +200,11 @@ class MXU(wiring.Component):
             m.d.sync += pending_row.eq(array.result)
         else:
             with m.If(result_due & advance):
-                m.d.sync += [pending_row[out_phase].eq(array.result),
-                             out_phase.eq(Mux(out_phase == fold - 1, 0, out_phase + 1))]
+                m.d.sync += out_phase.eq(Mux(out_phase == fold - 1, 0, out_phase + 1))
+                with m.Switch(out_phase):
+                    for f in range(fold):
+                        with m.Case(f):
+                            m.d.sync += pending_row[f].eq(array.result)
         # The FIFO is never written without room (so its w_stream.ready is
         # always high when `pending` is): see `held`.
         m.d.comb += [
@@ -226,7 +229,7 @@ class MXU(wiring.Component):
         take = Signal()            # the LHS row (and its acc_in beat) is accepted
         # The row in the input registers still has phases to send into the
         # array (never, unfolded): they go before the next row is taken.
-        in_phase = Signal(range(fold))
+        in_phase = Signal(range(fold)) if fold > 1 else Const(0)
         more = Signal()
         if fold > 1:
             m.d.comb += more.eq(valid[0] & (in_phase != fold - 1))
@@ -257,10 +260,13 @@ class MXU(wiring.Component):
                 in_load.eq(load), in_weights.eq(self.weights.payload.data),
             ]
             with m.If(more):
-                m.d.sync += [in_phase.eq(in_phase + 1), in_swap.eq(0)]
+                m.d.sync += in_swap.eq(0)
+                if fold > 1:
+                    m.d.sync += in_phase.eq(in_phase + 1)
             with m.Else():
+                if fold > 1:
+                    m.d.sync += in_phase.eq(0)
                 m.d.sync += [
-                    in_phase.eq(0),
                     in_lhs.eq(lhs.data), in_swap.eq(take & lhs.swap),
                     in_acc.eq(self.acc_in.payload), in_use_acc.eq(take & lhs.acc),
                 ]
@@ -274,11 +280,18 @@ class MXU(wiring.Component):
                 with m.If(load):
                     m.d.sync += loaded.eq(loaded + 1)
 
+        phase_acc = in_acc[0]
+        if fold > 1:
+            phase_acc = Signal.like(in_acc[0])
+            with m.Switch(in_phase):
+                for f in range(fold):
+                    with m.Case(f):
+                        m.d.comb += phase_acc.eq(in_acc[f])
         m.d.comb += [
             array.en.eq(advance),
             array.lhs.eq(in_lhs),
             array.swap.eq(in_swap),
-            array.acc.eq(Mux(in_use_acc, in_acc[in_phase] if fold > 1 else in_acc, 0)),
+            array.acc.eq(Mux(in_use_acc, phase_acc, 0)),
             array.load.eq(in_load),
             array.weights.eq(in_weights),
         ]

@@ -89,9 +89,12 @@ class SerialALU(wiring.Component):
             m.d.sync += step.eq(step + 1)
             with m.If(step == steps):
                 m.d.sync += running.eq(0)
-        m.d.comb += [alu.op.eq(op), alu.a.eq(held[0].word_select(step, slice_bits)),
-                     alu.b.eq(held[1].word_select(step, slice_bits)),
-                     alu.c.eq(held[2].word_select(step, slice_bits))]
+        m.d.comb += alu.op.eq(op)
+        with m.Switch(step):          # cases, not an indexed shift: lint-clean Verilog
+            for k in range(steps):
+                with m.Case(k):
+                    m.d.comb += [port.eq(h.word_select(k, slice_bits))
+                                 for port, h in zip((alu.a, alu.b, alu.c), held)]
         for k in range(steps - 1):
             with m.If(running & (step == k + 1)):
                 m.d.sync += early.word_select(k, slice_bits).eq(alu.result)

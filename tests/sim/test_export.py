@@ -24,6 +24,7 @@ _MXU_4X4, _MXU_3X5 = {"rows": 4, "cols": 4}, {"rows": 3, "cols": 5, "add_stages"
     *((b, {}, numerics) for b in (*ARITH, "pe") for numerics in ("tpu", "ieee")),
     ("mxu", _MXU_4X4, "tpu"), pytest.param("mxu", _MXU_4X4, "ieee", marks=pytest.mark.slow),
     ("mxu", _MXU_3X5, "ieee"), pytest.param("mxu", _MXU_3X5, "tpu", marks=pytest.mark.slow),
+    ("mxu", {"rows": 4, "cols": 4, "fold": 2}, "tpu"),   # folded: PEs of 2 weights
 ])
 def test_export_is_lint_clean(block, params, numerics):
     result = export(block, params | {"numerics": numerics})
