@@ -256,12 +256,14 @@ def test_ram_register_file_issue_rules():
     np.testing.assert_array_equal(state["vmem"], flops_state["vmem"])
 
 
-@pytest.mark.parametrize("alu_width", [8, 4, 2, 1])
+@pytest.mark.parametrize("alu_width", [pytest.param(4, marks=pytest.mark.slow),
+                                       pytest.param(2, marks=pytest.mark.slow), 1])
 def test_serial_alu_takes_8_over_alu_width_cycles_an_operation(alu_width):
-    # With regfile="ram" the full-width ALU's result is due a cycle after issue; a
-    # SerialALU's, 8 / alu_width + 1 cycles after. The dependent add issues 2 cycles after
-    # the result is due (written, then read), and the store of its result as long after it.
-    due = 1 if alu_width == 8 else 8 // alu_width + 1
+    # With regfile="ram" the full-width ALU's result is due a cycle after issue (so
+    # test_ram_register_file_issue_rules' add and mul 2 apart); a SerialALU's, 8 / alu_width
+    # + 1 cycles after. The dependent add issues 2 cycles after the result is due (written,
+    # then read), and the store of its result as long after it.
+    due = 8 // alu_width + 1
     issued, state = _run("add v2, v0, v1\nadd v3, v2, v2\nvst v3, 8, 1", vregs=None,
                          regfile="ram", alu_width=alu_width)
     assert issued == [1, 1 + due + 2, 1 + 2 * (due + 2)]
@@ -309,7 +311,7 @@ def test_block_ram_marks_the_register_file_for_block_ram(regfile, style):
     assert marks == ([style] if style else [])
 
 
-@pytest.mark.parametrize("regfile", ["flops", "ram"])
+@pytest.mark.parametrize("regfile", ["flops", pytest.param("ram", marks=pytest.mark.slow)])
 def test_a_weight_push_and_an_lhs_push_in_one_beat_swap_as_in_order(regfile, rng):
     # The LHS push after a weight push that fills the shadow tile swaps that tile in
     # (golden.vpu.MXUState); the two pushers are separate units, yet the pair must not

@@ -124,7 +124,7 @@ def add_parser(subparsers, help):
     b.add_argument("--target", choices=("memory", "proto"), default="memory",
                    help="behind the host bridge: a block-RAM word memory (the default: a "
                         "one-minute build that proves the clock, UART and bridge) or the "
-                        "proto chip (which does not fit the device yet: docs/fpga.md)")
+                        "proto chip (which fits but does not meet 50 MHz yet: docs/fpga.md)")
     b.add_argument("--clock", type=number, default=50.0, metavar="MHZ",
                    help="the design clock from the board's PLL, 10 to 200 MHz (the nearest "
                         "the PLL makes)")
