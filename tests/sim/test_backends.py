@@ -81,6 +81,7 @@ def test_a_failing_program_names_its_error():
         run_program("fp32_to_bf16", SHARED_BUILD, program, backend="verilator")
 
 
+@pytest.mark.slow         # make test's budget: a traced coverage build of its own
 def test_waves_and_code_coverage_on_request(tmp_path):
     program = functools.partial(stream_through, beats=[0x3F800000, 0x7F800001])
     waves, cover = tmp_path / "run.vcd", tmp_path / "run.dat"

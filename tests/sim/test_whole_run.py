@@ -109,6 +109,7 @@ def test_one_build_serves_every_size(rng):
     assert got.streams == reference.streams and got.cycles == reference.cycles
 
 
+@pytest.mark.slow         # make test's budget: a build of its own for a 1,400-beat queue
 def test_a_loop_back_longer_than_the_ring(rng):
     """The MXU's partial sums wait a whole K-tile to loop back into ``acc_in``: with 2 N-tiles
     of 700 rows that is 1,400 beats, more than a ring holds; the testbench queues them."""
@@ -148,6 +149,7 @@ def test_bad_runs_are_clear_value_errors(change, message):
         run_whole(replace(run, **change))
 
 
+@pytest.mark.slow         # make test's budget: a traced build of its own (tests/sim/test_waves.py)
 def test_waves_and_progress_on_request(tmp_path, rng, monkeypatch):
     run, _ = _add_run(rng, 100, gaps={"result": 0.5})
     seen = []

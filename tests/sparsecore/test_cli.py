@@ -145,6 +145,7 @@ def test_zipf_ids_reject_a_negative_exponent(rng):
         sparse_batch.zipf_ids(rng, 4, 8, -1)
 
 
+@pytest.mark.slow         # make test's budget: a whole SparseCore bench to test a docs splice
 def test_bench_section_replaces_its_old_text(seed, tmp_path, monkeypatch):
     bench = SparseBench(backend="amaranth", row_widths=(8,), read_latencies=(4,),
                         gather_ids=16, alphas=(1.5,), zipf_rows=16, zipf_width=8, zipf_bags=2,
