@@ -47,7 +47,8 @@ def lhs_layout(rows):
 
 
 class MXU(wiring.Component):
-    """bf16 x bf16 -> fp32 matrix unit: ``result[m] = acc[m] + lhs[m] @ W``, one row a cycle.
+    """bf16 x bf16 -> fp32 matrix unit: ``result[m] = acc[m] + lhs[m] @ W``, a row a cycle
+    (a row every ``fold`` cycles when folded).
 
     Weight-stationary systolic array (see :class:`~hdl.mxu.systolic_array.SystolicArray`):
     each PE holds one weight of a ``rows x cols`` tile ``W`` and accumulates in

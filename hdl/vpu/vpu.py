@@ -143,8 +143,10 @@ class VPU(wiring.Component):
     alu_width : int
         Sublanes the ALU slot computes a cycle: 8 (the default, the whole vreg), or 1, 2
         or 4 with ``regfile`` in RAM, for FPGAs: a :class:`~hdl.vpu.serial_alu.SerialALU`
-        of ``alu_width * lanes`` word ALUs, so an ALU instruction's latency is
-        ``8 / alu_width + 2`` and the same results take ``8 / alu_width`` of the word ALUs.
+        of ``alu_width * lanes`` word ALUs: an ALU instruction's result is due
+        ``8 / alu_width + 1`` cycles after its issue instead of 1 (a reader issues 2 cycles
+        after that, as with the RAM register file's full-width slot), and the same results
+        take ``alu_width / 8`` of the word ALUs.
 
     Ports
     -----
