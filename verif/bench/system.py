@@ -17,7 +17,7 @@ import numpy as np
 
 from verif.report import write_marked
 
-__all__ = ["measure", "BENCH_CHIP", "RING_CHIP", "TORUS_CHIP", "CHUNK_SWEEP"]
+__all__ = ["measure", "BENCH_CHIP", "RING_CHIP", "TORUS_CHIP", "ALL_TO_ALL_CHIP", "CHUNK_SWEEP"]
 
 #: Memories that hold the largest benchmark messages (32 KiB per chip and its staging),
 #: the same for every size, so that each topology is built once.
@@ -41,6 +41,16 @@ TORUS_WORDS, TORUS_CHUNKS = 32768, 4
 #: The 4x4 all-to-all's chunks: its phases pipeline (at 64 KiB, 0.620 of the bound in one
 #: chunk, 0.657 in 4, 0.728 in 8, 0.693 in 16).
 TORUS_ALL_TO_ALL_CHUNKS = 8
+#: The 4x4 all-to-all's chip: :data:`TORUS_CHIP` with two more network ports (6). The
+#: programs deal an all-to-all's pushes to the push ports by direction, and a port sends
+#: one push at a time: a 2-hop push whose packet waits at the next router (wormhole, 66
+#: flits over 8-flit buffers) holds its port, and that direction's link idles. The two
+#: ports past the four directions take pushes of the direction with the most left, so a
+#: direction has a second sender (128 KiB in 8 chunks: 22,879 cycles with 4 ports, 18,178
+#: with 6). The ring collectives stay on :data:`TORUS_CHIP`: their pushes go one hop, and
+#: the extra ports, which mix directions, made them slower (all-reduce 18,779 cycles
+#: against 16,782, reduce-scatter 10,448 against 8,918: docs/system.md).
+ALL_TO_ALL_CHIP = dict(TORUS_CHIP, network_ports=6)
 
 #: The 1x4 ring's chip: flags and IMEM for every chunking swept. (A 4x4 system reads out
 #: 16 x 64 flags of 32 bits; 128 flags a chip would pass Amaranth's 65,536-bit limit on
@@ -87,13 +97,14 @@ def measure(path=Path("docs/system.md"), *, backend="verilator", seed=1, quick=F
 
     ring, torus = topo.torus((1, 4)), topo.torus((4, 4))
 
-    def run(kind, topology, words, chunks=1):
+    def run(kind, topology, words, chunks=1, chip=None):
         """(inputs' shape, CollectiveRun, model cycles, chip parameters) of one checked
-        collective."""
+        collective, on ``chip`` (default the topology's: :data:`RING_CHIP` or
+        :data:`TORUS_CHIP`)."""
         chips = int(topology.alive.sum())
         inputs = _inputs(kind, chips, words, rng)
         started = time.perf_counter()
-        chip = _whole(RING_CHIP if topology is ring else TORUS_CHIP)
+        chip = _whole(chip or (RING_CHIP if topology is ring else TORUS_CHIP))
         result = system.collective(kind, inputs, topology=topology, backend=backend,
                                    seed=seed, chip=chip, chunks=chunks)
         want = collectives.collective(kind, inputs, topology=topology)
@@ -119,12 +130,13 @@ def measure(path=Path("docs/system.md"), *, backend="verilator", seed=1, quick=F
                   ("4x4 reduce-scatter", torus, "reduce_scatter", TORUS_WORDS, TORUS_CHUNKS),
                   ("4x4 all-gather", torus, "all_gather", TORUS_WORDS, TORUS_CHUNKS),
                   ("4x4 all-to-all", torus, "all_to_all", TORUS_WORDS,
-                   TORUS_ALL_TO_ALL_CHUNKS)]
+                   TORUS_ALL_TO_ALL_CHUNKS, ALL_TO_ALL_CHIP)]
     rows, speed = [], {}
-    for label, topology, kind, words, chunks in goals:
-        shape, result, model, chip = run(kind, topology, words, chunks)
+    for label, topology, kind, words, chunks, *given in goals:
+        shape, result, model, chip = run(kind, topology, words, chunks, *given)
         rows.append((label, kind, shape, result, chunks, model, chip["network_ports"]))
-        speed[topology.shape] = (result.cycles, result.seconds)
+        if not given:           # the speed of the topology's own chip, its first run
+            speed.setdefault(topology.shape, (result.cycles, result.seconds))
     sweep = []
     for kind, counts in CHUNK_SWEEP.items():
         for chunks in counts:
@@ -177,14 +189,16 @@ def _markdown(rows, params, sweep, sizes, speed, *, seed, backend, quick):
     from golden import collectives
     from sim import system
     b = system.LINK_BYTES_PER_CYCLE
-    ring, torus = _whole(RING_CHIP), _whole(TORUS_CHIP)
+    ring, torus, a2a = _whole(RING_CHIP), _whole(TORUS_CHIP), _whole(ALL_TO_ALL_CHIP)
     lines = [f"Measured by `tpu-rtl system bench --seed {seed}{' --quick' if quick else ''}` "
              f"({backend}); every run "
              f"bit-exact against `golden.collectives`. B = {b} bytes/cycle (one-word flits); "
              f"busbw and bounds in bytes/cycle; model: `golden.collective_cost` with the "
              f"constants below. The 1x4 ring's chips have {ring['network_ports']} network "
              f"ports and {ring['lanes']} lanes (`RING_CHIP`), the 4x4 torus's "
-             f"{torus['network_ports']} and {torus['lanes']} (`TORUS_CHIP`).", "",
+             f"{torus['network_ports']} and {torus['lanes']} (`TORUS_CHIP`), and its "
+             f"all-to-all's {a2a['network_ports']} and {a2a['lanes']} (`ALL_TO_ALL_CHIP`).",
+             "",
              "| goal | S (bytes) | chunks | cycles | busbw | link bound | fraction | "
              "chip-port bound | fraction | model | RTL / model |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
