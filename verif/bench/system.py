@@ -169,14 +169,16 @@ def _whole(chip):
 
 def _for_chip(params, chip):
     """``params`` (measured on :data:`RING_CHIP`) with the ports, lanes, push size and push
-    queues of ``chip`` (all its parameters); the measured constants are cycles, which the
-    lanes do not change."""
+    queues of ``chip`` (all its parameters), and the programs' reduce groups (a reduce
+    piece in whole groups of 8 lines, ``sim.kernels.collective.plan_collective``'s
+    ``align``); the measured constants are cycles, which the lanes do not change."""
+    from golden.vpu import SUBLANES
     from sim import system
 
     from sim.system_chip import queue_words
     return dataclasses.replace(params, ports=chip["network_ports"], lanes=chip["lanes"],
                                push_words=system.plan_push_words(chip),
-                               queue_words=queue_words(chip))
+                               queue_words=queue_words(chip), reduce_align=SUBLANES)
 
 
 def _ratio(cycles, model):
