@@ -50,9 +50,18 @@ BLOCKS = {
     "tensorcore": TensorCoreSystem,
 }
 
-# How to read each parameter from the command line.
-_PARAM_TYPES = {"numerics": str, "transpose": bool, "combiners": str, "optimizers": str,
-                "mxu": bool, "ops": tuple, "functions": tuple, "regfile": str}
+# How to read a parameter from the command line when its default does not say: a default
+# of None, or a tuple (a comma-separated list of names). Any other parameter is read as
+# its default's type, bool, str or int.
+_PARAM_TYPES = {"transpose": bool, "mxu": bool, "ops": tuple, "functions": tuple,
+                "eject_by": str, "switching": str}
+
+
+def _param_type(block, name):
+    if name in _PARAM_TYPES:
+        return _PARAM_TYPES[name]
+    default = block_params(block).get(name)
+    return type(default) if isinstance(default, (bool, str)) else int
 
 
 def block_params(block):
@@ -73,7 +82,7 @@ def component_class(block):
 
 
 def _parse_value(block, name, text):
-    kind = _PARAM_TYPES.get(name, int)
+    kind = _param_type(block, name)
     if name == "preset":
         return text
     if kind is bool:

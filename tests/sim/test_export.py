@@ -104,6 +104,13 @@ def test_presets_and_params():
     assert set(block_params("mxu")) >= {"rows", "cols", "numerics", "mul_stages", "add_stages"}
     assert parse_params("vpu", ["ops=add,rcp", "lanes=1"]) == {"ops": ("add", "rcp"), "lanes": 1}
     assert parse_params("vpu_transcendental", ["functions=exp"]) == {"functions": ("exp",)}
+    # Read as their defaults' types (str, bool), or as named for a default of None.
+    assert parse_params("router", ["routing=adaptive", "observe=yes", "eject_by=input",
+                                   "switching=cut_through", "escape_bias=0x2"]) == \
+        {"routing": "adaptive", "observe": True, "eject_by": "input",
+         "switching": "cut_through", "escape_bias": 2}
+    with pytest.raises(ValueError, match="router: parameter vcs must be an integer, not 'x'"):
+        parse_params("router", ["vcs=x"])
     assert set(BLOCKS) == {"fp32_add", "bf16_mul", "fp32_to_bf16", "fp32_mul", "fp32_div",
                            "fp32_sqrt", "fp32_rcp", "fp32_rsqrt", "fp32_exp", "pe", "mxu", "dma",
                            "router", "sparsecore", "vpu", "vpu_core",
