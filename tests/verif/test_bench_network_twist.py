@@ -88,3 +88,25 @@ def test_measure_goals_keeps_the_routing_comparison_as_json(monkeypatch):
     back = bench._twist_from_json(json.loads(json.dumps(bench._twist_to_json(result))))
     assert back == result
     assert bench.TWIST_CONFIGS == (("dor", 4, 16), ("adaptive", 8, 16, 2))
+
+
+def test_measure_goals_rewrites_only_its_part_of_the_page(monkeypatch, tmp_path):
+    """``tpu-rtl network --goals FILE`` writes between its markers and keeps the page's
+    hand-written sections, before and after, as they were."""
+    def run_stats(topology, **kwargs):
+        stats = fake_stats(0.5)
+        stats.run = stats.run._replace(
+            link_utilization=np.zeros((topology.n_chips, 2 * len(topology.dims))))
+        return stats
+
+    monkeypatch.setattr(network, "run_stats", run_stats)
+    page = tmp_path / "network.md"
+    page.write_text(f"{bench.TITLE}\n\n{bench.GOALS_BEGIN}\nstale figures\n{bench.GOALS_END}\n\n"
+                    "## Hand-written\n\nkept\n")
+    bench.measure_goals(page, out=tmp_path / "out", twisted=("4x4x8",))
+    text = page.read_text()
+    assert text.startswith(f"{bench.TITLE}\n\n{bench.GOALS_BEGIN}\nMeasured by ")
+    assert text.endswith(f"{bench.GOALS_END}\n\n## Hand-written\n\nkept\n")
+    assert "stale figures" not in text
+    assert ("| saturation throughput, 2 VCs | >= 0.70 flits/node/cycle | 0.500 | **missed** by "
+            "0.200 |") in text

@@ -6,7 +6,12 @@ from pathlib import Path
 
 import numpy as np
 
-from verif.report import plot_curves
+from verif.report import plot_curves, write_marked
+
+#: The markers around ``measure_goals``'s part of docs/network.md: it rewrites only what
+#: lies between them, and the page's hand-written sections stay as they are.
+GOALS_BEGIN, GOALS_END = "<!-- network goals -->", "<!-- /network goals -->"
+TITLE = "# ICI network: measurements"
 
 __all__ = ["measure_goals", "command", "PAPER", "compare_routing", "routing_markdown",
            "compare_twist", "twist_markdown", "TWIST_CONFIGS", "TWIST_RATES"]
@@ -28,8 +33,10 @@ def _run(summary):
 
 def measure_goals(path, *, backend="verilator", seed=1, out=Path("build/network"),
                   twisted=("4x4x8", "4x8x8")):
-    """Measure every figure of docs/network.md (several builds: tens of minutes) and write
-    the document to ``path``. Each measurement is kept in ``out/goals.json`` as it
+    """Measure every figure of docs/network.md's generated part (several builds: tens of
+    minutes) and write it between the :data:`GOALS_BEGIN` and :data:`GOALS_END` markers of
+    ``path`` (``verif.report.write_marked``: a page without them gets them at its end, a
+    missing page starts with :data:`TITLE`). Each measurement is kept in ``out/goals.json`` as it
     completes, so an interrupted run resumes where it stopped. ``twisted``: the shapes
     whose regular and twisted tori are compared (each one build; 4x8x8 the largest)."""
     import json
@@ -113,8 +120,10 @@ def measure_goals(path, *, backend="verilator", seed=1, out=Path("build/network"
     speed = {"4x4": rows[0][1]["sat"], "8x8": rows[-2][1]["sat"],
              "4x4x4": rows[-1][1]["sat"]} | {shape: pair[True] for shape, pair in twists}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(_goals_markdown(rows, curve, curve4, twists, speed, plots, seed, backend,
-                                    by_routing=by_routing))
+    text = _goals_markdown(rows, curve, curve4, twists, speed, plots, seed, backend,
+                           by_routing=by_routing)
+    write_marked(path, text.rstrip("\n") + "\n", begin=GOALS_BEGIN, end=GOALS_END,
+                 title=TITLE)
 
 
 #: ``compare_twist``'s configurations in ``measure_goals``: each routing with the levers
@@ -210,9 +219,7 @@ def _goals_markdown(rows, curve, curve4, twists, speed, plots, seed, backend="ve
     def f(x, digits=3):
         return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) \
             else f"{x:.{digits}f}"
-    out = ["# ICI network: measurements",
-           "",
-           "Measured by `tpu-rtl network --goals docs/network.md --goals-twisted "
+    out = ["Measured by `tpu-rtl network --goals docs/network.md --goals-twisted "
            + ",".join(shape for shape, _ in twists) + "` "
            f"(seed {seed}, Verilator whole runs, on a shared 2-core machine). Every run also "
            "checked every packet: delivered exactly once, in sequence, intact "

@@ -96,7 +96,9 @@ def add_parser(subparsers, help):
     p.add_argument("--all-points", action="store_true",
                    help="do not stop the sweep at saturation")
     p.add_argument("--goals", metavar="FILE.md",
-                   help="measure the goals of docs/network.md and write them to FILE.md")
+                   help="measure the goals of docs/network.md and write them into FILE.md "
+                        "between its <!-- network goals --> markers (the rest of the page "
+                        "stays; a page without them gets them at its end)")
     p.add_argument("--goals-twisted", default="4x4x8,4x8x8", metavar="SHAPES",
                    help="with --goals: the shapes whose regular and twisted tori are "
                         "compared (default 4x4x8,4x8x8)")
