@@ -209,19 +209,21 @@ def _int(name, value, least, most=None):
 
 def system_params(topology, *, vcs=2, buffer_flits=8, link_latency=2, local_ports=1,
                   source_queue=64, routing="dor", escape_bias=None, speedup=1,
-                  switching=None):
+                  switching=None, injection_queues=None):
     """The :class:`~hdl.system.NetworkSystem` parameters of a run on ``topology``: the
     build, shared by every topology of its shape (``routing`` appears only when
-    "adaptive", ``escape_bias`` only when given, ``speedup`` only above 1 and
-    ``switching`` only when it is not the routing's own, so "dor" builds keep their
-    parameters)."""
+    "adaptive", ``escape_bias`` only when given, ``speedup`` only above 1, and
+    ``switching`` and ``injection_queues`` only when they are not the routing's own, so
+    "dor" builds keep their parameters)."""
     return dict(dims="x".join(map(str, topology.dims)), vcs=vcs, buffer_flits=buffer_flits,
                 link_latency=link_latency, local_ports=local_ports, source_queue=source_queue,
                 reconfig_cycles=2, **({"routing": routing} if routing != "dor" else {}),
                 **({"escape_bias": escape_bias} if escape_bias is not None else {}),
                 **({"speedup": speedup} if speedup != 1 else {}),
                 **({"switching": switching}
-                   if switching not in (None, _default_switching(routing)) else {}))
+                   if switching not in (None, _default_switching(routing)) else {}),
+                **({"injection_queues": injection_queues}
+                   if injection_queues not in (None, routing == "adaptive") else {}))
 
 
 def _default_switching(routing):
@@ -442,7 +444,8 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
               link_latency=2, cycles, warmup, seed=0, backend="verilator", local_ports=1,
               message_packets=8, source_queue=64, watchdog=None, corrupt_every=0,
               malformed_every=0, stall=0.0, link_down=None, waves=None, progress=None,
-              routing="dor", escape_bias=None, speedup=1, switching=None):
+              routing="dor", escape_bias=None, speedup=1, switching=None,
+              injection_queues=None):
     """One network run; returns :class:`NetworkStats` (no integrity check: see
     :meth:`NetworkStats.problems`). Parameters as :func:`run`, and the test knobs:
 
@@ -470,6 +473,11 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
     default) or "cut_through" (a header moves only with room for its whole packet, so
     ``packet_flits`` must fit ``buffer_flits``); "adaptive" is always cut-through.
 
+    ``injection_queues``: the routers' (``hdl.ici.Router``): True gives every injection
+    port a queue per direction (``min(2*dims, vcs)`` queues, a packet in its first hop's),
+    so one blocked direction does not stall the packets behind it for others; None (the
+    default) is the routing's own, queues with "adaptive" and one FIFO with "dor".
+
     Raises
     ------
     ValueError
@@ -491,12 +499,16 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
                   corrupt_every, malformed_every)
     _int("speedup", speedup, 1, vcs)
     _switching(switching, routing, packet_flits, buffer_flits)
+    if injection_queues is not None and not isinstance(injection_queues, bool):
+        raise ValueError(f"injection_queues must be True, False or None, not "
+                         f"{injection_queues!r}")
     _number("stall", stall, 0, 1)
     check_backend(backend)
     params = system_params(topology, vcs=vcs, buffer_flits=buffer_flits,
                            link_latency=link_latency, local_ports=local_ports,
                            source_queue=source_queue, routing=routing,
-                           escape_bias=escape_bias, speedup=speedup, switching=switching)
+                           escape_bias=escape_bias, speedup=speedup, switching=switching,
+                           injection_queues=injection_queues)
     dims = topology.dims
     lit, ocs = _lit(topology, dims), _ocs_beats(topology, dims)   # realizable?
     down, ends, fault_at = _link_down(topology, link_down)
@@ -526,7 +538,7 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
 def run(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flits=8,
         link_latency=2, cycles, warmup, seed=0, backend="verilator", local_ports=1,
         message_packets=8, source_queue=64, watchdog=None, waves=None, progress=None,
-        routing="dor", escape_bias=None, speedup=1, switching=None):
+        routing="dor", escape_bias=None, speedup=1, switching=None, injection_queues=None):
     """Run ``traffic`` at ``rate`` on ``topology`` and measure it (module docstring).
 
     Parameters
@@ -573,6 +585,8 @@ def run(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flit
         The routers' input speed-up, 1 (default) to ``vcs``: as :func:`run_stats`.
     switching : "wormhole" or "cut_through", optional
         With "dor": as :func:`run_stats`.
+    injection_queues : bool, optional
+        A queue per direction at each injection port: as :func:`run_stats`.
 
     Returns
     -------
@@ -590,7 +604,8 @@ def run(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flit
                       warmup=warmup, seed=seed, backend=backend, local_ports=local_ports,
                       message_packets=message_packets, source_queue=source_queue,
                       watchdog=watchdog, waves=waves, progress=progress, routing=routing,
-                      escape_bias=escape_bias, speedup=speedup, switching=switching)
+                      escape_bias=escape_bias, speedup=speedup, switching=switching,
+                      injection_queues=injection_queues)
     problems = stats.problems()
     if problems:
         raise NetworkIntegrityError(f"{traffic} traffic at rate {rate} on "
@@ -715,7 +730,7 @@ def _simulate(whole, *, backend, waves, progress, threads=None):
     check_tracing(backend, waves)
     # The routers' own knobs change no port of the top.
     ports = {k: v for k, v in whole.params.items()
-             if k not in ("escape_bias", "speedup", "switching")}
+             if k not in ("escape_bias", "speedup", "switching", "injection_queues")}
     check_run(whole, network_system_signature(**ports), {})
     if backend == "amaranth":
         from .backends.amaranth_sim import simulate_whole

@@ -144,9 +144,10 @@ def adaptive_table_entries(tables, chip, *, vcs):
 
 
 def injection_queue(port, queues):
-    """The injection queue of a packet whose escape hop leaves on torus port ``port``
-    (``Router(routing="adaptive")``): ``port % queues``, so with a queue per torus port
-    each direction has its own."""
+    """The injection queue of a packet whose first hop (with ``routing="adaptive"``, its
+    escape hop) leaves on torus port ``port`` (``Router(injection_queues=True)``):
+    ``port % queues``, so with a queue per torus port each direction has its own, and
+    with 2 queues the + and - directions are apart."""
     return port % queues
 
 

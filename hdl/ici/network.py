@@ -54,6 +54,9 @@ class Network(wiring.Component):
         ports then take ``adaptive_table_write_layout`` writes.
     speedup : int
         Of every router (:class:`Router`): its input speed-up, default 1.
+    injection_queues : bool or None
+        Of every router (:class:`Router`): a queue per direction at injection; default
+        None, the router's default (with "adaptive" only).
 
     Ports
     -----
@@ -74,7 +77,8 @@ class Network(wiring.Component):
     """
 
     def __init__(self, *, neighbor, vcs=2, buffer_flits=8, flit_words=1, link_latency=2,
-                 pipeline=1, routing="dor", escape_vcs=2, speedup=1):
+                 pipeline=1, routing="dor", escape_vcs=2, speedup=1,
+                 injection_queues=None):
         self.neighbor = check_neighbor(neighbor)
         check_int("link_latency", link_latency, least=0)
         n = self.n_chips = len(self.neighbor)
@@ -82,7 +86,8 @@ class Network(wiring.Component):
         self.link_latency = link_latency
         self.routers = [Router(dims=dims, vcs=vcs, buffer_flits=buffer_flits,
                                flit_words=flit_words, n_nodes=n, pipeline=pipeline,
-                               routing=routing, escape_vcs=escape_vcs, speedup=speedup)
+                               routing=routing, escape_vcs=escape_vcs, speedup=speedup,
+                               injection_queues=injection_queues)
                         for _ in range(n)]
         self.links = {(c, p): Link(vcs=vcs, flit_words=flit_words, latency=link_latency)
                       for c, row in enumerate(self.neighbor)

@@ -41,7 +41,7 @@ class Router(wiring.Component):
     each axis apart), local input j on port j.
 
     Microarchitecture: an :class:`InputPort` per torus port (``vcs`` VC buffers) and one
-    for injection (one buffer); the route of a packet is looked up in the table as its
+    for injection (one buffer, or a queue per direction: ``injection_queues``); the route of a packet is looked up in the table as its
     header arrives, so it waits in the buffer with its route known; an
     :class:`Allocator` does VC and switch allocation together, round robin, in the
     cycle a flit is at the head of its buffer; the flit crosses the switch in that cycle
@@ -135,6 +135,16 @@ class Router(wiring.Component):
         groups (VC ``v`` to group ``v % speedup``), each a switch input of its own, so an
         input sends up to ``speedup`` flits a cycle, of different VCs to different
         outputs (:class:`Allocator`). The switch grows to ``speedup`` times the inputs.
+    injection_queues : bool or None
+        Each injection port has ``queues = min(2*dims, vcs)`` buffers of
+        ``buffer_flits``, and a packet joins queue
+        ``hdl.ici.layouts.injection_queue(port)`` of its first hop's port (with "adaptive"
+        its escape hop's), held from its header to its tail: a packet whose direction is
+        blocked then stalls only the packets of its own queue, and ``inject.ready``
+        follows the arriving header's queue. Default None: with "adaptive" only; True
+        gives "dor" them too (one destination, one first hop, so a flow's packets stay in
+        order). The injection buffers are no channel of the tables' dependency graph (no
+        packet waits for one), so the deadlock proof is unchanged.
 
     Adaptive routing (``routing="adaptive"``): the table holds
     ``hdl.ici.layouts.adaptive_entry_layout`` entries (``adaptive_table_entries`` of
@@ -148,10 +158,8 @@ class Router(wiring.Component):
     which wins ties; a packet in an escape VC
     stays on escape hops unless the tables allow re-entry. A header from an injection
     port needs credits for two packets when two fit a buffer (the injection rule). Each
-    injection port has ``min(2*dims, vcs)`` queues: a packet joins queue
-    ``hdl.ici.layouts.injection_queue(escape port)`` (a queue per direction on a 2-D
-    torus with 4 VCs), so a blocked packet stalls only packets of its own queue, and
-    ``ready`` then follows the arriving header's queue. A packet ejects on local port
+    injection port has ``min(2*dims, vcs)`` queues (``injection_queues``; a queue per
+    direction on a 2-D torus with 4 VCs). A packet ejects on local port
     ``src % local_ports``, whatever input it arrives on (``eject_by="source"``). Order:
     packets of one pair may arrive out of order (they may take different paths); every
     packet is still delivered once, intact. Deadlock freedom is
@@ -232,7 +240,7 @@ class Router(wiring.Component):
     def __init__(self, *, dims=2, vcs=2, buffer_flits=8, flit_words=1, n_nodes=256,
                  pipeline=1, local_ports=1, observe=False, routing="dor", escape_vcs=2,
                  escape_bias=None, eject_by=None, keep_packets=False, speedup=1,
-                 switching=None):
+                 switching=None, injection_queues=None):
         check_int("dims", dims, least=2, most=3)
         check_int("vcs", vcs, least=2, most=MAX_VCS)
         check_int("buffer_flits", buffer_flits, least=1)
@@ -273,7 +281,13 @@ class Router(wiring.Component):
                              f"wormhole outputs turn flit by flit")
         self.keep_packets = bool(keep_packets)
         self.speedup = check_int("speedup", speedup, least=1, most=vcs)
-        self.queues = min(self.n_ports, vcs) if self.adaptive else 1
+        if injection_queues is None:
+            injection_queues = self.adaptive
+        if not isinstance(injection_queues, bool):
+            raise TypeError(f"injection_queues must be True, False or None, not "
+                            f"{injection_queues!r}")
+        self.injection_queues = injection_queues
+        self.queues = min(self.n_ports, vcs) if injection_queues else 1
         link = LinkSignature(vcs=vcs, flit_words=flit_words)
         flit = stream.Signature(flit_layout(flit_words))
         local = {}
@@ -359,7 +373,7 @@ class Router(wiring.Component):
             inputs.append(port)
         for j in range(k):
             inject, stream_in = inputs[n_ports + j], self.local("inject", j)
-            if self.adaptive:
+            if self.injection_queues:
                 self._injection_queues(m, table, inject, stream_in, j)
                 continue
             m.d.comb += [inject.link.valid.eq(stream_in.valid & inject.room[0]),
@@ -419,18 +433,20 @@ class Router(wiring.Component):
         return m
 
     def _injection_queues(self, m, table, inject, stream_in, j):
-        """Injection port ``j`` of an adaptive router: each packet joins the queue of its
-        escape hop's direction (class docstring), held from its header to its tail."""
+        """Injection port ``j`` with ``injection_queues``: each packet joins the queue of
+        its first (with "adaptive", escape) hop's direction, held from its header to its
+        tail."""
         word = route_word_layout(stream_in.payload[0])
         lookup = table.read_port(domain="comb")
-        found = Signal(adaptive_entry_layout, name=f"inject{j}_found")
+        layout = adaptive_entry_layout if self.adaptive else route_entry_layout
+        found = Signal(layout, name=f"inject{j}_found")
         m.d.comb += [lookup.addr.eq(word.dst),
                      found.eq(Mux(word.dst < self.n_nodes, lookup.data.as_value(), 0))]
         remaining = Signal(LENGTH_BITS, name=f"inject{j}_remaining")
         held = Signal(range(self.queues), name=f"inject{j}_queue")
         queue = Signal(range(self.queues), name=f"inject{j}_next")
-        escape_port = found.escape.port
-        with m.Switch(escape_port):
+        first_port = found.escape.port if self.adaptive else found.port
+        with m.Switch(first_port):
             for p in range(self.n_ports):
                 with m.Case(p):
                     m.d.comb += queue.eq(injection_queue(p, self.queues))
@@ -442,7 +458,7 @@ class Router(wiring.Component):
         take = stream_in.valid & room
         m.d.comb += [inject.link.valid.eq(take), inject.link.vc.eq(which),
                      inject.link.data.eq(stream_in.payload), stream_in.ready.eq(room)]
-        if self.observe:
+        if self.observe and self.adaptive:
             for q in range(self.queues):
                 mine = header & is_value(queue, q)
                 m.d.comb += [self.queue_used[j][q].eq(take & mine),

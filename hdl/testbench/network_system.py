@@ -105,10 +105,10 @@ class NetworkSystem(wiring.Component):
     dims : str or tuple
         ``"4x4"``, ``"4x4x8"`` or a tuple: 2 or 3 axes, 2 to 256 nodes.
     vcs, buffer_flits, link_latency, local_ports, source_queue, routing, escape_bias, speedup,
-    switching
-        Of every node (:class:`~hdl.testbench.node.NetworkNode`); ``escape_bias`` and
-        ``switching`` None and ``speedup`` 1 (the defaults) leave the node's defaults and
-        the node's parameters as they were.
+    switching, injection_queues
+        Of every node (:class:`~hdl.testbench.node.NetworkNode`); ``escape_bias``,
+        ``switching`` and ``injection_queues`` None and ``speedup`` 1 (the defaults) leave
+        the node's defaults and the node's parameters as they were.
     reconfig_cycles : int
         Of every OCS.
 
@@ -148,7 +148,7 @@ class NetworkSystem(wiring.Component):
 
     def __init__(self, *, dims="4x4", vcs=2, buffer_flits=8, link_latency=2, local_ports=1,
                  source_queue=64, reconfig_cycles=2, routing="dor", escape_bias=None,
-                 speedup=1, switching=None):
+                 speedup=1, switching=None, injection_queues=None):
         signature = network_system_signature(dims=dims, vcs=vcs, local_ports=local_ports,
                                              reconfig_cycles=reconfig_cycles, routing=routing)
         self.routing = routing
@@ -161,7 +161,9 @@ class NetworkSystem(wiring.Component):
                                 **({"escape_bias": escape_bias}
                                    if escape_bias is not None else {}),
                                 **({"speedup": speedup} if speedup != 1 else {}),
-                                **({"switching": switching} if switching is not None else {}))
+                                **({"switching": switching} if switching is not None else {}),
+                                **({"injection_queues": injection_queues}
+                                   if injection_queues is not None else {}))
         self.vcs, self.reconfig_cycles = vcs, reconfig_cycles
         self.faces = face_ports(self.dims)
         super().__init__(signature)

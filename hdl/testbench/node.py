@@ -111,6 +111,9 @@ class NetworkNode(wiring.Component):
         The router's input speed-up (``hdl.ici.Router``), 1 (default) to ``vcs``.
     switching : str or None
         The router's ``switching`` (``hdl.ici.Router``); None (default) its default.
+    injection_queues : bool or None
+        The router's ``injection_queues`` (``hdl.ici.Router``); None (default) its
+        default.
 
     Ports
     -----
@@ -162,7 +165,7 @@ class NetworkNode(wiring.Component):
 
     def __init__(self, *, dims=2, vcs=2, buffer_flits=8, link_latency=2, n_nodes=16,
                  local_ports=1, source_queue=64, routing="dor", escape_bias=None, speedup=1,
-                 switching=None):
+                 switching=None, injection_queues=None):
         check_int("dims", dims, least=2, most=3)
         check_int("vcs", vcs, least=2, most=MAX_VCS)
         check_int("buffer_flits", buffer_flits, least=1)
@@ -179,6 +182,10 @@ class NetworkNode(wiring.Component):
         self.escape_bias = escape_bias
         self.speedup = check_int("speedup", speedup, least=1, most=vcs)
         self.switching = switching
+        if injection_queues is not None and not isinstance(injection_queues, bool):
+            raise TypeError(f"injection_queues must be True, False or None, not "
+                            f"{injection_queues!r}")
+        self.injection_queues = injection_queues
         super().__init__(node_signature(dims=dims, vcs=vcs, n_nodes=n_nodes,
                                         local_ports=local_ports, routing=routing))
 
@@ -190,6 +197,8 @@ class NetworkNode(wiring.Component):
             flit_words=FLIT_WORDS, n_nodes=self.n_nodes, local_ports=k, observe=True,
             speedup=self.speedup,
             **({"switching": self.switching} if self.switching is not None else {}),
+            **({"injection_queues": self.injection_queues}
+               if self.injection_queues is not None else {}),
             **({"routing": "adaptive", "escape_vcs": ADAPTIVE_ESCAPE_VCS,
                 "escape_bias": self.escape_bias} if self.routing == "adaptive" else {}))
         generators = [TrafficGenerator(n_nodes=self.n_nodes, lane=j, local_ports=k,

@@ -722,6 +722,8 @@ def test_credit_violations_are_flagged():
     (dict(dims=2, n_nodes=4, vcs=3, routing="adaptive", switching="wormhole"), ValueError,
      "switching must be 'cut_through' with routing='adaptive'"),
     (dict(dims=2, n_nodes=4, vcs=2, speedup=3), ValueError, "speedup must be at most 2"),
+    (dict(dims=2, n_nodes=4, injection_queues=1), TypeError,
+     "injection_queues must be True, False or None, not 1"),
 ])
 def test_bad_parameters(kwargs, error, match):
     with pytest.raises(error, match=match):

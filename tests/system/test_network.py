@@ -242,6 +242,8 @@ def crossed_ring():
      r"switching='cut_through' needs packet_flits \(9\) to fit buffer_flits \(8\)"),
     (dict(routing="adaptive", vcs=3, switching="wormhole"),
      "switching must be 'cut_through' with routing='adaptive'"),
+    (dict(injection_queues="yes"), "injection_queues must be True, False or None, not 'yes'"),
+    (dict(injection_queues=1), "injection_queues must be True, False or None, not 1"),
     (dict(backend="modelsim"), "backend must be one of"),
     (dict(topology="2x4", traffic="transpose"), "transpose traffic reverses coordinates"),
     (dict(topology=42), "topology must be a golden.topology.Topology"),

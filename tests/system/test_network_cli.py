@@ -75,6 +75,8 @@ def test_bad_rates():
      "--routing adaptive is cut-through"),
     (("--switching", "cut_through", "--packet-flits", "9"),
      r"--switching cut_through needs --packet-flits \(9\) to fit --buffer-flits \(8\)"),
+    (("--routing", "adaptive", "--vcs", "3", "--injection-queues"),
+     "--injection-queues would do nothing with --routing adaptive"),
 ])
 def test_router_flags_are_refused_together_before_any_build(argv, match, tmp_path):
     args = parse(*argv, "--out", str(tmp_path / "out"))
@@ -99,6 +101,24 @@ def test_router_flags_reach_the_run(monkeypatch, tmp_path, capsys):
     assert {k: seen[0][k] for k in ("routing", "vcs", "speedup", "escape_bias")} == {
         "routing": "adaptive", "vcs": 4, "speedup": 2, "escape_bias": 3}
     assert "adaptive routing, 4 VCs x 8 flits, speed-up 2" in capsys.readouterr().out
+
+
+def test_injection_queues_reach_the_run(monkeypatch, tmp_path, capsys):
+    """``--injection-queues`` gives dimension order's runs ``injection_queues=True``;
+    without it the run keeps the routing's own (None)."""
+    from sim import network
+    seen = []
+
+    def fake_run_stats(topology, **settings):
+        seen.append(settings)
+        raise network.NetworkIntegrityError("stop here")
+    monkeypatch.setattr(network, "run_stats", fake_run_stats)
+    for flags in (("--injection-queues",), ()):
+        args = parse(*flags, "--out", str(tmp_path))
+        with pytest.raises(Exception, match="stop here"):
+            args.func(args)
+    assert [s["injection_queues"] for s in seen] == [True, None]
+    assert "2 VCs x 8 flits, injection queues, 2-cycle links" in capsys.readouterr().out
 
 
 def test_goal_commands_parse_to_the_measured_settings():

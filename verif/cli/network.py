@@ -74,6 +74,10 @@ def add_parser(subparsers, help):
     p.add_argument("--speedup", type=positive, default=1, metavar="K",
                    help="routers' input speed-up: each input sends up to K flits a cycle, "
                         "of K VC groups, 1 to --vcs (default 1)")
+    p.add_argument("--injection-queues", action="store_true",
+                   help="with --routing dor: a queue per direction at each injection port, "
+                        "so a blocked direction does not stall the packets behind it for "
+                        "others (adaptive routing always has them)")
     p.add_argument("--escape-bias", type=natural, metavar="CREDITS",
                    help="with --routing adaptive: credits the dimension-order port is "
                         "favoured by (default one buffer, --buffer-flits)")
@@ -145,6 +149,9 @@ def _check_router_flags(args):
         if args.switching == "wormhole":
             raise ValueError("--routing adaptive is cut-through: --switching wormhole is "
                              "for --routing dor")
+        if args.injection_queues:
+            raise ValueError("--injection-queues would do nothing with --routing adaptive, "
+                             "which always has them")
     elif args.escape_bias is not None:
         raise ValueError("--escape-bias would do nothing without --routing adaptive")
     if args.switching == "cut_through" and args.packet_flits > args.buffer_flits:
@@ -207,13 +214,15 @@ def _network(args):
                     backend=args.backend, local_ports=args.local_ports,
                     message_packets=args.message_packets,
                     link_down=_link_down(args), routing=args.routing, speedup=args.speedup,
-                    escape_bias=args.escape_bias, switching=args.switching)
+                    escape_bias=args.escape_bias, switching=args.switching,
+                    injection_queues=args.injection_queues or None)
     speedup = f", speed-up {args.speedup}" if args.speedup > 1 else ""
+    queues = ", injection queues" if args.injection_queues else ""
     print(f"network {args.topology}: {args.traffic} traffic, {args.packet_flits}-flit "
           f"packets, {args.routing} routing"
           f"{', cut-through' if args.switching == 'cut_through' else ''}, "
           f"{args.vcs} VCs x {args.buffer_flits} flits"
-          f"{speedup}, {args.link_latency}-cycle links, {args.local_ports} local port(s), "
+          f"{speedup}{queues}, {args.link_latency}-cycle links, {args.local_ports} local port(s), "
           f"{args.cycles} cycles per point "
           f"({args.warmup} warm-up), seed {args.seed}, {args.backend}", flush=True)
     line, cycles = _progress("network", len(rates) * len(topologies))
