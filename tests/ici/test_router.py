@@ -266,23 +266,25 @@ def queue_all_pairs(bench, rng, tables, chip, *, per_pair, max_flits, uid=0):
     return uid
 
 
-@pytest.mark.parametrize("vcs, buffer_flits, flit_words, pipeline, speedup", [
-    (2, 8, 1, 1, 1),
-    (2, 2, 2, 2, 1),
-    (4, 3, 1, 1, 1),
-    (2, 2, 2, 2, 2),
-    pytest.param(4, 3, 1, 1, 2, marks=pytest.mark.slow),
-    pytest.param(4, 3, 1, 1, 4, marks=pytest.mark.slow),
-    pytest.param(8, 3, 1, 1, 2, marks=pytest.mark.slow),
+@pytest.mark.parametrize("vcs, buffer_flits, flit_words, pipeline, speedup, queues", [
+    (2, 8, 1, 1, 1, None),
+    (2, 2, 2, 2, 1, None),
+    (4, 3, 1, 1, 1, None),
+    (2, 2, 2, 2, 2, None),
+    (2, 3, 1, 1, 2, True),
+    pytest.param(4, 3, 1, 1, 2, None, marks=pytest.mark.slow),
+    pytest.param(4, 3, 1, 1, 4, None, marks=pytest.mark.slow),
+    pytest.param(8, 3, 1, 1, 2, None, marks=pytest.mark.slow),
 ])
-def test_every_port_pair_and_vc_rule(vcs, buffer_flits, flit_words, pipeline, speedup, rng,
-                                     seed):
+def test_every_port_pair_and_vc_rule(vcs, buffer_flits, flit_words, pipeline, speedup, queues,
+                                     rng, seed):
     """Chip 12 = (3, 0) of a 4x4 torus: +x and -y are datelines, so the table's VC rule
-    has every case (dateline, straight on in VC 1, turn back to VC 0, eject)."""
+    has every case (dateline, straight on in VC 1, turn back to VC 0, eject); with
+    ``injection_queues`` too."""
     tables = topo.routing_tables(topo.torus((4, 4)), vcs=2)
     chip = 12
     router = Router(dims=2, vcs=vcs, buffer_flits=buffer_flits, flit_words=flit_words,
-                    n_nodes=16, pipeline=pipeline, speedup=speedup)
+                    n_nodes=16, pipeline=pipeline, speedup=speedup, injection_queues=queues)
     bench = Bench(router, rng)
     queue_all_pairs(bench, rng, tables, chip, per_pair=2, max_flits=4)
     result = {}
