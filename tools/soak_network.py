@@ -12,6 +12,9 @@ any packet lost, duplicated, out of sequence, misrouted or corrupted.
     .venv/bin/python tools/soak_network.py --topology 4x4x8 --twist --traffic all_to_all
     .venv/bin/python tools/soak_network.py --topology 4x4 --failed 5 --traffic all_to_all
     .venv/bin/python tools/soak_network.py --topology 4x4 --link-down 5:+y@50000
+    .venv/bin/python tools/soak_network.py --topology 4x8 --twist --routing adaptive \
+        --vcs 8 --buffer-flits 16 --speedup 2 --local-ports 2 --rate 2 \
+        --traffic all_to_all --packet-flits 4 --message-packets 16
 """
 
 import argparse
@@ -28,13 +31,15 @@ from verif.cli.network import parse_link_down  # noqa: E402
 
 
 def soak(shape, *, twist, failed, traffic, rate, cycles, warmup, seed, backend,
-         link_down=None, routing="dor", vcs=2, speedup=1):
-    """One soak run; returns (topology, NetworkStats, wall seconds, problems)."""
+         link_down=None, routing="dor", vcs=2, speedup=1, **more):
+    """One soak run; returns (topology, NetworkStats, wall seconds, problems). ``more``:
+    other ``sim.network.run_stats`` parameters (``buffer_flits``, ``local_ports``,
+    ``packet_flits``, ``message_packets``, ``injection_queues``)."""
     topology = topo.torus(shape, twist=twist, failed=failed)
     start = time.monotonic()
     stats = network.run_stats(topology, traffic=traffic, rate=rate, cycles=cycles,
                               warmup=warmup, seed=seed, backend=backend, link_down=link_down,
-                              routing=routing, vcs=vcs, speedup=speedup)
+                              routing=routing, vcs=vcs, speedup=speedup, **more)
     return topology, stats, time.monotonic() - start, stats.problems()
 
 
@@ -57,6 +62,15 @@ def main(argv=None):
                         help="VCs per link (default 2, or 3 with --routing adaptive)")
     parser.add_argument("--speedup", type=int, default=1,
                         help="the routers' input speed-up, 1 to --vcs (default 1)")
+    parser.add_argument("--buffer-flits", type=int, default=8, help="flits per VC (default 8)")
+    parser.add_argument("--local-ports", type=int, default=1,
+                        help="injection and ejection ports a node (default 1)")
+    parser.add_argument("--packet-flits", type=int, default=1,
+                        help="flits per packet (default 1)")
+    parser.add_argument("--message-packets", type=int, default=8,
+                        help="packets per all-to-all message (default 8)")
+    parser.add_argument("--injection-queues", action="store_true",
+                        help="with --routing dor: a queue per direction at injection")
     args = parser.parse_args(argv)
     vcs = args.vcs if args.vcs is not None else 3 if args.routing == "adaptive" else 2
     failed = tuple(int(c) for c in args.failed.split(",") if c)
@@ -66,7 +80,9 @@ def main(argv=None):
             args.topology, twist=args.twist, failed=failed, traffic=args.traffic,
             rate=args.rate, cycles=args.cycles, warmup=args.warmup, seed=args.seed,
             backend=args.backend, link_down=link_down, routing=args.routing, vcs=vcs,
-            speedup=args.speedup)
+            speedup=args.speedup, buffer_flits=args.buffer_flits, local_ports=args.local_ports,
+            packet_flits=args.packet_flits, message_packets=args.message_packets,
+            injection_queues=args.injection_queues or None)
     except SimulationHang as error:
         print(f"HUNG (watchdog): {error}")
         return 1
@@ -75,7 +91,9 @@ def main(argv=None):
         return 2
     t = stats.total
     print(f"{topology!r}, {args.traffic}, rate {args.rate}, seed {args.seed}, "
-          f"routing {args.routing}, {vcs} VCs, speed-up {args.speedup}")
+          f"routing {args.routing}, {vcs} VCs x {args.buffer_flits} flits, speed-up "
+          f"{args.speedup}, {args.local_ports} local port(s), {args.packet_flits}-flit "
+          f"packets{', injection queues' if args.injection_queues else ''}")
     print(f"cycles {args.cycles} (warm-up {args.warmup}); harness cycles {stats.cycles}, "
           f"drain {stats.drain_cycles}")
     for name in ("created", "overflow", "injected", "received", "header_errors",
