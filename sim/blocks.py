@@ -54,7 +54,7 @@ BLOCKS = {
 # of None, or a tuple (a comma-separated list of names). Any other parameter is read as
 # its default's type, bool, str or int.
 _PARAM_TYPES = {"transpose": bool, "mxu": bool, "ops": tuple, "functions": tuple,
-                "eject_by": str, "switching": str}
+                "eject_by": str, "switching": str, "injection_queues": bool}
 
 
 def _param_type(block, name):

@@ -106,9 +106,10 @@ def test_presets_and_params():
     assert parse_params("vpu_transcendental", ["functions=exp"]) == {"functions": ("exp",)}
     # Read as their defaults' types (str, bool), or as named for a default of None.
     assert parse_params("router", ["routing=adaptive", "observe=yes", "eject_by=input",
-                                   "switching=cut_through", "escape_bias=0x2"]) == \
+                                   "switching=cut_through", "escape_bias=0x2",
+                                   "injection_queues=on"]) == \
         {"routing": "adaptive", "observe": True, "eject_by": "input",
-         "switching": "cut_through", "escape_bias": 2}
+         "switching": "cut_through", "escape_bias": 2, "injection_queues": True}
     with pytest.raises(ValueError, match="router: parameter vcs must be an integer, not 'x'"):
         parse_params("router", ["vcs=x"])
     assert set(BLOCKS) == {"fp32_add", "bf16_mul", "fp32_to_bf16", "fp32_mul", "fp32_div",
