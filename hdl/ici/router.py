@@ -41,8 +41,9 @@ class Router(wiring.Component):
     each axis apart), local input j on port j.
 
     Microarchitecture: an :class:`InputPort` per torus port (``vcs`` VC buffers) and one
-    for injection (one buffer, or a queue per direction: ``injection_queues``); the route of a packet is looked up in the table as its
-    header arrives, so it waits in the buffer with its route known; an
+    for injection (one buffer, or a queue per direction: ``injection_queues``); the route
+    of a packet is looked up in the table as its header arrives, so it waits in the
+    buffer with its route known; an
     :class:`Allocator` does VC and switch allocation together, round robin, in the
     cycle a flit is at the head of its buffer; the flit crosses the switch in that cycle
     into the output register. With ``pipeline=1`` a flit that arrives at an empty buffer
