@@ -233,7 +233,8 @@ class Router(wiring.Component):
     Stall rules: a head waits while its output VC has no credit, is owned by another
     packet (header only), or the output grants another input; ``eject`` holds its flit
     while ``ready`` is low and takes nothing new; ``inject.ready`` is low while the
-    injection buffer is full. Nothing is dropped except malformed packets and packets
+    injection buffer is full (with ``injection_queues``, the queue of the packet on
+    ``inject``: its header's first hop, then the queue its header joined). Nothing is dropped except malformed packets and packets
     routed to a down output, each counted; nothing is duplicated or reordered within a
     VC.
     """
