@@ -4,9 +4,10 @@
 """A SparseCore tile on a chip's HBM: work items in, the batch's streams read from the HBM,
 lookups written back to it, completion added to a sync flag (SPEC section 4.9)."""
 
-from amaranth.hdl import Cat, Module, Mux, ResetInserter, Signal, unsigned
+from amaranth.hdl import Cat, MemoryData, Module, Mux, ResetInserter, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..lib.memory_port import WORD_BITS, MemoryPortSignature
@@ -24,7 +25,8 @@ WORK_FIELDS = ("control", "lr", "n_rows", "n_ids", "n_bags", "table", "ids", "we
                "ends", "grads", "out", "flag")
 #: The fields packed in a work item's ``control`` word: name -> (lowest bit, bits).
 CONTROL_FIELDS = {"op": (0, 1), "combiner": (1, 2), "optimizer": (3, 2), "weighted": (5, 1),
-                  "gather": (6, 1), "columns": (8, 24)}
+                  "gather": (6, 1), "columns": (8, 16), "to_spmem": (24, 1),
+                  "from_spmem": (25, 1)}
 
 
 def control_word(**fields):
@@ -47,8 +49,10 @@ def work_layout(addr_width):
 
     ``control`` packs :data:`CONTROL_FIELDS`: op (bit 0), combiner (bits 2..1), optimizer
     (bits 4..3), weighted (bit 5), gather (bit 6: the engine's row copy,
-    :class:`SparseCoreEngine`, instead of the tile's op) and columns (bits 31..8: the
-    table's columns, which rowwise Adagrad's mean divides by; at most ``row_words``).
+    :class:`SparseCoreEngine`, instead of the tile's op), columns (bits 23..8: the
+    table's columns, which rowwise Adagrad's mean divides by; at most ``row_words``), and
+    for a gather to_spmem (bit 24: ``out`` is a line of the engine's Spmem) and from_spmem
+    (bit 25: ``table`` is).
     ``table``: the first line of the tile's table region (its state region follows it,
     ``SparseCoreTile``'s layout). ``ids``, ``weights``, ``ends``: ``n_ids``, ``n_ids`` and
     ``n_bags`` words (one per id, two's complement; fp32; ``offsets[1:]``) from those lines
@@ -58,7 +62,7 @@ def work_layout(addr_width):
     """
     return data.StructLayout({
         "op": Op, "combiner": Combiner, "optimizer": Optimizer, "weighted": 1, "gather": 1,
-        "columns": CONTROL_FIELDS["columns"][1],
+        "columns": CONTROL_FIELDS["columns"][1], "to_spmem": 1, "from_spmem": 1,
         "lr": unsigned(WORD_BITS), "n_rows": unsigned(WORD_BITS),
         "n_ids": unsigned(WORD_BITS), "n_bags": unsigned(WORD_BITS),
         **{name: unsigned(addr_width) for name in ("table", "ids", "weights", "ends",
@@ -146,6 +150,16 @@ class SparseCoreEngine(wiring.Component):
     past ``n_rows`` (or negative) stops the copy there: the rows before it are copied and
     counted, nothing from it on, and the status is ``BAD_ID``.
 
+    **Spmem.** With ``spmem_rows``, the engine has a Spmem of that many rows (``row_words``
+    words each), which a gather may write (``to_spmem``: ``out`` is its line) or read
+    (``from_spmem``: ``table`` is), as TPU v4's SparseCore gathers rows into its Spmem.
+    Staging the rows there leaves the HBM port to the gather's reads, a line a cycle,
+    instead of one read and one write a line; a second gather ``from_spmem`` then copies
+    the staged rows into messages in HBM without reading the table again. A gather whose
+    Spmem side runs past the Spmem (``out`` + ``n_ids`` rows, or ``table`` + ``n_rows``
+    rows), or that names a Spmem the engine does not have, writes nothing and is
+    ``TOO_LARGE``.
+
     A batch the tile refuses (an id out of range, too many unique ids, an operation not
     built) or that does not fit the tile (``n_rows``, ``n_ids``, ``n_bags`` or ``columns``
     too large) writes nothing, sets ``status`` (:class:`Status`) and still adds 1 to the flag, so
@@ -161,11 +175,15 @@ class SparseCoreEngine(wiring.Component):
     depth : int
         Lines each reader keeps in flight or buffered, and reads in flight on the port
         (default 8).
+    spmem_rows : int
+        Rows of the Spmem that gathers may stage rows in (default 0: none).
 
     Ports
     -----
     work : In(stream.Signature(work_layout(addr_width)))
-        Taken while idle.
+        Taken while idle. A gather moves a line a cycle once its first reads return: its
+        next row's request follows the last line of the one before, and a Spmem read
+        returns the next cycle.
     hbm : Out(MemoryPortSignature(addr_width=addr_width, words=words_per_cycle))
     flag_add : Out(stream.Signature(flag_add_layout))
     idle : Out(1)
@@ -178,7 +196,7 @@ class SparseCoreEngine(wiring.Component):
         Batches run, and table rows the tile (or the gather) read in the last batch.
     """
 
-    def __init__(self, *, tile=None, addr_width, depth=8):
+    def __init__(self, *, tile=None, addr_width, depth=8, spmem_rows=0):
         tile = dict(tile or {})
         if "hbm" in tile:
             raise TypeError("the engine's tile reads through the engine: hbm= is set here")
@@ -186,6 +204,12 @@ class SparseCoreEngine(wiring.Component):
         self.geometry = g = self.tile.geometry
         check_int("addr_width", addr_width, least=g.hbm_addr_width, most=32)
         self.depth = check_int("depth", depth, least=1)
+        self.spmem_rows = check_int("spmem_rows", spmem_rows, least=0)
+        self.spmem_lines = spmem_rows * (g.row_words // g.words_per_cycle)
+        self.spmem = None
+        if spmem_rows:
+            self.spmem = MemoryData(shape=WORD_BITS * g.words_per_cycle,
+                                    depth=self.spmem_lines, init=[])
         self.signature_ = MemoryPortSignature(addr_width=addr_width, words=g.words_per_cycle)
         super().__init__({
             "work": In(stream.Signature(work_layout(addr_width))),
@@ -226,16 +250,33 @@ class SparseCoreEngine(wiring.Component):
         m.d.comb += fits.eq((p.n_rows <= g.rows) & (p.n_ids <= g.max_ids)
                             & (p.columns <= g.row_words)
                             & (p.n_bags <= g.max_bags))
+        # A Spmem side needs a gather and a Spmem (or the item is unsupported), and must
+        # fit it (or the item is too large).
+        lines_per_row = g.row_words // wpc
+        spmem_named, spmem_built, spmem_fits = Signal(), Signal(), Signal()
+        m.d.comb += [
+            spmem_named.eq(p.to_spmem | p.from_spmem),
+            spmem_built.eq(p.gather & (self.spmem is not None)),
+            spmem_fits.eq(
+                (~p.to_spmem | (p.out + p.n_ids * lines_per_row <= self.spmem_lines))
+                & (~p.from_spmem | (p.table + p.n_rows * lines_per_row <= self.spmem_lines))),
+        ]
+        refused = Signal()                              # the item ran no batch
         with m.If(self.work.valid & self.work.ready):
-            m.d.sync += [work.eq(p), self.status.eq(Status.OK)]
-            with m.If(p.gather):
+            m.d.sync += [work.eq(p), self.status.eq(Status.OK), refused.eq(0)]
+            with m.If(spmem_named & ~spmem_built):
+                m.d.sync += [flagging.eq(1), refused.eq(1),
+                             self.status.eq(Status.UNSUPPORTED)]
+            with m.Elif(~spmem_fits):
+                m.d.sync += [flagging.eq(1), refused.eq(1), self.status.eq(Status.TOO_LARGE)]
+            with m.Elif(p.gather):
                 m.d.sync += gathering.eq(1)
                 m.d.comb += gather_start.eq(1)
             with m.Elif(fits):
                 m.d.sync += running.eq(1)
                 m.d.comb += [clear.eq(1), start.eq(1)]
             with m.Else():
-                m.d.sync += [flagging.eq(1), self.status.eq(Status.TOO_LARGE)]
+                m.d.sync += [flagging.eq(1), refused.eq(1), self.status.eq(Status.TOO_LARGE)]
 
         # The tile's batch: held inputs from the work item.
         m.d.comb += [tile.op.eq(work.op), tile.combiner.eq(work.combiner),
@@ -315,9 +356,9 @@ class SparseCoreEngine(wiring.Component):
         with m.If(start):
             m.d.sync += [written.eq(0), part.eq(0), filled.eq(0)]
 
-        # The gather: each id's row read once from the table region into a FIFO of lines,
-        # and written from there to ``out``, bits unchanged.
-        lines_per_row = g.row_words // wpc
+        # The gather: each id's row read once from the table region (HBM, or the Spmem with
+        # from_spmem) into a FIFO of lines, and written from there to ``out`` (HBM, or the
+        # Spmem with to_spmem), bits unchanged.
         m.submodules.copy_lines = lines = SyncFIFOBuffered(width=WORD_BITS * wpc,
                                                            depth=self.depth)
         have_row = Signal()
@@ -327,23 +368,35 @@ class SparseCoreEngine(wiring.Component):
         copied = Signal(WORD_BITS)                      # lines written so far
         rows_read = Signal(WORD_BITS)
         bad = Signal()
-        m.d.comb += take_id.eq(gathering & ~have_row & ids.valid)
+        request = Signal()                              # a line of the row is read
+        last_line = line == lines_per_row - 1
+        asking = have_row & (pending < self.depth)
+        m.d.comb += [
+            request.eq(asking & (work.from_spmem | copy_in.req.ready)),
+            # The next row's id is taken with this row's last line, so rows follow
+            # back to back.
+            take_id.eq(gathering & (~have_row | (request & last_line)) & ids.valid),
+        ]
+        with m.If(request):
+            m.d.sync += line.eq(Mux(last_line, 0, line + 1))
+            with m.If(last_line):
+                m.d.sync += have_row.eq(0)
         with m.If(take_id):
             with m.If(bad | (ids.payload >= work.n_rows)):
                 m.d.sync += bad.eq(1)
             with m.Else():
                 m.d.sync += [have_row.eq(1), line.eq(0), rows_read.eq(rows_read + 1),
                              row_base.eq(work.table + ids.payload * lines_per_row)]
-        fire_copy = copy_in.req.valid & copy_in.req.ready
-        pop_copy = copy_out.req.valid & copy_out.req.ready
+        pop_copy = Signal()
         m.d.comb += [
-            copy_in.req.valid.eq(have_row & (pending < self.depth)),
+            copy_in.req.valid.eq(asking & ~work.from_spmem),
             copy_in.req.payload.addr.eq(row_base + line),
             copy_in.req.payload.write.eq(0),
             lines.w_data.eq(copy_in.resp.payload.data),
             lines.w_en.eq(copy_in.resp.valid),
             copy_in.resp.ready.eq(lines.w_rdy),
-            copy_out.req.valid.eq(lines.r_rdy),
+            pop_copy.eq(lines.r_rdy & (work.to_spmem | copy_out.req.ready)),
+            copy_out.req.valid.eq(lines.r_rdy & ~work.to_spmem),
             copy_out.req.payload.addr.eq(work.out + copied),
             copy_out.req.payload.write.eq(1),
             copy_out.req.payload.data.eq(lines.r_data),
@@ -351,11 +404,19 @@ class SparseCoreEngine(wiring.Component):
             lines.r_en.eq(pop_copy),
             copy_out.resp.ready.eq(1),
         ]
-        m.d.sync += pending.eq(pending + fire_copy - pop_copy)
-        with m.If(fire_copy):
-            m.d.sync += line.eq(line + 1)
-            with m.If(line == lines_per_row - 1):
-                m.d.sync += have_row.eq(0)
+        if self.spmem is not None:
+            m.submodules.spmem = spmem = Memory(data=self.spmem)
+            spmem_read, spmem_write = spmem.read_port(), spmem.write_port()
+            # A Spmem read returns the next cycle, into the FIFO room ``pending`` keeps.
+            returned = Signal()
+            m.d.sync += returned.eq(request & work.from_spmem)
+            m.d.comb += spmem_read.addr.eq(row_base + line)
+            with m.If(returned):
+                m.d.comb += [lines.w_data.eq(spmem_read.data), lines.w_en.eq(1)]
+            m.d.comb += [spmem_write.addr.eq(work.out + copied),
+                         spmem_write.data.eq(lines.r_data),
+                         spmem_write.en.eq(pop_copy & work.to_spmem)]
+        m.d.sync += pending.eq(pending + request - pop_copy)
         with m.If(pop_copy):
             m.d.sync += copied.eq(copied + 1)
         with m.If(gather_start):
@@ -379,7 +440,8 @@ class SparseCoreEngine(wiring.Component):
                 m.d.sync += self.status.eq(Status.UNSUPPORTED)
         m.d.comb += [self.flag_add.valid.eq(flagging),
                      self.flag_add.payload.flag.eq(work.flag),
-                     self.flag_add.payload.amount.eq(Mux(work.gather, self.hbm_reads, 1))]
+                     self.flag_add.payload.amount.eq(Mux(work.gather & ~refused,
+                                                         self.hbm_reads, 1))]
         with m.If(self.flag_add.valid & self.flag_add.ready):
             m.d.sync += [flagging.eq(0), self.batches.eq(self.batches + 1)]
 

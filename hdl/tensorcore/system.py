@@ -70,7 +70,8 @@ vector_queue, ops, regfile, mxu_fold, alu_width
         last SMEM words) and waits for the item's flag.
     sparsecore : dict, optional
         The SparseCore tile's parameters (``hdl.sparsecore.SparseCoreTile``; ``numerics``
-        and ``words_per_cycle`` are the chip's).
+        and ``words_per_cycle`` are the chip's), and ``spmem_rows``, the engine's Spmem
+        (:class:`~hdl.sparsecore.SparseCoreEngine`; default 0).
 
     Ports
     -----
@@ -127,6 +128,7 @@ vector_queue, ops, regfile, mxu_fold, alu_width
             raise ValueError("sparsecore= gives the SparseCore's parameters: it needs "
                              "sparsecores=1")
         tile = dict(sparsecore or {})
+        spmem_rows = tile.pop("spmem_rows", 0)
         for name in ("numerics", "words_per_cycle", "hbm"):
             if name in tile:
                 raise TypeError(f"the SparseCore's {name} is the chip's, not sparsecore=")
@@ -148,7 +150,7 @@ vector_queue, ops, regfile, mxu_fold, alu_width
             addr_width = self.system.hbm_signature.addr_width
             self.engine = SparseCoreEngine(
                 tile=dict(tile, numerics=numerics, words_per_cycle=words_per_cycle),
-                addr_width=addr_width)
+                addr_width=addr_width, spmem_rows=spmem_rows)
             self.sparse_issue = SparseIssue(smem_words=smem_words, addr_width=addr_width)
         self.networked = n_chips > 1
         self.network_ports = self.system.network_ports

@@ -10,29 +10,31 @@ over the ICI and sync flags:
 1. *Ids all-to-all.* Chip c pushes its message to each owner o != c: ``[U, local ids]``
    (``1 + U`` words), on the owner's flag ``F_IDS``; each owner waits for every source's.
 2. *Gather.* Owner o posts a gather work item to its SparseCore, which copies each row
-   it serves (its deduplicated ids) once from its table shard into a staging area, bits
-   unchanged, and adds the rows it read to ``F_GATHER``: that flag, read back after the
-   run, is ``hbm_reads[o]``.
-3. *Pack and rows all-to-all.* Owner o's SparseCore copies the staged rows into an
-   outbox in each source's message order (sources in rank order; another gather item,
-   from the staging area, on ``F_PACK``: the staging area and the outbox stand for the
-   SparseCore's Spmem, and no table row is read again), and the owner pushes each source
-   its rows in one descriptor (``D`` words a row, strided over the padded rows) into the
-   source's *received table* (its own rows locally), on the source's flag ``F_ROWS``.
+   it serves (its deduplicated ids) once from its table shard into its Spmem
+   (``to_spmem``), bits unchanged, and adds the rows it read to ``F_GATHER``: that flag,
+   read back after the run, is ``hbm_reads[o]``. The HBM port does nothing else, so the
+   rows come at a line a cycle.
+3. *Pack and rows all-to-all.* Owner o's SparseCore copies the staged rows from its Spmem
+   into an outbox in the HBM, in each source's message order (sources in rank order;
+   another gather item, ``from_spmem``, on ``F_PACK``: no table row is read again), and the
+   owner pushes each source its rows (``D`` words a row, strided over the padded rows)
+   into the source's *received table* (its own rows locally), on the source's flag
+   ``F_ROWS``: sources from the next rank on (:func:`_peers`), in pieces a push port's
+   queue holds, dealt round (:func:`_dealt`).
 4. *Combine.* Chip c's SparseCore runs a lookup on its received table, each id renamed to
    its row there (owners in rank order, then the id's place in the owner's message),
    writing the bags' rows: ``golden.sparsecore.lookup`` on the whole table, bit for bit.
 5. *Gradients all-to-all* (with ``grads``). ``mode="exact"``: chip c pushes to each owner
    o != c the header ``[B, lengths, slots]`` (``1 + B + N`` words) and the gradient row of
    each of its B bags holding an id of o (``D`` words each, its own locally; packed by
-   its SparseCore, owners in rank order, on ``F_PACK_GRADS``, and pushed in one
-   descriptor a pair), into the owner's gradient area, sources in rank order, on
+   its SparseCore, owners in rank order, on ``F_PACK_GRADS``, and pushed as the rows
+   are), into the owner's gradient area, sources in rank order, on
    ``F_GRADS``. ``mode="prereduced"``:
    chip c's SparseCore first sums each of its unique ids' gradients with a lookup on its
    gradient rows (a bag per unique id, owners in rank order, of the bags its occurrences
    are in, in position order: ``golden.sparsecore.row_gradients``' sums, from +0.0), and
-   chip c pushes each owner the partials of its ids (``D`` words each, one descriptor a
-   pair).
+   chip c pushes each owner the partials of its ids (``D`` words each, pushed as the
+   rows are).
 6. *Sum-then-apply.* Owner o's SparseCore runs an update of its table shard with every
    source's sub-bags (``"exact"``) or one bag of one id per partial (``"prereduced"``),
    sources in rank order: ``golden.embedding.step``'s update, restricted to o's rows.
@@ -59,6 +61,7 @@ from golden import embedding as ge
 from golden import memory as gm
 from golden import sparsecore as gs
 from golden import tensorcore as tc
+from hdl.memory.dma_push_ports import DEFAULT_PUSH_BEATS
 from hdl.sparsecore import LANES, WORK_FIELDS, control_word
 from hdl.tensorcore.sparse_issue import doorbell_address, work_address
 
@@ -71,6 +74,8 @@ FLAGS = dict(ids=1, gather=2, rows=3, lookup=4, grads=5, update=6, partials=7, p
 PHASES = ("ids", "gather", "pack", "rows", "combine", "grads", "update")
 _IMM = 1 << 15            # a wait's operand and an SMEM address are signed 16-bit
 _MIN = 16                 # the smallest tile capacity, so that small steps share a build
+#: Beats of a push piece (``_dealt``): a push port's whole queue.
+PIECE_BEATS = DEFAULT_PUSH_BEATS
 
 
 def _pow2(n, least=_MIN):
@@ -181,10 +186,39 @@ def _rows(src_at, dst, n, width, row_words, flag):
                          flag)
 
 
+def _peers(c, C):
+    """Chip ``c``'s partners in push order: ranks ``c + 1, c + 2, ...`` around, itself last.
+    In rank order every chip would push to rank 0 first, then all to rank 1, ...: one
+    chip's links and receive ports take every chip's first message while the rest idle."""
+    return [(c + k) % C for k in range(1, C)] + [c]
+
+
+def _dealt(pushes, piece_rows):
+    """:func:`_rows` descriptors for ``pushes`` (``(src_at, dst, n, width, row_words,
+    flag)`` each), cut into pieces of at most ``piece_rows`` rows and dealt round: every
+    push's first piece, then every push's second, and so on.
+
+    Why: the DMA deals whole pushes to its push ports in turn, and its burst engine holds
+    a push until that port's queue has taken all of it. A push larger than the queue keeps
+    the engine on one port while the others drain and idle, so a chip sends at one port's
+    rate; pieces the queue can hold keep every port sending.
+    """
+    out = []
+    for first in range(0, max((n for _, _, n, *_ in pushes), default=0), piece_rows):
+        for src_at, dst, n, width, row_words, flag in pushes:
+            if first < n:
+                skip = first * row_words
+                out.append(_rows(src_at + skip, (*dst[:-1], dst[-1] + skip),
+                                 min(piece_rows, n - first), width, row_words, flag))
+    return out
+
+
 def _item(*, op, combiner=0, optimizer=0, weighted=0, gather=0, columns=0, lr=0, n_rows, n_ids,
-          n_bags, table, ids, weights, ends, grads, out, flag, per_line):
+          n_bags, table, ids, weights, ends, grads, out, flag, per_line, to_spmem=0,
+          from_spmem=0):
     words = dict(control=control_word(op=op, combiner=combiner, optimizer=optimizer,
-                                      weighted=weighted, gather=gather, columns=columns),
+                                      weighted=weighted, gather=gather, columns=columns,
+                                      to_spmem=to_spmem, from_spmem=from_spmem),
                  lr=lr,
                  n_rows=n_rows, n_ids=n_ids, n_bags=n_bags, flag=flag,
                  **{name: value // per_line for name, value in dict(
@@ -199,7 +233,7 @@ def _sizes(chip, need):
     ``combiners`` and ``optimizers`` when given (they must hold the step's)."""
     given = dict(chip.get("sparsecore") or {})
     tile = dict(need)
-    for name in ("rows", "max_ids", "max_bags", "row_words"):
+    for name in ("rows", "max_ids", "max_bags", "row_words", "spmem_rows"):
         if name in given:
             tile[name] = max(int(given[name]), need[name])
     for name, choices in (("combiners", gs.COMBINERS), ("optimizers", gs.OPTIMIZERS)):
@@ -280,9 +314,13 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
         max_bags=_pow2(max([len(b[1]) - 1 for b in batches] + owner_bags + received)),
         # (the partials of "prereduced" are a lookup with the sum combiner)
         combiners=",".join(dict.fromkeys([combiner] + ["sum"] * prereduced)),
-        optimizers=optimizer if backward else "sgd"))
+        optimizers=optimizer if backward else "sgd",
+        spmem_rows=_pow2(max(len(s) for s in p.served))))
     rows, Dp = tile["rows"], tile["row_words"]
     per_line = chip.get("words_per_cycle", 1)
+    # Rows a push piece carries: what a push port's queue holds (``_dealt``).
+    piece_rows = V if chip.get("network_ports", 1) == 1 else \
+        max(1, PIECE_BEATS * per_line // D)
 
     work = [_Chip(3 * rows * Dp) for _ in range(C)]
     # Every area first, so that pushes know their destinations.
@@ -299,7 +337,6 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
             w.area(f"send_ids{o}", len(message), message)
             w.area(f"recv_ids{o}", 1 + p.unique[o, c])
         w.area("served", len(p.served[c]), p.served[c])
-        w.area("stage", len(p.served[c]) * Dp)
         # The outbox: each source's rows in its message's order, sources in rank order.
         where = {int(v): k for k, v in enumerate(p.served[c])}
         w.area("pack_ids", received_by[c], [where[int(v)] for src in range(C)
@@ -341,38 +378,38 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
 
     for c, w in enumerate(work):
         # 1. ids out, and every source's ids in.
-        for o in range(C):
-            if o != c:
-                w.dma(gm.Descriptor(("hbm", w.areas[f"send_ids{o}"]),
-                                    ("remote", int(chips[o]), "hbm", work[o].areas[f"recv_ids{c}"]),
-                                    (1 + int(p.unique[c, o]),), (1,), (1,), FLAGS["ids"]))
+        for o in _peers(c, C)[:-1]:
+            w.dma(gm.Descriptor(("hbm", w.areas[f"send_ids{o}"]),
+                                ("remote", int(chips[o]), "hbm", work[o].areas[f"recv_ids{c}"]),
+                                (1 + int(p.unique[c, o]),), (1,), (1,), FLAGS["ids"]))
         w.wait(FLAGS["ids"], sum(1 + int(p.unique[s, c]) for s in range(C) if s != c))
         w.mark("ids")
-        # 2. the gather: the SparseCore copies each served row once, table -> staging, and
-        # adds the rows it read to the flag.
+        # 2. the gather: the SparseCore copies each served row once from the table into
+        # its Spmem (row k at Spmem line 0 + k rows), and adds the rows it read to the flag.
         if len(p.served[c]):
-            w.post(_item(op=0, gather=1, n_rows=shard_rows[c], n_ids=len(p.served[c]),
-                         n_bags=0, table=0, ids=w.areas["served"], weights=0, ends=0,
-                         grads=0, out=w.areas["stage"], flag=FLAGS["gather"],
+            w.post(_item(op=0, gather=1, to_spmem=1, n_rows=shard_rows[c],
+                         n_ids=len(p.served[c]), n_bags=0, table=0, ids=w.areas["served"],
+                         weights=0, ends=0, grads=0, out=0, flag=FLAGS["gather"],
                          per_line=per_line), FLAGS["gather"], len(p.served[c]))
         w.mark("gather")
-        # 3. the outbox: the SparseCore copies the staged rows into each source's message
-        # order (the staging area and the outbox stand for the SparseCore's Spmem: no
-        # table row is read again), then one push per source, into its received table.
+        # 3. the outbox: the SparseCore copies the staged rows from its Spmem into each
+        # source's message order (no table row is read again), then the rows go to each
+        # source, into its received table.
         if received_by[c]:
-            w.post(_item(op=0, gather=1, n_rows=len(p.served[c]), n_ids=received_by[c],
-                         n_bags=0, table=w.areas["stage"], ids=w.areas["pack_ids"],
+            w.post(_item(op=0, gather=1, from_spmem=1, n_rows=len(p.served[c]),
+                         n_ids=received_by[c], n_bags=0, table=0, ids=w.areas["pack_ids"],
                          weights=0, ends=0, grads=0, out=w.areas["outbox"],
                          flag=FLAGS["pack"], per_line=per_line), FLAGS["pack"],
                    received_by[c])
         w.mark("pack")
-        for s in range(C):
-            n = int(p.unique[s, c])
-            if n:
-                at = received_base + int(p.unique[s, :c].sum()) * Dp
-                dst = ("hbm", at) if s == c else ("remote", int(chips[s]), "hbm", at)
-                w.dma(_rows(w.areas["outbox"] + int(p.unique[:s, c].sum()) * Dp, dst, n, D,
-                            Dp, FLAGS["rows"]))
+        pushes = []
+        for s in _peers(c, C):
+            at = received_base + int(p.unique[s, :c].sum()) * Dp
+            dst = ("hbm", at) if s == c else ("remote", int(chips[s]), "hbm", at)
+            pushes.append((w.areas["outbox"] + int(p.unique[:s, c].sum()) * Dp, dst,
+                           int(p.unique[s, c]), D, Dp, FLAGS["rows"]))
+        for descriptor in _dealt(pushes, piece_rows):
+            w.dma(descriptor)
         w.wait(FLAGS["rows"], received[c] * D)
         w.mark("rows")
         # 4. the combine: a lookup on the received table.
@@ -397,13 +434,14 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
                              ends=w.areas["part_ends"], grads=0, out=w.areas["partials"],
                              flag=FLAGS["partials"], per_line=per_line),
                        FLAGS["partials"], 1)
-            for o in range(C):
-                n = int(p.unique[c, o])
-                if n:
-                    dst_at = work[o].areas["own_grads"] + int(p.unique[:c, o].sum()) * Dp
-                    dst = ("hbm", dst_at) if o == c else ("remote", int(chips[o]), "hbm", dst_at)
-                    w.dma(_rows(w.areas["partials"] + int(p.unique[c, :o].sum()) * Dp, dst, n,
-                                D, Dp, FLAGS["grads"]))
+            pushes = []
+            for o in _peers(c, C):
+                dst_at = work[o].areas["own_grads"] + int(p.unique[:c, o].sum()) * Dp
+                dst = ("hbm", dst_at) if o == c else ("remote", int(chips[o]), "hbm", dst_at)
+                pushes.append((w.areas["partials"] + int(p.unique[c, :o].sum()) * Dp, dst,
+                               int(p.unique[c, o]), D, Dp, FLAGS["grads"]))
+            for descriptor in _dealt(pushes, piece_rows):
+                w.dma(descriptor)
             w.wait(FLAGS["grads"], owner_bags[c] * D)
             w.mark("grads")
             for s in range(C):
@@ -418,8 +456,8 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
                              table=w.areas["grads"], ids=w.areas["gpack_ids"], weights=0,
                              ends=0, grads=0, out=w.areas["gbox"], flag=FLAGS["pack_grads"],
                              per_line=per_line), FLAGS["pack_grads"], packed)
-            at = 0
-            for o in range(C):
+            pushes = []
+            for o in _peers(c, C):
                 bags, _ = sub[c, o]
                 if o != c:
                     w.dma(gm.Descriptor(
@@ -427,13 +465,14 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
                         ("remote", int(chips[o]), "hbm", work[o].areas[f"recv_head{c}"]),
                         (1 + len(bags) + int(p.occurrences[c, o]),), (1,), (1,),
                         FLAGS["grads"]))
-                if len(bags):
-                    first = int(sum(len(sub[s, o][0]) for s in range(c)))
-                    dst_at = work[o].areas["own_grads"] + first * Dp
-                    dst = ("hbm", dst_at) if o == c else ("remote", int(chips[o]), "hbm", dst_at)
-                    w.dma(_rows(w.areas["gbox"] + at * Dp, dst, len(bags), D, Dp,
-                                FLAGS["grads"]))
-                at += len(bags)
+                first = int(sum(len(sub[s, o][0]) for s in range(c)))
+                dst_at = work[o].areas["own_grads"] + first * Dp
+                dst = ("hbm", dst_at) if o == c else ("remote", int(chips[o]), "hbm", dst_at)
+                at = int(sum(len(sub[c, k][0]) for k in range(o)))
+                pushes.append((w.areas["gbox"] + at * Dp, dst, len(bags), D, Dp,
+                               FLAGS["grads"]))
+            for descriptor in _dealt(pushes, piece_rows):
+                w.dma(descriptor)
             expect = sum(1 + int(p.bags[s, c]) + int(p.occurrences[s, c])
                          for s in range(C) if s != c) + owner_bags[c] * D
             w.wait(FLAGS["grads"], expect)

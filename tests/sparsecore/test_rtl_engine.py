@@ -28,12 +28,13 @@ IDS, WEIGHTS, ENDS, GRADS, OUT, OUT2 = 0, 128, 256, 384, 2048, 3072
 
 
 class EngineOnHBM(wiring.Component):
-    def __init__(self, *, words_per_cycle, jitter, tile):
+    def __init__(self, *, words_per_cycle, jitter, tile, spmem_rows=0):
         self.wpc = words_per_cycle
         self.hbm = HBM(size=HBM_WORDS, words_per_cycle=words_per_cycle, read_latency=5,
                        jitter=jitter, max_outstanding=8 * words_per_cycle)
         self.engine = SparseCoreEngine(tile=dict(tile, words_per_cycle=words_per_cycle),
-                                       addr_width=self.hbm.addr_width, depth=8)
+                                       addr_width=self.hbm.addr_width, depth=8,
+                                       spmem_rows=spmem_rows)
         super().__init__({"work": In(stream.Signature(work_layout(self.hbm.addr_width))),
                           "flag_add": Out(stream.Signature(flag_add_layout))})
 
@@ -55,17 +56,23 @@ def _tile(rows=ROWS, combiners="sum", optimizers="sgd"):
 
 
 def _work(dut, *, op, combiner=0, optimizer=0, weighted=0, lr=0, n_rows, n_ids, n_bags,
-          flag, out=OUT, gather=0, columns=0):
+          flag, out=OUT, table=TABLE, ids=IDS, gather=0, columns=0, to_spmem=0,
+          from_spmem=0):
+    # Spmem sides are given in lines already.
     lines = {name: word // dut.wpc for name, word in dict(
-        table=TABLE, ids=IDS, weights=WEIGHTS, ends=ENDS, grads=GRADS, out=out).items()}
+        table=table, ids=ids, weights=WEIGHTS, ends=ENDS, grads=GRADS, out=out).items()}
+    lines |= {"out": out} if to_spmem else {}
+    lines |= {"table": table} if from_spmem else {}
     return {"op": op, "combiner": combiner, "optimizer": optimizer, "weighted": weighted,
-            "gather": gather, "columns": columns, "lr": lr, "n_rows": n_rows, "n_ids": n_ids, "n_bags": n_bags, **lines,
-            "flag": flag}
+            "gather": gather, "columns": columns, "to_spmem": to_spmem,
+            "from_spmem": from_spmem, "lr": lr, "n_rows": n_rows, "n_ids": n_ids,
+            "n_bags": n_bags, **lines, "flag": flag}
 
 
 def _run(dut, image, works):
     """Load ``image``, play ``works`` one after another (each after the last one's flag),
-    and return the final image, the flag adds and the status after each."""
+    and return the final image, the flag adds and the status after each (and in
+    ``cycles``, the cycles from each item's acceptance to its flag add)."""
     flags, statuses = [], []
 
     async def bench(ctx):
@@ -77,10 +84,11 @@ def _run(dut, image, works):
             await ctx.tick().until(dut.work.ready)
             ctx.set(dut.work.valid, 0)
             ctx.set(dut.flag_add.ready, 1)
-            for _ in range(20000):
+            for cycle in range(20000):
                 _, _, valid, payload = await ctx.tick().sample(dut.flag_add.valid,
                                                                dut.flag_add.payload)
                 if valid:
+                    cycles.append(cycle)
                     break
             else:
                 raise AssertionError("no flag add: the engine hung")
@@ -91,8 +99,9 @@ def _run(dut, image, works):
         final = [ctx.get(dut.hbm.words[i]) for i in range(dut.hbm.words.depth)]
         result.append(unpack_lines(final, dut.wpc))
 
-    result = []
+    result, cycles = [], []
     simulate(dut, bench)
+    _run.cycles = cycles
     return result[0], flags, statuses
 
 
@@ -190,6 +199,59 @@ def test_a_gather_copies_each_row_once_bit_for_bit_and_counts_them(words_per_cyc
     bad = _work(dut, op=0, n_rows=11, n_ids=len(served), n_bags=0, flag=4, gather=1)
     final, flags, statuses = _run(dut, image, [bad])
     assert statuses == ["bad_id"] and flags == [(4, 2)]
+
+
+def test_a_gather_stages_rows_in_spmem_then_packs_them_into_hbm(rng):
+    # The owner's gather into Spmem (nothing in the HBM changes), then a gather from Spmem
+    # into messages in the HBM: rows repeat, in any order, bits unchanged, each flag
+    # counting the rows read.
+    dut = EngineOnHBM(words_per_cycle=4, jitter=0, tile=_tile(), spmem_rows=32)
+    table = stimulus.fp32_values(rng, (20, ROW_WORDS), special_density=0.3)
+    table[5, :3] = [0x80000000, 0x7FC00001, 0x00000001]
+    served = rng.permutation(20)[:18].astype(np.int64)
+    pack = np.array([3, 0, 17, 3, 9, 0, 12, 5], np.int64)       # rows of the staging area
+    image = _image(table, None, served, served, np.array([0, len(served)]), None)
+    image[WEIGHTS:WEIGHTS + len(pack)] = pack
+    at = 2 * ROW_WORDS // 4                                      # Spmem line of row 0
+    stage = _work(dut, op=0, n_rows=20, n_ids=len(served), n_bags=0, flag=4, gather=1,
+                  out=at, to_spmem=1)
+    final, flags, statuses = _run(dut, image, [stage])
+    assert flags == [(4, len(served))] and statuses == ["ok"]
+    assert_bits(final, image, "the HBM after a gather into Spmem")
+    # Back to back: 72 row lines and 5 lines of ids through one port, 5 cycles of read
+    # latency and a few of hand-over; with a bubble between rows it would be 18 more.
+    assert _run.cycles[0] <= 72 + 5 + 5 + 8, _run.cycles
+
+    packed = _work(dut, op=0, n_rows=len(served), n_ids=len(pack), n_bags=0, flag=6,
+                   gather=1, ids=WEIGHTS, table=at, from_spmem=1)
+    final, flags, statuses = _run(dut, image, [stage, packed])
+    assert flags == [(4, len(served)), (6, len(pack))] and statuses == ["ok", "ok"]
+    want = image.copy()
+    want[OUT:OUT + pack.size * ROW_WORDS] = table[served[pack]].reshape(-1)
+    assert_bits(final, want, "the HBM after a gather from Spmem")
+
+
+def test_spmem_items_that_cannot_run_are_refused(rng):
+    # Past the Spmem, or a Spmem side on an engine without one or on a tile batch: nothing
+    # written, the status says why, the flag still gets 1.
+    with_spmem = EngineOnHBM(words_per_cycle=4, jitter=0, tile=_tile(), spmem_rows=4)
+    without = EngineOnHBM(words_per_cycle=4, jitter=0, tile=_tile())
+    b = stimulus.batch(rng, rows=20, width=ROW_WORDS, n_bags=3, longest=3)
+    image = _image(b.table, None, b.indices, b.weights, b.offsets, None)
+    common = dict(op=0, n_rows=20, n_ids=5, n_bags=0, flag=2, gather=1)
+    final, flags, statuses = _run(with_spmem, image, [
+        _work(with_spmem, **common, to_spmem=1, out=0),                      # 5 rows > 4
+        _work(with_spmem, **common, to_spmem=1, out=4),
+        _work(with_spmem, **dict(common, n_ids=1), table=0, from_spmem=1),   # 20 rows > 4
+        _work(with_spmem, op=0, n_rows=20, n_ids=len(b.indices),
+              n_bags=len(b.offsets) - 1, flag=2, to_spmem=1, out=0)])
+    assert statuses == ["too_large", "too_large", "too_large", "unsupported"]
+    assert flags == [(2, 1)] * 4
+    assert_bits(final, image, "the HBM after refused Spmem items")
+    final, flags, statuses = _run(without, image, [_work(without, **common, to_spmem=1,
+                                                         out=0)])
+    assert statuses == ["unsupported"] and flags == [(2, 1)]
+    assert_bits(final, image, "the HBM after a Spmem item on an engine without one")
 
 
 def test_parameters_are_checked():

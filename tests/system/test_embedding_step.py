@@ -114,6 +114,36 @@ def test_without_dedup_every_occurrence_is_pushed_and_read_and_phases_cut_progra
                        mode="prereduced", chip=dict(system.EMBEDDING_CHIP), dedup=False)
 
 
+def test_rows_go_round_from_the_next_rank_in_pieces_a_push_queue_holds(rng):
+    # Messages larger than a push port's queue (64 beats of 4 words on EMBEDDING_CHIP)
+    # are cut into pieces of at most 256 words, every message's first piece before any
+    # second; each chip's first push goes to the next rank, not all to rank 0; the rows
+    # go through the owner's Spmem (the gather to it, the pack from it).
+    topology = torus("2x2")
+    table, indices, offsets, _, grads = _step(rng, 4, rows=400, width=16, bags=48, longest=8)
+    plan = plan_embedding(table, indices, offsets, grads=grads, topology=topology,
+                          chip=dict(system.EMBEDDING_CHIP))
+    cut = 0
+    for chip in plan.chips:
+        descriptors = _descriptors(plan, chip)
+        ids = [d.dst[1] for d in descriptors if d.remote and d.flag == FLAGS["ids"]]
+        assert ids == [(chip + k) % 4 for k in (1, 2, 3)]
+        for flag in (FLAGS["rows"], FLAGS["grads"]):
+            heads = {at for name, at in plan.areas[chip].items()
+                     if name.startswith("send_head")}
+            pieces = [d for d in descriptors if d.flag == flag and d.src[1] not in heads]
+            assert all(np.prod(d.counts) <= 256 for d in pieces)
+            to = [d.dst[1] if d.remote else chip for d in pieces]
+            ordinal = [to[:k].count(t) for k, t in enumerate(to)]
+            assert ordinal == sorted(ordinal), ordinal
+            cut += max(ordinal, default=0)
+        items = [dict(zip(WORK_FIELDS, item)) for item in _items(plan, chip)]
+        spmem = {int(i["flag"]): (int(i["control"]) >> 24) & 3 for i in items
+                 if int(i["control"]) >> 6 & 1}
+        assert spmem[FLAGS["gather"]] == 1 and spmem[FLAGS["pack"]] == 2   # to, from
+    assert cut                                  # some message was cut into pieces
+
+
 def _items(plan, chip):
     """The work items chip ``chip``'s SMEM holds below the SparseCore's slot, in post
     order."""

@@ -83,7 +83,7 @@ CAPACITIES = ("none", "tight", "overflow")
 EDGES = ("none", "empty_bag", "negative_zero_bag", "hot_everywhere")
 #: The SparseCore every build has (so that every step of a build shares it).
 TILE = dict(rows=64, row_words=16, max_ids=128, max_bags=64, combiners="sum,mean,sqrtn",
-            optimizers="sgd,adagrad,rowwise_adagrad")
+            optimizers="sgd,adagrad,rowwise_adagrad", spmem_rows=64)
 
 
 def build_chip(numerics, jitter=0):
