@@ -12,10 +12,10 @@ from .dma_addrgen import AddressGenerator
 from .dma_burst import ROUND_TRIP, BurstEngine
 from .dma_check import DescriptorCheck
 from .dma_push import DEFAULT_MAX_PAYLOAD, max_payload_words
-from .dma_push_ports import DEFAULT_PUSH_BEATS, PushPorts
+from .dma_push_ports import DEALINGS, DEFAULT_PUSH_BEATS, PushPorts
 from .layouts import (ADDRESS_BITS, CHIP_BITS, FLAG_BITS, descriptor_layout, error_layout,
                       flag_add_layout)
-from ..lib.params import check_int, check_power_of_two
+from ..lib.params import check_choice, check_int, check_power_of_two
 
 __all__ = ["DMA", "ROUND_TRIP"]
 
@@ -81,6 +81,9 @@ class DMA(wiring.Component):
         Packetizers and ``push`` ports, 1 to 8 (default 1).
     push_beats : int
         Beats each push port queues, with ``push_ports`` above 1 (default 64).
+    push_dealing : str
+        How pushes are dealt to the push ports: ``"turn"`` (default) or ``"empty"``
+        (:class:`~hdl.memory.dma_push_ports.PushPorts`).
     outstanding : int
         Descriptors in flight at once (default 4).
     queue_depth : int
@@ -127,7 +130,7 @@ class DMA(wiring.Component):
     def __init__(self, *, hbm_size, hbm_line_words=1, vmem_lines, lanes=8, n_flags=16,
                  n_chips=1, flit_words=1, max_payload=DEFAULT_MAX_PAYLOAD, push_ports=1,
                  push_beats=DEFAULT_PUSH_BEATS, outstanding=4, queue_depth=None,
-                 read_latency=4, max_reads=None):
+                 read_latency=4, max_reads=None, push_dealing="turn"):
         check_power_of_two("hbm_line_words", hbm_line_words)
         check_power_of_two("lanes", lanes)
         check_int("hbm_size", hbm_size, least=hbm_line_words, most=1 << ADDRESS_BITS)
@@ -141,6 +144,7 @@ class DMA(wiring.Component):
         check_int("max_payload", max_payload, least=1, most=max_payload_words(flit_words))
         check_int("push_ports", push_ports, least=1, most=8)
         check_int("push_beats", push_beats, least=1)
+        check_choice("push_dealing", push_dealing, DEALINGS)
         check_int("outstanding", outstanding, least=1, most=1024)
         if queue_depth is None:
             queue_depth = outstanding
@@ -155,6 +159,7 @@ class DMA(wiring.Component):
         self.n_flags, self.outstanding, self.queue_depth = n_flags, outstanding, queue_depth
         self.n_chips, self.flit_words, self.max_payload = n_chips, flit_words, max_payload
         self.push_ports, self.push_beats = push_ports, push_beats
+        self.push_dealing = push_dealing
         self.read_latency, self.max_reads = read_latency, max_reads
         self.port_signatures = {
             0: MemoryPortSignature(addr_width=line_addr_width(hbm_size // hbm_line_words),
@@ -208,7 +213,7 @@ class DMA(wiring.Component):
         wiring.connect(m, burst.flag_add, wiring.flipped(self.flag_add))
         m.submodules.push_ports = push_ports = PushPorts(
             ports=self.push_ports, max_words=burst.max_words, flit_words=self.flit_words,
-            max_payload=self.max_payload, beats=self.push_beats)
+            max_payload=self.max_payload, beats=self.push_beats, dealing=self.push_dealing)
         wiring.connect(m, burst.pushed, push_ports.beats_in)
         for j in range(self.push_ports):
             wiring.connect(m, port(push_ports, "push", j), wiring.flipped(port(self, "push", j)))

@@ -91,7 +91,7 @@ class DmaSystem(wiring.Component):
         ``n_chips`` and ``flit_words`` are the receive engines' too.
     network_ports : int
         Push ports and receive ports, 1 to 6 (default 1): the DMA's ``push_ports``.
-    push_beats : int
+    push_beats, push_dealing
         The DMA's.
     guests : int
         Other initiators on the HBM, 0 (the default) or 1 (a SparseCore): with 1, the
@@ -152,7 +152,7 @@ class DmaSystem(wiring.Component):
                  read_latency=4, max_outstanding=None, jitter=0, error_ranges=(), n_flags=16,
                  n_chips=1, flit_words=1, max_payload=DEFAULT_MAX_PAYLOAD, network_ports=1,
                  push_beats=DEFAULT_PUSH_BEATS, outstanding=4, queue_depth=None,
-                 max_reads=None, guests=0, ram_ports=2):
+                 max_reads=None, guests=0, ram_ports=2, push_dealing="turn"):
         check_int("read_latency", read_latency, least=1)
         check_int("jitter", jitter, least=0)
         check_int("words_per_cycle", words_per_cycle, least=1)
@@ -167,7 +167,8 @@ class DmaSystem(wiring.Component):
         self.dma = DMA(hbm_size=hbm_size, hbm_line_words=words_per_cycle, vmem_lines=vmem_lines,
                        lanes=lanes, n_flags=n_flags, n_chips=n_chips, flit_words=flit_words,
                        max_payload=max_payload, push_ports=network_ports,
-                       push_beats=push_beats, outstanding=outstanding,
+                       push_beats=push_beats, push_dealing=push_dealing,
+                       outstanding=outstanding,
                        queue_depth=queue_depth, read_latency=read_latency + jitter,
                        max_reads=max_reads)
         self.network_ports = network_ports

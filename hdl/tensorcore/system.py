@@ -62,6 +62,9 @@ vector_queue, ops, regfile, mxu_fold, alu_width
     network_ports : int
         Push ports and receive ports, with ``n_chips`` above 1 (default 1): the memory
         system's (:class:`~hdl.memory.dma_system.DmaSystem`).
+    push_dealing : str
+        How the DMA deals pushes to its ``network_ports``: ``"turn"`` (default) or
+        ``"empty"`` (:class:`~hdl.memory.dma_push_ports.PushPorts`).
     sparsecores : int
         0 (the default: the chip as it was) or 1: a SparseCore
         (:class:`~hdl.sparsecore.SparseCoreEngine`) on the chip's HBM, shared with the DMA
@@ -122,7 +125,7 @@ vector_queue, ops, regfile, mxu_fold, alu_width
                  ops=None, hbm_words=DEFAULT_HBM_WORDS, read_latency=4, words_per_cycle=1,
                  outstanding=4, n_chips=1, flit_words=1, network_ports=1, sparsecores=0,
                  sparsecore=None, regfile="flops", jitter=0, ram_ports=2, mxu_fold=1,
-                 alu_width=8):
+                 alu_width=8, push_dealing="turn"):
         self.sparsecores = check_int("sparsecores", sparsecores, least=0, most=1)
         if sparsecore is not None and not sparsecores:
             raise ValueError("sparsecore= gives the SparseCore's parameters: it needs "
@@ -142,7 +145,8 @@ vector_queue, ops, regfile, mxu_fold, alu_width
                                 n_flags=n_flags, read_latency=read_latency,
                                 words_per_cycle=words_per_cycle, outstanding=outstanding,
                                 n_chips=n_chips, flit_words=flit_words,
-                                network_ports=network_ports, guests=sparsecores,
+                                network_ports=network_ports, push_dealing=push_dealing,
+                                guests=sparsecores,
                                 jitter=jitter, ram_ports=ram_ports)
         self.jitter = jitter
         self.engine = self.sparse_issue = None

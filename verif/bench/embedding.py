@@ -37,12 +37,12 @@ __all__ = ["measure", "SHAPE", "ALPHA", "ROWS", "DIM", "BATCH", "BAG", "GOALS",
 
 #: The benchmark's topology and step.
 SHAPE, ALPHA, ROWS, DIM, BATCH, BAG = "4x4", 1.05, 16384, 16, 64, 8
-#: The chips' change to ``sim.system.EMBEDDING_CHIP``, and the routers' routing: four push
-#: ports (a chip with a SparseCore has at most 5, as its flag bank takes 8 adders) and
-#: adaptive routing. On this
-#: step the rows all-to-all took 10,190 cycles with 4 ports and dimension order, 7,545 with
-#: adaptive routing (12,293 with the default 2 ports and dimension order).
-NETWORK_PORTS, ROUTING = 4, "adaptive"
+#: The chips' changes to ``sim.system.EMBEDDING_CHIP``, and the routers' routing: four push
+#: ports (a chip with a SparseCore has at most 5, as its flag bank takes 8 adders), pushes
+#: dealt to the first push port whose queue is empty (``push_dealing="empty"``), and
+#: adaptive routing (docs/system.md has what each did).
+CHIP = dict(network_ports=4, push_dealing="empty")
+ROUTING = "adaptive"
 #: The goals: all-to-all phases against the bisection bound, gather against HBM bandwidth.
 GOALS = dict(all_to_all=0.80, gather=0.90)
 BEGIN, END = "<!-- bench embedding -->", "<!-- /bench embedding -->"
@@ -130,7 +130,7 @@ def measure(path=Path("docs/system.md"), *, seed=1, out=print):
     want = ge.step(table, indices, offsets, **kwargs)
 
     # One build for both plans: the larger of each size.
-    chip = dict(EMBEDDING_CHIP, network_ports=NETWORK_PORTS)
+    chip = dict(EMBEDDING_CHIP, **CHIP)
     first = [plan_embedding(table, indices, offsets, chip=chip, dedup=d, **kwargs)
              for d in (True, False)]
     tile = {k: max(p.chip["sparsecore"][k] for p in first)
@@ -209,7 +209,8 @@ def _markdown(r):
     lines = [
         f"`tpu-rtl bench embedding --seed {r['seed']}` ({SHAPE} torus, a table of {ROWS} x "
         f"{DIM} fp32, {BATCH} bags of {BAG} Zipf({ALPHA}) ids a chip, SGD, `mode=\"exact\"`, "
-        f"`EMBEDDING_CHIP` with {NETWORK_PORTS} network ports, {ROUTING} routing, Verilator; "
+        f"`EMBEDDING_CHIP` with {CHIP['network_ports']} network ports and pushes dealt to "
+        f"an empty queue, {ROUTING} routing, Verilator; "
         f"bit-exact against `golden.embedding.step`, with and without dedup):",
         "",
         "| phase | cycles | share |",
