@@ -27,8 +27,8 @@ over the ICI and sync flags:
 5. *Gradients all-to-all* (with ``grads``). ``mode="exact"``: chip c pushes to each owner
    o != c the header ``[B, lengths, slots]`` (``1 + B + N`` words) and the gradient row of
    each of its B bags holding an id of o (``D`` words each, its own locally; packed by
-   its SparseCore, owners in rank order, on ``F_PACK_GRADS``, and pushed as the rows
-   are), into the owner's gradient area, sources in rank order, on
+   its SparseCore, owners in rank order, on ``F_PACK_GRADS``: the bag rows staged in its
+   Spmem, then copied into the messages from there; pushed as the rows are), into the owner's gradient area, sources in rank order, on
    ``F_GRADS``. ``mode="prereduced"``:
    chip c's SparseCore first sums each of its unique ids' gradients with a lookup on its
    gradient rows (a bag per unique id, owners in rank order, of the bags its occurrences
@@ -308,6 +308,10 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
         owner_bags = [int(sum(len(sub[c, o][0]) for c in range(C))) for o in range(C)]
     batch_rows = [len(b[1]) - 1 for b in batches] if prereduced else []
     rows = _pow2(max(shard_rows + received + batch_rows))
+    # What the Spmem stages: each owner's served rows, and in "exact" each chip's bag rows.
+    staged = [len(s) for s in p.served]
+    if backward and not prereduced:
+        staged += [len(b[1]) - 1 for b in batches]
     tile = _sizes(chip, dict(
         rows=rows, row_words=-(-D // LANES) * LANES,
         max_ids=_pow2(max([len(b[0]) for b in batches] + owner_ids)),
@@ -315,7 +319,7 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
         # (the partials of "prereduced" are a lookup with the sum combiner)
         combiners=",".join(dict.fromkeys([combiner] + ["sum"] * prereduced)),
         optimizers=optimizer if backward else "sgd",
-        spmem_rows=_pow2(max(len(s) for s in p.served))))
+        spmem_rows=_pow2(max(staged))))
     rows, Dp = tile["rows"], tile["row_words"]
     per_line = chip.get("words_per_cycle", 1)
     # Rows a push piece carries: what a push port's queue holds (``_dealt``).
@@ -362,6 +366,7 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
             else:
                 sent_bags = [int(b) for o in range(C) for b in sub[c, o][0]]
                 w.area("gpack_ids", len(sent_bags), sent_bags)
+                w.area("bag_ids", len(offs) - 1, np.arange(len(offs) - 1))
                 w.area("gbox", len(sent_bags) * Dp)
                 for o in range(C):
                     bags, ends = sub[c, o]
@@ -448,14 +453,21 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
                 own_ids += ge.local(p.sends[s][c], C).tolist()
             own_ends = list(range(1, len(own_ids) + 1))
         else:
-            # 5. gradients: the SparseCore packs each owner's bag rows together (owners in
-            # rank order), then each owner gets its header and its bag rows, one push each.
+            # 5. gradients: the SparseCore stages the bag rows in its Spmem, then packs each
+            # owner's bag rows from there (owners in rank order; a bag row goes to each
+            # owner of its ids, so reading it once saves HBM cycles), then each owner gets
+            # its header and its bag rows.
             packed = int(sum(len(sub[c, o][0]) for o in range(C)))
             if packed:
-                w.post(_item(op=0, gather=1, n_rows=len(offs) - 1, n_ids=packed, n_bags=0,
-                             table=w.areas["grads"], ids=w.areas["gpack_ids"], weights=0,
+                n_bags = len(offs) - 1
+                w.post(_item(op=0, gather=1, to_spmem=1, n_rows=n_bags, n_ids=n_bags,
+                             n_bags=0, table=w.areas["grads"], ids=w.areas["bag_ids"],
+                             weights=0, ends=0, grads=0, out=0, flag=FLAGS["pack_grads"],
+                             per_line=per_line), FLAGS["pack_grads"], n_bags)
+                w.post(_item(op=0, gather=1, from_spmem=1, n_rows=n_bags, n_ids=packed,
+                             n_bags=0, table=0, ids=w.areas["gpack_ids"], weights=0,
                              ends=0, grads=0, out=w.areas["gbox"], flag=FLAGS["pack_grads"],
-                             per_line=per_line), FLAGS["pack_grads"], packed)
+                             per_line=per_line), FLAGS["pack_grads"], n_bags + packed)
             pushes = []
             for o in _peers(c, C):
                 bags, _ = sub[c, o]
