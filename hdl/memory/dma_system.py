@@ -90,7 +90,8 @@ class DmaSystem(wiring.Component):
         The DMA's (:class:`~hdl.memory.dma.DMA`); the DMA covers ``read_latency + jitter``.
         ``n_chips`` and ``flit_words`` are the receive engines' too.
     network_ports : int
-        Push ports and receive ports, 1 to 6 (default 1): the DMA's ``push_ports``.
+        Push ports and receive ports, 1 to 6, or 5 with a guest (the flag bank has 8 adders:
+        the DMA's two, one a receive engine, one a guest), default 1: the DMA's ``push_ports``.
     push_beats, push_dealing
         The DMA's.
     guests : int
@@ -156,8 +157,10 @@ class DmaSystem(wiring.Component):
         check_int("read_latency", read_latency, least=1)
         check_int("jitter", jitter, least=0)
         check_int("words_per_cycle", words_per_cycle, least=1)
-        # Adders: the DMA's completions, its pushes' sent flags, one per receive engine.
-        check_int("network_ports", network_ports, least=1, most=6)
+        # Adders: the DMA's completions, its pushes' sent flags, one per receive engine, one
+        # per guest: the flag bank has 8.
+        check_int("guests", guests, least=0, most=1)
+        check_int("network_ports", network_ports, least=1, most=6 - guests)
         if max_outstanding is None:
             max_outstanding = words_per_cycle * (read_latency + jitter)
         self.hbm = HBM(size=hbm_size, words_per_cycle=words_per_cycle,
@@ -180,7 +183,7 @@ class DmaSystem(wiring.Component):
         # receiver j in merge j.
         self.merges = {space: [WriterMerge(signature=sig) for _ in range(network_ports)]
                        for space, sig in self.dma.port_signatures.items()}
-        self.guests = check_int("guests", guests, least=0, most=1)
+        self.guests = guests
         self.hbm_signature = self.dma.port_signatures[0]
         self.sync_flags = SyncFlags(n_flags=n_flags, add_ports=2 + network_ports + guests)
         self.hbm_words = self.hbm.words

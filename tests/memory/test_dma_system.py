@@ -265,6 +265,7 @@ def test_littles_law_is_enforced():
     (dict(hbm_size=64, vmem_lines=4, n_flags=129), ValueError, "n_flags must be at most"),
     (dict(hbm_size=64, vmem_lines=4, outstanding=0), ValueError, "outstanding must be at least"),
     (dict(hbm_size=1 << 25, vmem_lines=4), ValueError, "hbm_size must be at most"),
+    (dict(hbm_size=64, vmem_lines=4, push_dealing="first"), ValueError, "push_dealing"),
 ])
 def test_bad_dma_parameters(kwargs, error, match):
     with pytest.raises(error, match=match):
@@ -316,6 +317,8 @@ def test_system_exposes_its_storages():
     (dict(words_per_cycle=3), ValueError, "power of two"),
     (dict(error_ranges=[(0, 300)]), ValueError, "at most 192"),
     (dict(max_reads=4), ValueError, "Little's law"),
+    (dict(network_ports=6, guests=1, n_chips=4), ValueError,
+     "network_ports must be at most 5, not 6"),
 ])
 def test_bad_system_parameters(kwargs, error, match):
     params = {**CONFIGS["w2-lanes8-jitter"], **kwargs}
