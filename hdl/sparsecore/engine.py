@@ -155,10 +155,11 @@ class SparseCoreEngine(wiring.Component):
     (``from_spmem``: ``table`` is), as TPU v4's SparseCore gathers rows into its Spmem.
     Staging the rows there leaves the HBM port to the gather's reads, a line a cycle,
     instead of one read and one write a line; a second gather ``from_spmem`` then copies
-    the staged rows into messages in HBM without reading the table again. A gather whose
-    Spmem side runs past the Spmem (``out`` + ``n_ids`` rows, or ``table`` + ``n_rows``
-    rows), or that names a Spmem the engine does not have, writes nothing and is
-    ``TOO_LARGE``.
+    the staged rows into messages in HBM without reading the table again. An item that
+    names a Spmem side and is no gather, or that the engine has no Spmem for, is
+    ``UNSUPPORTED``; a gather whose Spmem side runs past the Spmem (``out`` + ``n_ids``
+    rows, or ``table`` + ``n_rows`` rows) is ``TOO_LARGE``. Either writes nothing and adds
+    1 to the flag.
 
     A batch the tile refuses (an id out of range, too many unique ids, an operation not
     built) or that does not fit the tile (``n_rows``, ``n_ids``, ``n_bags`` or ``columns``

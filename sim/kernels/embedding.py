@@ -28,8 +28,8 @@ over the ICI and sync flags:
    o != c the header ``[B, lengths, slots]`` (``1 + B + N`` words) and the gradient row of
    each of its B bags holding an id of o (``D`` words each, its own locally; packed by
    its SparseCore, owners in rank order, on ``F_PACK_GRADS``: the bag rows staged in its
-   Spmem, then copied into the messages from there; pushed as the rows are), into the owner's gradient area, sources in rank order, on
-   ``F_GRADS``. ``mode="prereduced"``:
+   Spmem, then copied into the messages from there; pushed as the rows are), into the
+   owner's gradient area, sources in rank order, on ``F_GRADS``. ``mode="prereduced"``:
    chip c's SparseCore first sums each of its unique ids' gradients with a lookup on its
    gradient rows (a bag per unique id, owners in rank order, of the bags its occurrences
    are in, in position order: ``golden.sparsecore.row_gradients``' sums, from +0.0), and
@@ -198,8 +198,8 @@ def _dealt(pushes, piece_rows):
     flag)`` each), cut into pieces of at most ``piece_rows`` rows and dealt round: every
     push's first piece, then every push's second, and so on.
 
-    Why: the DMA deals whole pushes to its push ports in turn, and its burst engine holds
-    a push until that port's queue has taken all of it. A push larger than the queue keeps
+    Why: the DMA deals whole pushes to its push ports, and its burst engine holds a push
+    until that port's queue has taken all of it. A push larger than the queue keeps
     the engine on one port while the others drain and idle, so a chip sends at one port's
     rate; pieces the queue can hold keep every port sending.
     """
@@ -322,7 +322,8 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
         spmem_rows=_pow2(max(staged))))
     rows, Dp = tile["rows"], tile["row_words"]
     per_line = chip.get("words_per_cycle", 1)
-    # Rows a push piece carries: what a push port's queue holds (``_dealt``).
+    # Rows a push piece carries: what a push port's queue holds (``_dealt``); with one
+    # port the DMA has no queue, and a message goes whole.
     piece_rows = V if chip.get("network_ports", 1) == 1 else \
         max(1, PIECE_BEATS * per_line // D)
 
