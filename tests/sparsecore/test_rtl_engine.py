@@ -69,11 +69,12 @@ def _work(dut, *, op, combiner=0, optimizer=0, weighted=0, lr=0, n_rows, n_ids, 
             "n_bags": n_bags, **lines, "flag": flag}
 
 
-def _run(dut, image, works):
+def _run(dut, image, works, cycles=None):
     """Load ``image``, play ``works`` one after another (each after the last one's flag),
-    and return the final image, the flag adds and the status after each (and in
-    ``cycles``, the cycles from each item's acceptance to its flag add)."""
+    and return the final image, the flag adds and the status after each; ``cycles``, a
+    list if given, gets the cycles from each item's acceptance to its flag add."""
     flags, statuses = [], []
+    cycles = [] if cycles is None else cycles
 
     async def bench(ctx):
         for index, line in enumerate(pack_lines(image, dut.wpc)):
@@ -99,9 +100,8 @@ def _run(dut, image, works):
         final = [ctx.get(dut.hbm.words[i]) for i in range(dut.hbm.words.depth)]
         result.append(unpack_lines(final, dut.wpc))
 
-    result, cycles = [], []
+    result = []
     simulate(dut, bench)
-    _run.cycles = cycles
     return result[0], flags, statuses
 
 
@@ -215,12 +215,13 @@ def test_a_gather_stages_rows_in_spmem_then_packs_them_into_hbm(rng):
     at = 2 * ROW_WORDS // 4                                      # Spmem line of row 0
     stage = _work(dut, op=0, n_rows=20, n_ids=len(served), n_bags=0, flag=4, gather=1,
                   out=at, to_spmem=1)
-    final, flags, statuses = _run(dut, image, [stage])
+    cycles = []
+    final, flags, statuses = _run(dut, image, [stage], cycles)
     assert flags == [(4, len(served))] and statuses == ["ok"]
     assert_bits(final, image, "the HBM after a gather into Spmem")
     # Back to back: 72 row lines and 5 lines of ids through one port, 5 cycles of read
     # latency and a few of hand-over; with a bubble between rows it would be 18 more.
-    assert _run.cycles[0] <= 72 + 5 + 5 + 8, _run.cycles
+    assert cycles[0] <= 72 + 5 + 5 + 8, cycles
 
     packed = _work(dut, op=0, n_rows=len(served), n_ids=len(pack), n_bags=0, flag=6,
                    gather=1, ids=WEIGHTS, table=at, from_spmem=1)
