@@ -522,7 +522,8 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
     threshold = round(rate / (local_ports * packet_flits) * (1 << 16))
     whole = WholeRun(
         BLOCK, params, play={"tables": rows, "ocs": ocs},
-        record={"stats": readout_beats(topology.n_chips, routing)}, until="finished", busy="busy",
+        record={"stats": readout_beats(topology.n_chips, routing, injection_queues)},
+        until="finished", busy="busy",
         watchdog=CONFIG_WATCHDOG, seed=seed,
         inputs={"alive": int(sum(1 << int(c) for c in np.flatnonzero(topology.alive))),
                 "mode": mode, "threshold": threshold, "packet_flits": packet_flits,
@@ -532,7 +533,8 @@ def run_stats(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffe
                 "fault_at": fault_at})
     result = _simulate(whole, backend=backend, waves=waves, progress=progress)
     return _stats(topology, result, whole, nodes=int(sends.sum()), window=cycles - warmup,
-                  packet_flits=packet_flits, watchdog=watchdog, down=ends, routing=routing)
+                  packet_flits=packet_flits, watchdog=watchdog, down=ends, routing=routing,
+                  injection_queues=injection_queues)
 
 
 def run(topology, *, traffic="uniform", rate, packet_flits=1, vcs=2, buffer_flits=8,
@@ -646,11 +648,11 @@ def sweep(topology, *, rates=None, stop_at_saturation=True, progress=None, **kwa
 
 
 def _stats(topology, result, whole, *, nodes, window, packet_flits, watchdog, down=None,
-           routing="dor"):
+           routing="dor", injection_queues=None):
     outputs = result.outputs
     words = np.array(result.recorded["stats"], dtype=np.int64)
     n = topology.n_chips
-    names = node_stats(routing)
+    names = node_stats(routing, injection_queues)
     table = words[:n * len(names)].reshape(n, len(names))
     per_node = {name: table[:, i] for i, name in enumerate(names)}
     histogram = np.zeros(BUCKETS, dtype=np.int64)

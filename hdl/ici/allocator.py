@@ -49,8 +49,8 @@ class Allocator(wiring.Component):
     n_eject : int
         Ejection outputs, at least 1 (default 1), fewer than ``n_out``.
     observe : bool
-        Add the ``hold`` input and the ``starved`` output, and with ``adaptive`` the
-        ``adaptive_same``, ``adaptive_other``, ``fallback`` and ``blocked`` outputs
+        Add the ``hold`` input and the ``starved`` and ``blocked`` outputs, and with
+        ``adaptive`` the ``adaptive_same``, ``adaptive_other`` and ``fallback`` outputs
         (default False: none).
     adaptive, escape_vcs, inject, escape_bias
         Adaptive routing (below): default off; escape VCs (default 2); the injection
@@ -101,7 +101,7 @@ class Allocator(wiring.Component):
     fallback : Out(n_out - n_eject), with ``observe`` and ``adaptive``
         Bit o: a header that arrived on an adaptive VC (a torus input's VC ``escape_vcs``
         and up) is granted its escape hop, out of torus output o, this cycle.
-    blocked : Out(vcs).array(n_in), with ``observe`` and ``adaptive``
+    blocked : Out(vcs).array(n_in), with ``observe``
         Bit v of entry i: input i's VC v has a valid head that is not eligible this cycle
         (no output VC it may take has room), as opposed to one that only lost arbitration.
 
@@ -162,12 +162,12 @@ class Allocator(wiring.Component):
                              "wormhole outputs turn flit by flit")
         if self.adaptive:
             check_int("escape_vcs", escape_vcs, least=1, most=vcs - 1)
-        observed = {"hold": In(n_out - n_eject),
-                    "starved": Out(vcs).array(n_out - n_eject)} if observe else {}
+        observed = {"hold": In(n_out - n_eject), "starved": Out(vcs).array(n_out - n_eject),
+                    "blocked": Out(vcs).array(n_in)} if observe else {}
         if observe and self.adaptive:
             observed |= {"adaptive_same": Out(n_out - n_eject),
                          "adaptive_other": Out(n_out - n_eject),
-                         "fallback": Out(n_out - n_eject), "blocked": Out(vcs).array(n_in)}
+                         "fallback": Out(n_out - n_eject)}
         super().__init__({
             "heads": In(adaptive_head_layout if self.cut_through else head_layout
                         ).array(n_in, vcs),
@@ -235,7 +235,7 @@ class Allocator(wiring.Component):
     def _picks(self, m, room, free, out_vcs):
         """Deterministic routing: each head asks for its own output VC."""
         n_in, n_out, vcs = self.n_in, self.n_out, self.vcs
-        picks = []
+        picks, self._eligible = [], []
         for i in range(n_in):
             eligible = []
             for v in range(vcs):
@@ -252,6 +252,7 @@ class Allocator(wiring.Component):
                 eligible.append(ok)
             picks.append(self._group_picks(m, i, eligible,
                                            [self.heads[i][v] for v in range(vcs)]))
+            self._eligible.append(eligible)
         return picks
 
     def _adaptive_picks(self, m, credits, room, free, out_vcs, eject):
@@ -398,6 +399,9 @@ class Allocator(wiring.Component):
                     wants = Cat(h.valid & is_value(h.port, o) & is_value(h.vc, w)
                                 for row in self.heads for h in row)
                     m.d.comb += self.starved[o][w].eq(wants.any() & ~credits[o][w].any())
+            for i, eligible in enumerate(self._eligible):
+                m.d.comb += self.blocked[i].eq(Cat(self.heads[i][v].valid & ~ok
+                                                   for v, ok in enumerate(eligible)))
             if self.adaptive:
                 self._observe_choices(m, picks, eject)
 
@@ -406,8 +410,6 @@ class Allocator(wiring.Component):
         same, other, fallback = ([0] * eject for _ in range(3))
         for i, row in enumerate(picks):
             heads = [self.heads[i][v] for v in range(self.vcs)]
-            m.d.comb += self.blocked[i].eq(Cat(h.valid & ~ok for h, ok
-                                               in zip(heads, self._eligible[i])))
             for g, (arb, chosen, group) in enumerate(row):
                 name = f"{i}" if self.speedup == 1 else f"{i}_{g}"
                 header = Signal(name=f"granted_header{name}")

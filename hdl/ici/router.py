@@ -217,7 +217,7 @@ class Router(wiring.Component):
         minimal port (``adaptive_other``); or, having arrived on an adaptive VC, on its
         escape hop (``fallback``) (``Allocator``'s outputs of those names).
     queue_used, queue_full, queue_passed : Out(queues).array(local_ports), with
-        ``observe`` and "adaptive"
+        ``observe`` and ``injection_queues``
         Bit q of entry j, injection port j's queue q (``queues = min(2*dims, vcs)``):
         a header joins it this cycle (``used``); a header for it waits on ``inject``
         because it is full (``full``); one of its flits crosses the switch while another
@@ -320,6 +320,7 @@ class Router(wiring.Component):
         if self.adaptive:
             out |= {name: Out(self.n_ports) for name in ("adaptive_same", "adaptive_other",
                                                           "fallback")}
+        if self.injection_queues:
             out |= {name: Out(self.queues).array(self.local_ports)
                     for name in ("queue_used", "queue_full", "queue_passed")}
         return out
@@ -460,7 +461,7 @@ class Router(wiring.Component):
         take = stream_in.valid & room
         m.d.comb += [inject.link.valid.eq(take), inject.link.vc.eq(which),
                      inject.link.data.eq(stream_in.payload), stream_in.ready.eq(room)]
-        if self.observe and self.adaptive:
+        if self.observe:
             for q in range(self.queues):
                 mine = header & is_value(queue, q)
                 m.d.comb += [self.queue_used[j][q].eq(take & mine),
@@ -487,11 +488,12 @@ class Router(wiring.Component):
                     p.dateline & (p.entry.port == o) & (p.entry.vc == w)
                     for p in inputs).any())
         m.d.comb += self.dateline_hops.eq(sum(p.dateline for p in inputs))
-        if not self.adaptive:
+        if self.adaptive:
+            m.d.comb += [self.adaptive_same.eq(alloc.adaptive_same),
+                         self.adaptive_other.eq(alloc.adaptive_other),
+                         self.fallback.eq(alloc.fallback)]
+        if not self.injection_queues:
             return
-        m.d.comb += [self.adaptive_same.eq(alloc.adaptive_same),
-                     self.adaptive_other.eq(alloc.adaptive_other),
-                     self.fallback.eq(alloc.fallback)]
         for j in range(self.local_ports):
             i = self.n_ports + j
             for q in range(self.queues):

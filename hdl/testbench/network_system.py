@@ -25,10 +25,11 @@ __all__ = ["NetworkSystem", "network_system_signature", "PHASES", "parse_dims", 
 PHASES = ("config", "run", "drain", "readout", "done")
 
 
-def readout_beats(n_nodes, routing="dor"):
-    """The most words on ``stats``: each node's statistics (``node_stats(routing)``), then
-    the histogram summed over the nodes, up to the bin of the largest ``latency_max``."""
-    return n_nodes * len(node_stats(routing)) + BUCKETS
+def readout_beats(n_nodes, routing="dor", injection_queues=None):
+    """The most words on ``stats``: each node's statistics (``node_stats(routing,
+    injection_queues)``), then the histogram summed over the nodes, up to the bin of the
+    largest ``latency_max``."""
+    return n_nodes * len(node_stats(routing, injection_queues)) + BUCKETS
 
 
 def network_system_signature(*, dims="4x4", vcs=2, buffer_flits=8, link_latency=2,
@@ -151,7 +152,7 @@ class NetworkSystem(wiring.Component):
                  speedup=1, switching=None, injection_queues=None):
         signature = network_system_signature(dims=dims, vcs=vcs, local_ports=local_ports,
                                              reconfig_cycles=reconfig_cycles, routing=routing)
-        self.routing = routing
+        self.routing, self.injection_queues = routing, injection_queues
         self.dims = parse_dims(dims)
         self.n_nodes = n = math.prod(self.dims)
         self.node_params = dict(dims=len(self.dims), vcs=vcs, buffer_flits=buffer_flits,
@@ -229,7 +230,7 @@ class NetworkSystem(wiring.Component):
         # Read-out: each node's statistics, then the histogram summed over the nodes, up to
         # the bin of the largest latency (the rest are empty).
         chip = Signal(range(n + 1))
-        n_stats = len(node_stats(self.routing))
+        n_stats = len(node_stats(self.routing, self.injection_queues))
         addr = Signal(range(max(n_stats, BUCKETS)))
         in_histogram = Signal()
         longest = Signal(32)                   # the largest latency_max read so far

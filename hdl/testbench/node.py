@@ -26,24 +26,28 @@ __all__ = ["NetworkNode", "node_signature", "traffic_signature",
 ADAPTIVE_ESCAPE_VCS = 2
 
 
-#: The statistics a node keeps beyond ``hdl.system.layouts.STATS`` with
-#: ``routing="adaptive"``, read out after them (observed coverage of the adaptive router,
-#: sticky bitmaps over the whole run, from ``Router``'s observation ports of those names):
+#: The statistics a node keeps beyond ``hdl.system.layouts.STATS``, read out after them
+#: (observed coverage of the router, sticky bitmaps over the whole run, from ``Router``'s
+#: observation ports of those names):
 #:
-#: - ``adaptive``: bit p, a header left torus port p on an adaptive VC, p being its escape
-#:   hop's (dimension-order) port; bit 8 + p, on an adaptive VC out of another minimal port;
-#:   bit 16 + p, a header that arrived on an adaptive VC fell back to its escape hop out of
-#:   port p;
-#: - ``inject_queues``: bit q, a header joined injection queue q (of any local port); bit
-#:   8 + q, a header waited for queue q, full; bit 16 + q, a flit of queue q crossed the
-#:   switch while another queue's head was blocked.
+#: - ``adaptive``, with ``routing="adaptive"``: bit p, a header left torus port p on an
+#:   adaptive VC, p being its escape hop's (dimension-order) port; bit 8 + p, on an
+#:   adaptive VC out of another minimal port; bit 16 + p, a header that arrived on an
+#:   adaptive VC fell back to its escape hop out of port p;
+#: - ``inject_queues``, with injection queues (adaptive routing's default, or
+#:   ``injection_queues=True``): bit q, a header joined injection queue q (of any local
+#:   port); bit 8 + q, a header waited for queue q, full; bit 16 + q, a flit of queue q
+#:   crossed the switch while another queue's head was blocked.
 ADAPTIVE_STATS = ("adaptive", "inject_queues")
 
 
-def node_stats(routing="dor"):
-    """The statistics of a node with ``routing``, in read-out order: ``STATS``, and with
-    "adaptive" :data:`ADAPTIVE_STATS` after them ("dor" nodes are as they were)."""
-    return STATS + (ADAPTIVE_STATS if routing == "adaptive" else ())
+def node_stats(routing="dor", injection_queues=None):
+    """The statistics of a node with ``routing`` and ``injection_queues`` (None: the
+    routing's default, queues with "adaptive"), in read-out order: ``STATS``, then those
+    of :data:`ADAPTIVE_STATS` it keeps (a "dor" node with one injection FIFO keeps none)."""
+    queues = routing == "adaptive" if injection_queues is None else injection_queues
+    return (STATS + (("adaptive",) if routing == "adaptive" else ())
+            + (("inject_queues",) if queues else ()))
 
 
 assert len(node_stats("adaptive")) <= HIST_BASE
@@ -146,7 +150,7 @@ class NetworkNode(wiring.Component):
         A generator has a packet queued or half sent.
     stat_addr : In(STAT_ADDR_BITS)
     stat_data : Out(32)
-        ``node_stats(routing)[stat_addr]`` (counters summed over the local ports, the largest
+        ``node_stats(routing, injection_queues)[stat_addr]`` (counters summed over the local ports, the largest
         latency of them for ``latency_max``), or histogram
         bin ``stat_addr - HIST_BASE`` (summed), combinationally.
 
@@ -159,8 +163,8 @@ class NetworkNode(wiring.Component):
     Coverage: the router is built with ``observe``, and the statistics from ``turns_lo``
     on (``layouts.STATS``) record what it saw: the switch's input-to-output turns, the
     VCs used on each link, dateline hops, and credit-empty stalls; with
-    ``routing="adaptive"``, :data:`ADAPTIVE_STATS` follow them (the adaptive choices, the
-    escape fallbacks and the injection queues).
+    ``routing="adaptive"`` or injection queues, those of :data:`ADAPTIVE_STATS` the node
+    keeps follow them (the adaptive choices and escape fallbacks; the injection queues).
     """
 
     def __init__(self, *, dims=2, vcs=2, buffer_flits=8, link_latency=2, n_nodes=16,
@@ -289,7 +293,7 @@ class NetworkNode(wiring.Component):
         stats |= self._coverage(m, router, settings, ports, k)
 
         # Padded to HIST_BASE entries, so that every index of its bits names one.
-        names = node_stats(self.routing)
+        names = node_stats(self.routing, self.injection_queues)
         scalar = Array(stats.get(name, 0) for name in names + ("",) * (HIST_BASE - len(names)))
         hist = sum(s.hist_data for s in sinks)[:32]
         for sink in sinks:
@@ -345,10 +349,11 @@ class NetworkNode(wiring.Component):
         if self.routing == "adaptive":
             choices = Cat(router.adaptive_same, C(0, 8 - ports), router.adaptive_other,
                           C(0, 8 - ports), router.fallback)
+            stats["adaptive"] = sticky("adaptive", choices)
+        if router.injection_queues:
             queues = 0
             for kind, shift in (("used", 0), ("full", 8), ("passed", 16)):
                 for j in range(k):
                     queues = queues | (getattr(router, f"queue_{kind}")[j] << shift)
-            stats["adaptive"] = sticky("adaptive", choices)
             stats["inject_queues"] = sticky("inject_queues", queues)
         return stats

@@ -128,14 +128,20 @@ def test_the_last_run_of_each_seed_takes_a_live_link_down(backend):
 def test_seeds_deal_both_routings():
     """Seeds 1 to 8 build dimension-order routers with 2 and 4 VCs and adaptive ones with
     3, 4 and 8, each routing on a 2-D and a 3-D network and on a shape that twists, and
-    adaptive ones with and without speed-up on both; 16 seeds give every 2-D shape both
-    routings; an adaptive run's packets fit a buffer."""
+    adaptive ones with and without speed-up on both; dimension order with one injection
+    FIFO (wormhole) and with injection queues (wormhole and cut-through); 16 seeds give
+    every 2-D shape both routings; a cut-through run's packets fit a buffer."""
     builds = [stimulus.build(seed) for seed in range(1, 9)]
     assert [b.routing for b in builds] == ["dor"] * 4 + ["adaptive"] * 4
     assert {(b.routing, b.vcs) for b in builds} == {
         ("dor", 2), ("dor", 4), ("adaptive", 3), ("adaptive", 4), ("adaptive", 8)}
     assert {(len(b.dims), b.speedup) for b in builds if b.routing == "adaptive"} == {
         (2, 1), (2, 2), (3, 1), (3, 2)}
+    assert [(b.switching, b.injection_queues) for b in builds[:4]] == [
+        ("wormhole", False), ("wormhole", False), ("cut_through", True), ("wormhole", True)]
+    assert {b.flow_control for b in builds} == set(stimulus.FLOW_CONTROLS) == {
+        "dor wormhole, one FIFO", "dor wormhole, queues", "dor cut_through, queues",
+        "adaptive cut_through, queues"}
     for routing in ("dor", "adaptive"):
         mine = [b for b in builds if b.routing == routing]
         assert {len(b.dims) for b in mine} == {2, 3}
@@ -144,7 +150,8 @@ def test_seeds_deal_both_routings():
     assert {(shape, r) for shape in stimulus.SHAPES_2D for r in ("dor", "adaptive")} <= pairs
     for seed in range(1, 17):
         b = stimulus.build(seed)
-        if b.routing == "adaptive":
+        if b.routing == "adaptive" or b.switching == "cut_through":
+            assert b.cut_through
             assert all(r.packet_flits <= b.buffer_flits for r in stimulus.runs(seed, b))
 
 
@@ -154,22 +161,30 @@ def _hits(name):
 
 def test_adaptive_bins_are_read_from_the_adaptive_words():
     """The ``adaptive`` and ``inject_queues`` words (``hdl.testbench.node.ADAPTIVE_STATS``)
-    decode to the bins their bits name; a dimension-order run's statistics have neither
-    word, and sample none of these bins."""
+    decode to the bins their bits name, the queues' also by the build's routing; a
+    dimension-order run with one injection FIFO has neither word, and samples none of these
+    bins; one with injection queues has their word alone."""
     coverage_db.clear()
     sampler = coverage.Sampler()
     zero = np.zeros(2, dtype=np.int64)
     dor = {name: zero for name in ("turns_lo", "turns_hi", "link_vcs", "datelines", "starved")}
     sampler.observed(dor, 4, [0, 1])
+    for point in ("network.adaptive_hop", "network.inject_queue",
+                  "network.routing_inject_queue"):
+        assert not any(_hits(point).values()), point
+    sampler.observed(dict(dor, inject_queues=np.array([0, 1 << 17])), 4, [0, 1], "dor")
+    assert {b for b, h in _hits("network.routing_inject_queue").items() if h} == {"dor passed"}
     assert not any(_hits("network.adaptive_hop").values())
     words = dict(dor, adaptive=np.array([1 << 0 | 1 << 10, 1 << 21]),
                  inject_queues=np.array([1 << 3 | 1 << 9, 1 << 16]))
-    sampler.observed(words, 6, [0, 1])
+    sampler.observed(words, 6, [0, 1], "adaptive")
     assert {b for b, h in _hits("network.adaptive_hop").items() if h} == {
         "+x, escape port", "+y, other port"}
     assert {b for b, h in _hits("network.fallback").items() if h} == {"-z"}
     assert {b for b, h in _hits("network.inject_queue").items() if h} == {
-        "queue 3 used", "queue 1 full", "queue 0 passed"}
+        "queue 3 used", "queue 1 full", "queue 0 passed", "queue 1 passed"}
+    assert {b for b, h in _hits("network.routing_inject_queue").items() if h} == {
+        "dor passed", "adaptive used", "adaptive full", "adaptive passed"}
     coverage_db.clear()
 
 
@@ -198,3 +213,23 @@ def test_adaptive_bins_need_their_stimulus():
               "network.fallback: -x"}
     assert wanted <= covered["loaded"], covered["loaded"]
     assert not wanted & covered["idle"], covered["idle"]
+
+
+def test_dimension_order_queues_report_what_they_passed():
+    """On a 2x2 dimension-order network with injection queues (Amaranth), a loaded run
+    with link stalls has a queue pass another's blocked head and a header wait for a full
+    queue (``network.routing_inject_queue``: ``dor passed``, ``dor full``); at 5% load
+    without stalls the queues are only used."""
+    topology = topo.torus("2x2")
+    covered = {}
+    for name, rate, stall in (("loaded", 1.0, 0.3), ("idle", 0.05, 0.0)):
+        coverage_db.clear()
+        sampler = coverage.Sampler()
+        stats = network.run_stats(topology, traffic="uniform", rate=rate, packet_flits=2,
+                                  vcs=2, buffer_flits=4, cycles=150, warmup=20, seed=3,
+                                  backend="amaranth", injection_queues=True, stall=stall)
+        assert stats.problems() == []
+        sampler.observed(stats.per_node, topology.n_ports, [0, 1, 2, 3], "dor")
+        covered[name] = {b for b, h in _hits("network.routing_inject_queue").items() if h}
+    coverage_db.clear()
+    assert covered == {"loaded": {"dor used", "dor full", "dor passed"}, "idle": {"dor used"}}

@@ -22,8 +22,10 @@ from the stimulus:
   packets up (``given_up``, their ``undeliverable`` count); in a run that took none,
   they gave none up (``up``).
 
-Adaptive routing (issue 44), from ``hdl.testbench.node.ADAPTIVE_STATS`` (what the
-adaptive routers observed; dimension-order builds have none):
+Adaptive routing and injection queues (issue 44), from
+``hdl.testbench.node.ADAPTIVE_STATS`` (what the routers observed: the adaptive choices on
+adaptive builds, the injection queues on builds with them, dimension order's of seeds 3
+and 4 among them):
 
 * ``network.adaptive_hop``: a header left torus port P on an adaptive VC, P being its
   escape hop's port (``P, escape port``: the dimension-order direction, taken on an
@@ -35,11 +37,15 @@ adaptive routers observed; dimension-order builds have none):
   ``used`` (a header joined it), ``full`` (a header waited on the injection port because
   its queue was full) and ``passed`` (a flit of it crossed the switch while another
   queue's head was blocked: the head-of-line blocking one FIFO would have had): 12 bins.
+* ``network.routing_inject_queue``: the same three events by the build's routing, any
+  queue (``dor passed``: dimension order's queues passed a blocked head): 6 bins.
 
 Per run, from the stimulus (what was asked for): ``network.topology`` (regular, twisted,
 mesh, failed), ``network.dims`` (2, 3), ``network.traffic`` (the six patterns),
 ``network.vcs`` (2, 3, 4, 8), ``network.speedup`` (the routers' input speed-up, 1 and
-2), and with the build's routing ``network.routing_vcs`` (dor with 2 and 4 VCs, adaptive
+2), ``network.flow_control`` (dimension order wormhole with one injection FIFO or with
+injection queues, dimension order cut-through with queues, adaptive routing), and with
+the build's routing ``network.routing_vcs`` (dor with 2 and 4 VCs, adaptive
 with 3, 4 and 8), ``network.routing_topology`` (each routing on
 each kind of topology) and ``network.routing_link_down`` (each routing with a link
 taken down and its packets given up).
@@ -58,10 +64,10 @@ from cocotb_coverage.coverage import CoverPoint, coverage_section
 from golden.topology import PORT_NAMES
 from sim.network import TRAFFIC
 
-from .stimulus import DEAL, KINDS, ROUTINGS
+from .stimulus import DEAL, FLOW_CONTROLS, KINDS, ROUTINGS
 
 __all__ = ["TURNS", "LINK_VCS", "DATELINES", "OCS_COMMITS", "OCS_DRAINS", "LINK_DOWN",
-           "ADAPTIVE_HOPS", "FALLBACKS", "INJECT_QUEUES", "ROUTING_VCS", "ROUTING_TOPOLOGIES",
+           "ADAPTIVE_HOPS", "FALLBACKS", "INJECT_QUEUES", "ROUTING_INJECT_QUEUES", "ROUTING_VCS", "ROUTING_TOPOLOGIES",
            "ROUTING_LINK_DOWN", "turn_name", "Sampler"]
 
 
@@ -87,9 +93,13 @@ LINK_DOWN = ("up", "given_up")
 ADAPTIVE_HOPS = tuple(f"{p}, {which} port" for p in PORT_NAMES for which in ("escape", "other"))
 FALLBACKS = PORT_NAMES
 #: Injection queues: ``min(2*dims, vcs)`` of them, so 4 at most with 4 VCs.
-INJECT_QUEUES = tuple(f"queue {q} {what}" for q in range(4)
-                      for what in ("used", "full", "passed"))
-ROUTING_VCS = tuple(sorted({f"{routing} {vcs}" for _, vcs, routing, _ in DEAL},
+QUEUE_EVENTS = ("used", "full", "passed")
+INJECT_QUEUES = tuple(f"queue {q} {what}" for q in range(4) for what in QUEUE_EVENTS)
+#: The same events by routing, whatever the queue: each routing's queues passed a blocked
+#: head.
+ROUTING_INJECT_QUEUES = tuple(f"{routing} {what}" for routing in ROUTINGS
+                              for what in QUEUE_EVENTS)
+ROUTING_VCS = tuple(sorted({f"{deal.routing} {deal.vcs}" for deal in DEAL},
                            key=lambda name: (ROUTINGS.index(name.split()[0]), name)))
 ROUTING_TOPOLOGIES = tuple(f"{routing} {kind}" for routing in ROUTINGS for kind in KINDS)
 ROUTING_LINK_DOWN = tuple(f"{routing} given_up" for routing in ROUTINGS)
@@ -122,19 +132,23 @@ class Sampler:
         self.topology = _point("network.topology", KINDS)
         self.dims = _point("network.dims", (2, 3))
         self.traffic = _point("network.traffic", TRAFFIC)
-        self.vcs = _point("network.vcs", sorted({vcs for _, vcs, _, _ in DEAL}))
-        self.speedup = _point("network.speedup", sorted({s for *_, s in DEAL}))
+        self.vcs = _point("network.vcs", sorted({deal.vcs for deal in DEAL}))
+        self.speedup = _point("network.speedup", sorted({deal.speedup for deal in DEAL}))
+        self.flow_control = _point("network.flow_control", FLOW_CONTROLS)
         self.adaptive_hop = _point("network.adaptive_hop", ADAPTIVE_HOPS)
         self.fallback = _point("network.fallback", FALLBACKS)
         self.inject_queue = _point("network.inject_queue", INJECT_QUEUES)
+        self.routing_inject_queue = _point("network.routing_inject_queue",
+                                           ROUTING_INJECT_QUEUES)
         self.routing_vcs = _point("network.routing_vcs", ROUTING_VCS)
         self.routing_topology = _point("network.routing_topology", ROUTING_TOPOLOGIES)
         self.routing_link_down = _point("network.routing_link_down", ROUTING_LINK_DOWN)
         self.ocs_commit = _point("network.ocs_commit", OCS_COMMITS)
         self.ocs_drain = _point("network.ocs_drain", OCS_DRAINS)
 
-    def observed(self, per_node, n_ports, alive):
-        """Sample every live node's observation bitmaps (``NetworkStats.per_node``)."""
+    def observed(self, per_node, n_ports, alive, routing="dor"):
+        """Sample every live node's observation bitmaps (``NetworkStats.per_node``) of a
+        build of ``routing``."""
         for c in alive:
             turns = int(per_node["turns_lo"][c]) | int(per_node["turns_hi"][c]) << 32
             for bit in _bits(turns):
@@ -146,17 +160,17 @@ class Sampler:
             for bit in _bits(int(per_node["starved"][c])):
                 self.credit_empty_port(PORT_NAMES[bit // 4])
                 self.credit_empty_vc(bit % 4)
-            if "adaptive" not in per_node:
-                continue
-            for bit in _bits(int(per_node["adaptive"][c])):
+            for bit in _bits(int(per_node["adaptive"][c]) if "adaptive" in per_node else 0):
                 kind, port = divmod(bit, 8)
                 if kind < 2:
                     self.adaptive_hop(f"{PORT_NAMES[port]}, {('escape', 'other')[kind]} port")
                 else:
                     self.fallback(PORT_NAMES[port])
-            for bit in _bits(int(per_node["inject_queues"][c])):
+            queues = int(per_node["inject_queues"][c]) if "inject_queues" in per_node else 0
+            for bit in _bits(queues):
                 kind, queue = divmod(bit, 8)
-                self.inject_queue(f"queue {queue} {('used', 'full', 'passed')[kind]}")
+                self.inject_queue(f"queue {queue} {QUEUE_EVENTS[kind]}")
+                self.routing_inject_queue(f"{routing} {QUEUE_EVENTS[kind]}")
 
 
 def _bits(word):

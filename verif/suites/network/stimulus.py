@@ -3,10 +3,12 @@ whole runs on it.
 
 A seed's **build** (``hdl.system.NetworkSystem`` parameters, one Verilator model) is its
 shape, routing, VCs, buffer flits per VC and link latency. The dimensionality, the routing
-with its VCs, and the shape are dealt by seed (:data:`DEAL`, :func:`shape_of`): seeds 1 to
-4 (and every eighth on) build dimension-order routers (wormhole) on a 2-D and a 3-D
-network with 2 and with 4 VCs each, seeds 5 to 8 adaptive routers (cut-through, with
-injection queues) on a 2-D and a 3-D network with 3 and with 4 VCs each; within 8 seeds
+with its VCs and flow control, and the shape are dealt by seed (:data:`DEAL`,
+:func:`shape_of`): seeds 1 to 4 (and every eighth on) build dimension-order routers on a
+2-D and a 3-D network with 2 and with 4 VCs each (seeds 1 and 2 wormhole with one
+injection FIFO, seed 3 cut-through and seed 4 wormhole, both with injection queues), seeds
+5 to 8 adaptive routers (cut-through, with injection queues) on a 2-D and a 3-D network
+with 3 and with 4 VCs each; within 8 seeds
 each routing has a twisted shape and a 3-D one, and within 16 every 2-D shape meets both
 routings (dealt, not drawn: a drawn shape left the rarer ones, which alone reach some
 bins, to chance). The rest is drawn from the seed's generator:
@@ -19,8 +21,8 @@ first four are a regular torus, the twisted torus (a second regular one where th
 cannot twist), a mesh and a torus with one failed chip (drawn); the rest draw their kind.
 The runs deal the traffic patterns (``sim.network.TRAFFIC``, transpose only on shapes that
 read the same both ways) in a shuffled order, so that a seed of 8 runs has each; each
-run draws its packet length (1 to 8 flits; with adaptive routing, which cuts packets
-through, at most a buffer), offered load (0.05 to 1.0 flits
+run draws its packet length (1 to 8 flits; with cut-through, always with adaptive routing,
+at most a buffer), offered load (0.05 to 1.0 flits
 per node per cycle), all-to-all message length, random link stalls (none in one run of
 four, else holding each link 2% to 40% of the cycles) and the seed of every random choice
 in the hardware (creation, destinations, stalls). The last run of a seed also takes one
@@ -32,13 +34,15 @@ alone.
 """
 
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
 from golden import topology as topo
 from sim.network import TRAFFIC
 
-__all__ = ["SHAPES_2D", "SHAPES_3D", "DEAL", "KINDS", "ROUTINGS", "Build", "Run", "build",
+__all__ = ["SHAPES_2D", "SHAPES_3D", "Deal", "DEAL", "KINDS", "ROUTINGS", "FLOW_CONTROLS",
+           "flow_control", "Build", "Run", "build",
            "shape_of", "runs", "topology_of", "RUNS", "CYCLES"]
 
 #: 2-D shapes, in the order seeds deal them: ``2x4`` twists (k x 2k); the rings of 3 and 4
@@ -47,15 +51,42 @@ __all__ = ["SHAPES_2D", "SHAPES_3D", "DEAL", "KINDS", "ROUTINGS", "Build", "Run"
 SHAPES_2D = ("4x4", "3x4", "2x4", "3x3")
 #: 3-D shapes: ``2x2x4`` twists (k x k x 2k); both have z rings with a dateline.
 SHAPES_3D = ("2x2x4", "2x2x3")
-#: (dimensions, VCs, routing, speed-up) by ``(seed - 1) % 8``: seeds 1 to 4 are the
-#: regression's dimension-order builds before adaptive routing came (so their builds are
-#: unchanged); adaptive routing needs a VC above its 2 escape VCs. Seeds 5 and 6 have the
-#: routers' input speed-up (``hdl.ici.Router(speedup=2)``), seed 5 with 8 VCs (6 adaptive).
-DEAL = ((2, 2, "dor", 1), (3, 4, "dor", 1), (2, 4, "dor", 1), (3, 2, "dor", 1),
-        (2, 8, "adaptive", 2), (3, 4, "adaptive", 2), (2, 3, "adaptive", 1),
-        (3, 3, "adaptive", 1))
+
+
+def flow_control(routing, switching, injection_queues):
+    """The name of a router's flow control (a :data:`FLOW_CONTROLS` bin)."""
+    return f"{routing} {switching}, {'queues' if injection_queues else 'one FIFO'}"
+
+
+class Deal(NamedTuple):
+    """What a seed's build is dealt (``hdl.ici.Router``'s parameters of those names)."""
+    dims: int
+    vcs: int
+    routing: str
+    speedup: int
+    switching: str = "wormhole"
+    injection_queues: bool = False
+
+    @property
+    def flow_control(self):
+        """Its :data:`FLOW_CONTROLS` bin."""
+        return flow_control(self.routing, self.switching, self.injection_queues)
+
+
+#: What ``(seed - 1) % 8`` deals. Seeds 1 and 2 are the regression's dimension-order
+#: builds before adaptive routing came (wormhole, one injection FIFO); seeds 3 and 4 give
+#: dimension order injection queues (issue 44), seed 3 with cut-through. Adaptive routing
+#: needs a VC above its 2 escape VCs, and is always cut-through with injection queues.
+#: Seeds 5 and 6 have the routers' input speed-up (``hdl.ici.Router(speedup=2)``), seed 5
+#: with 8 VCs (6 adaptive).
+DEAL = (Deal(2, 2, "dor", 1), Deal(3, 4, "dor", 1),
+        Deal(2, 4, "dor", 1, "cut_through", True), Deal(3, 2, "dor", 1, "wormhole", True),
+        *(Deal(dims, vcs, "adaptive", speedup, "cut_through", True)
+          for dims, vcs, speedup in ((2, 8, 2), (3, 4, 2), (2, 3, 1), (3, 3, 1))))
 #: The routings of a build (``sim.network.run_stats(routing=)``).
 ROUTINGS = ("dor", "adaptive")
+#: The routers' flow control: routing, switching and injection, as :data:`DEAL` has them.
+FLOW_CONTROLS = tuple(dict.fromkeys(deal.flow_control for deal in DEAL))
 #: Topology kinds of a run.
 KINDS = ("regular", "twisted", "mesh", "failed")
 #: Runs per seed, by simulator: Verilator runs the full set; the others, being slower
@@ -77,6 +108,17 @@ class Build:
     link_latency: int
     routing: str = "dor"
     speedup: int = 1
+    switching: str = "wormhole"
+    injection_queues: bool = False
+
+    @property
+    def cut_through(self):
+        return self.switching == "cut_through"
+
+    @property
+    def flow_control(self):
+        """Its :data:`FLOW_CONTROLS` bin."""
+        return flow_control(self.routing, self.switching, self.injection_queues)
 
     @property
     def dims(self):
@@ -125,7 +167,7 @@ def shape_of(seed, backend="verilator"):
     moved on by two every 8 seeds (so that 16 seeds give each 2-D shape both routings);
     the 3-D seeds (even) take :data:`SHAPES_3D` in the order that gives each with 2 and
     with 4 VCs within 8 seeds, and each routing the twisted one."""
-    dims = DEAL[(seed - 1) % len(DEAL)][0]
+    dims = DEAL[(seed - 1) % len(DEAL)].dims
     if backend != "verilator":
         shapes = SLOW_SHAPES[dims]
     elif dims == 2:
@@ -138,10 +180,11 @@ def shape_of(seed, backend="verilator"):
 def build(seed, backend="verilator"):
     """The :class:`Build` of ``seed``."""
     rng = np.random.default_rng([seed, 0x4E7])
-    _, vcs, routing, speedup = DEAL[(seed - 1) % len(DEAL)]
-    return Build(shape=shape_of(seed, backend), vcs=vcs,
+    deal = DEAL[(seed - 1) % len(DEAL)]
+    return Build(shape=shape_of(seed, backend), vcs=deal.vcs,
                  buffer_flits=int(rng.integers(1, 9)), link_latency=int(rng.integers(0, 4)),
-                 routing=routing, speedup=speedup)
+                 routing=deal.routing, speedup=deal.speedup, switching=deal.switching,
+                 injection_queues=deal.injection_queues)
 
 
 def topology_of(b, run):
@@ -178,7 +221,7 @@ def runs(seed, b, backend="verilator"):
         failed = int(rng.integers(n)) if kind == "failed" else None
         stall = 0.0 if index % 4 == 3 else round(float(rng.uniform(0.02, 0.4)), 3)
         flits = int(rng.integers(1, 9))
-        if b.routing == "adaptive":     # cut-through: a packet fits a buffer
+        if b.cut_through:               # a packet fits a buffer
             flits = min(flits, b.buffer_flits)
         out.append(Run(kind=kind, failed=failed, traffic=traffics[index],
                        packet_flits=flits,

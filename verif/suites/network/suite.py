@@ -4,8 +4,9 @@ whole runs, and the OCS switched under traffic.
 A seed has two cases:
 
 * ``network``: one random build (:func:`.stimulus.build`: 2-D or 3-D shape, dimension-order
-  routing (wormhole) with 2 or 4 VCs or adaptive routing (cut-through, injection queues)
-  with 3 or 4, 1 to 8 buffer flits per VC, links of 0 to 3 cycles) and
+  routing with 2 or 4 VCs (wormhole with one injection FIFO, or with injection queues,
+  wormhole or cut-through) or adaptive routing (cut-through, injection queues) with 3, 4
+  or 8, 1 to 8 buffer flits per VC, links of 0 to 3 cycles) and
   :data:`.stimulus.RUNS` whole
   runs on it (:func:`.stimulus.runs`: regular, twisted, mesh and failed-chip topologies;
   every traffic pattern; random packet lengths, loads and link stalls), each through
@@ -89,8 +90,8 @@ def _label(seed, b, run):
 
 def _build_label(b):
     speedup = f", speed-up {b.speedup}" if b.speedup > 1 else ""
-    return (f"{b.shape}, {b.routing}, {b.vcs} VCs{speedup}, {b.buffer_flits} buffer flits, "
-            f"{b.link_latency}-cycle links")
+    return (f"{b.shape}, {b.flow_control}, {b.vcs} VCs{speedup}, {b.buffer_flits} buffer "
+            f"flits, {b.link_latency}-cycle links")
 
 
 def check_network(seed, *, backend, coverage=None, waves=None, inject=None):
@@ -110,7 +111,8 @@ def check_network(seed, *, backend, coverage=None, waves=None, inject=None):
             stats = sim_network.run_stats(topology, vcs=b.vcs, buffer_flits=b.buffer_flits,
                                           link_latency=b.link_latency, backend=backend,
                                           waves=waves, routing=b.routing,
-                                          speedup=b.speedup, **settings)
+                                          speedup=b.speedup, switching=b.switching,
+                                          injection_queues=b.injection_queues, **settings)
         except SimulationHang as error:
             problems, stats = [f"the watchdog fired: {error}"], None
         else:
@@ -126,7 +128,7 @@ def check_network(seed, *, backend, coverage=None, waves=None, inject=None):
         undeliverable += stats.total("undeliverable")
         if coverage is not None:
             alive = [int(c) for c in range(topology.n_chips) if topology.alive[c]]
-            sampler.observed(stats.per_node, topology.n_ports, alive)
+            sampler.observed(stats.per_node, topology.n_ports, alive, b.routing)
             sampler.stall("held" if stats.total("stalled") else "none")
             if run.link_down is None or stats.total("undeliverable"):
                 sampler.link_down("up" if run.link_down is None else "given_up")
@@ -137,6 +139,7 @@ def check_network(seed, *, backend, coverage=None, waves=None, inject=None):
             sampler.traffic(run.traffic)
             sampler.vcs(b.vcs)
             sampler.speedup(b.speedup)
+            sampler.flow_control(b.flow_control)
             sampler.routing_vcs(f"{b.routing} {b.vcs}")
             sampler.routing_topology(f"{b.routing} {run.kind}")
     if coverage is not None:
