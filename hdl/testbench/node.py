@@ -150,9 +150,9 @@ class NetworkNode(wiring.Component):
         A generator has a packet queued or half sent.
     stat_addr : In(STAT_ADDR_BITS)
     stat_data : Out(32)
-        ``node_stats(routing, injection_queues)[stat_addr]`` (counters summed over the local ports, the largest
-        latency of them for ``latency_max``), or histogram
-        bin ``stat_addr - HIST_BASE`` (summed), combinationally.
+        ``node_stats(routing, injection_queues)[stat_addr]`` (counters summed over the
+        local ports, the largest latency of them for ``latency_max``), or histogram bin
+        ``stat_addr - HIST_BASE`` (summed), combinationally.
 
     Link stalls: each torus output has a xorshift32 generator (seeded with the node's
     seed XOR ``stall_salt(p)``, stepping while ``go``); in a cycle whose low 16 bits are
