@@ -188,27 +188,34 @@ def test_adaptive_bins_are_read_from_the_adaptive_words():
     coverage_db.clear()
 
 
-@pytest.mark.slow
-def test_adaptive_bins_need_their_stimulus():
-    """On a 2x2 adaptive network (Amaranth), a loaded run with link stalls reaches the
-    bins of another productive direction, of full injection queues and of escape
-    fallbacks; the same network at 5% load without stalls leaves them uncovered (so the
-    bins can fail: take the load away and the regression's coverage falls short)."""
+def _bins_loaded_and_idle(points, *, routing="dor", **build):
+    """The bins of ``points`` a 2x2 network (Amaranth, 2-flit uniform traffic, seed 3)
+    reaches loaded with link stalls (offered 1.0, stall 0.3) and idle (offered 0.05, no
+    stalls), each ``"point: bin"``; every run checked clean."""
     topology = topo.torus("2x2")
     covered = {}
     for name, rate, stall in (("loaded", 1.0, 0.3), ("idle", 0.05, 0.0)):
         coverage_db.clear()
         sampler = coverage.Sampler()
         stats = network.run_stats(topology, traffic="uniform", rate=rate, packet_flits=2,
-                                  vcs=3, buffer_flits=4, cycles=150, warmup=20, seed=3,
-                                  backend="amaranth", routing="adaptive", stall=stall)
+                                  buffer_flits=4, cycles=150, warmup=20, seed=3,
+                                  backend="amaranth", routing=routing, stall=stall, **build)
         assert stats.problems() == []
-        sampler.observed(stats.per_node, topology.n_ports, [0, 1, 2, 3])
-        covered[name] = {f"{point}: {b}" for point in ("network.adaptive_hop",
-                                                       "network.fallback",
-                                                       "network.inject_queue")
+        sampler.observed(stats.per_node, topology.n_ports, [0, 1, 2, 3], routing)
+        covered[name] = {f"{point}: {b}" for point in points
                          for b, h in _hits(point).items() if h}
     coverage_db.clear()
+    return covered
+
+
+@pytest.mark.slow
+def test_adaptive_bins_need_their_stimulus():
+    """On a 2x2 adaptive network (Amaranth), a loaded run with link stalls reaches the
+    bins of another productive direction, of full injection queues and of escape
+    fallbacks; the same network at 5% load without stalls leaves them uncovered (so the
+    bins can fail: take the load away and the regression's coverage falls short)."""
+    covered = _bins_loaded_and_idle(("network.adaptive_hop", "network.fallback",
+                                     "network.inject_queue"), routing="adaptive", vcs=3)
     wanted = {"network.adaptive_hop: +x, other port", "network.inject_queue: queue 0 full",
               "network.fallback: -x"}
     assert wanted <= covered["loaded"], covered["loaded"]
@@ -220,16 +227,7 @@ def test_dimension_order_queues_report_what_they_passed():
     with link stalls has a queue pass another's blocked head and a header wait for a full
     queue (``network.routing_inject_queue``: ``dor passed``, ``dor full``); at 5% load
     without stalls the queues are only used."""
-    topology = topo.torus("2x2")
-    covered = {}
-    for name, rate, stall in (("loaded", 1.0, 0.3), ("idle", 0.05, 0.0)):
-        coverage_db.clear()
-        sampler = coverage.Sampler()
-        stats = network.run_stats(topology, traffic="uniform", rate=rate, packet_flits=2,
-                                  vcs=2, buffer_flits=4, cycles=150, warmup=20, seed=3,
-                                  backend="amaranth", injection_queues=True, stall=stall)
-        assert stats.problems() == []
-        sampler.observed(stats.per_node, topology.n_ports, [0, 1, 2, 3], "dor")
-        covered[name] = {b for b, h in _hits("network.routing_inject_queue").items() if h}
-    coverage_db.clear()
-    assert covered == {"loaded": {"dor used", "dor full", "dor passed"}, "idle": {"dor used"}}
+    point = "network.routing_inject_queue"
+    covered = _bins_loaded_and_idle((point,), vcs=2, injection_queues=True)
+    assert covered == {"loaded": {f"{point}: dor {what}" for what in ("used", "full", "passed")},
+                       "idle": {f"{point}: dor used"}}
