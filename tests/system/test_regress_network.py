@@ -222,6 +222,7 @@ def test_adaptive_bins_need_their_stimulus():
     assert not wanted & covered["idle"], covered["idle"]
 
 
+@pytest.mark.slow
 def test_dimension_order_queues_report_what_they_passed():
     """On a 2x2 dimension-order network with injection queues (Amaranth), a loaded run
     with link stalls has a queue pass another's blocked head and a header wait for a full
