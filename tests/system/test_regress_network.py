@@ -168,7 +168,7 @@ def test_adaptive_bins_are_read_from_the_adaptive_words():
     sampler = coverage.Sampler()
     zero = np.zeros(2, dtype=np.int64)
     dor = {name: zero for name in ("turns_lo", "turns_hi", "link_vcs", "datelines", "starved")}
-    sampler.observed(dor, 4, [0, 1])
+    sampler.observed(dor, 4, [0, 1], "dor")
     for point in ("network.adaptive_hop", "network.inject_queue",
                   "network.routing_inject_queue"):
         assert not any(_hits(point).values()), point

@@ -67,8 +67,9 @@ from sim.network import TRAFFIC
 from .stimulus import DEAL, FLOW_CONTROLS, KINDS, ROUTINGS
 
 __all__ = ["TURNS", "LINK_VCS", "DATELINES", "OCS_COMMITS", "OCS_DRAINS", "LINK_DOWN",
-           "ADAPTIVE_HOPS", "FALLBACKS", "INJECT_QUEUES", "ROUTING_INJECT_QUEUES", "ROUTING_VCS", "ROUTING_TOPOLOGIES",
-           "ROUTING_LINK_DOWN", "turn_name", "Sampler"]
+           "ADAPTIVE_HOPS", "FALLBACKS", "QUEUE_EVENTS", "INJECT_QUEUES",
+           "ROUTING_INJECT_QUEUES", "ROUTING_VCS", "ROUTING_TOPOLOGIES", "ROUTING_LINK_DOWN",
+           "turn_name", "Sampler"]
 
 
 def _dor_turns():
@@ -146,9 +147,9 @@ class Sampler:
         self.ocs_commit = _point("network.ocs_commit", OCS_COMMITS)
         self.ocs_drain = _point("network.ocs_drain", OCS_DRAINS)
 
-    def observed(self, per_node, n_ports, alive, routing="dor"):
+    def observed(self, per_node, n_ports, alive, routing):
         """Sample every live node's observation bitmaps (``NetworkStats.per_node``) of a
-        build of ``routing``."""
+        build of ``routing`` (no default: the queue events are binned by it)."""
         for c in alive:
             turns = int(per_node["turns_lo"][c]) | int(per_node["turns_hi"][c]) << 32
             for bit in _bits(turns):

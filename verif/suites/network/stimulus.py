@@ -113,6 +113,7 @@ class Build:
 
     @property
     def cut_through(self):
+        """Whether its routers cut packets through (so a packet must fit a buffer)."""
         return self.switching == "cut_through"
 
     @property
