@@ -174,3 +174,50 @@ def test_a_heat_map_leaves_out_dimensions_of_one_chip(tmp_path):
         heights[shape] = matplotlib.image.imread(path).shape[0]
     # One panel (dimension y) against three.
     assert heights[(1, 4)] * 1.5 < heights[(2, 2, 2)]
+
+
+@pytest.mark.parametrize("argv, match", [
+    (("--router-profile",), "--router-profile reads the run's waveform: give --waves"),
+    (("--router-profile", "--waves", "run.fst", "--rates", "0.5"),
+     "--router-profile reads a VCD: name --waves FILE.vcd, not run.fst"),
+    (("--waves", "run.vcd", "--rates", "0.2,0.5"), "--waves records one run: .* not 2 runs"),
+    (("--waves", "run.vcd", "--rates", "0.5", "--compare-twist", "--topology", "2x4"),
+     "--waves records one run: .* not 2 runs"),
+    (("--waves", "run.vcd", "--goals", "goals.md"),
+     "--waves and --router-profile would do nothing with --goals"),
+])
+def test_waves_flags_are_refused_before_any_build(argv, match, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = parse(*argv, "--out", str(tmp_path / "out"))
+    with pytest.raises(ValueError, match=match):
+        args.func(args)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "goals.md").exists()
+
+
+def test_waves_reach_the_run(monkeypatch, tmp_path):
+    from sim import network
+    seen = []
+
+    def fake_run_stats(topology, **settings):
+        seen.append(settings)
+        raise network.NetworkIntegrityError("stop here")
+    monkeypatch.setattr(network, "run_stats", fake_run_stats)
+    waves = tmp_path / "run.vcd"
+    args = parse("--waves", str(waves), "--rates", "0.5", "--out", str(tmp_path))
+    with pytest.raises(Exception, match="stop here"):
+        args.func(args)
+    assert seen[0]["waves"] == str(waves)
+
+
+def test_the_profile_is_printed_by_port(tmp_path, capsys):
+    """The hand-written waveform of ``tests/ici/test_router_profile.py``: one router whose
+    two outputs, on a topology of one torus port pair per axis, are +x and -x."""
+    from golden import topology as topo
+    from tests.ici.test_router_profile import _VCD
+    path = tmp_path / "run.vcd"
+    path.write_text(_VCD)
+    network_cli._print_profile(str(path), topo.torus((1, 4)))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "router outputs, share of the 3 measured cycles (mean of 1 routers):"
+    assert lines[3] == "| +x | 0.333 | 0.000 | 0.000 | 0.667 |"
+    assert lines[4] == "| -x | 0.000 | 0.333 | 0.333 | 0.333 |"

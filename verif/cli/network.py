@@ -7,11 +7,19 @@ docs/network.md.
     tpu-rtl network --topology 4x4x8 --compare-twist --traffic all_to_all --local-ports 2
     tpu-rtl network --goals docs/network.md           # every measurement of the doc
     tpu-rtl network --topology 4x4 --link-down 5:+y@2000   # a link taken down mid-run
+    tpu-rtl network --topology 4x8 --rates 2 --traffic all_to_all --local-ports 2 \
+        --routing adaptive --vcs 4 --packet-flits 4 --buffer-flits 16 \
+        --waves build/network/a2a.vcd --router-profile    # why the links idle
 
 A sweep prints one table row per load point (side by side when ``--compare-twist`` sets
 the regular and the twisted torus apart), then writes two PNG plots under ``--out`` (default
 ``build/network``): latency against offered load, and the per-link utilization of the
 highest load point as a heat map. Progress goes to stderr.
+
+``--waves FILE`` (.vcd or .fst) records one load point's run; ``--router-profile`` then
+reads that VCD and prints, per router output, the share of the measured cycles it sent
+a flit, lost its request at an input's pick, had no room downstream, or had no request
+(``verif.bench.router_profile``).
 """
 
 from pathlib import Path
@@ -99,6 +107,13 @@ def add_parser(subparsers, help):
                         "given up and counted as undeliverable")
     p.add_argument("--all-points", action="store_true",
                    help="do not stop the sweep at saturation")
+    p.add_argument("--waves", metavar="FILE",
+                   help="write a waveform (.vcd or .fst) of the run: one load point, so "
+                        "one rate in --rates and no --compare-twist")
+    p.add_argument("--router-profile", action="store_true",
+                   help="after the run, print per router output the share of the measured "
+                        "cycles it was busy, lost its request at an input's pick, had no "
+                        "room downstream or had no request, read from --waves FILE.vcd")
     p.add_argument("--goals", metavar="FILE.md",
                    help="measure the goals of docs/network.md and write them into FILE.md "
                         "between its <!-- network goals --> markers (the rest of the page "
@@ -162,6 +177,19 @@ def _check_router_flags(args):
                          f"at most --vcs ({args.vcs})")
 
 
+def _check_waves(args, points):
+    """``--waves`` and ``--router-profile`` together, refused by their names before any
+    build; ``points`` is the runs the sweep would make."""
+    if args.router_profile and not args.waves:
+        raise ValueError("--router-profile reads the run's waveform: give --waves FILE.vcd")
+    if args.router_profile and Path(args.waves).suffix != ".vcd":
+        raise ValueError(f"--router-profile reads a VCD: name --waves FILE.vcd, not "
+                         f"{args.waves}")
+    if args.waves and points != 1:
+        raise ValueError(f"--waves records one run: give one rate in --rates and no "
+                         f"--compare-twist, not {points} runs")
+
+
 def _link_down(args):
     """``--link-down`` as ``sim.network``'s ``link_down``, refused past the run's end."""
     if not args.link_down:
@@ -195,7 +223,12 @@ def cmd_network(args):
 
 def _network(args):
     _check_router_flags(args)
-    check_outputs(args, folders=() if args.goals else ("out",), files=("goals",))
+    if args.goals and (args.waves or args.router_profile):
+        raise ValueError("--waves and --router-profile would do nothing with --goals, "
+                         "which runs its own measurements")
+    if not args.goals:
+        _check_waves(args, len(_topologies(args)) * len(_rates(args)))
+    check_outputs(args, folders=() if args.goals else ("out",), files=("goals", "waves"))
     if args.goals:
         from verif.bench.network import measure_goals
         twisted = [x for x in args.goals_twisted.split(",") if x.strip()]
@@ -215,7 +248,7 @@ def _network(args):
                     message_packets=args.message_packets,
                     link_down=_link_down(args), routing=args.routing, speedup=args.speedup,
                     escape_bias=args.escape_bias, switching=args.switching,
-                    injection_queues=args.injection_queues or None)
+                    injection_queues=args.injection_queues or None, waves=args.waves)
     speedup = f", speed-up {args.speedup}" if args.speedup > 1 else ""
     queues = ", injection queues" if args.injection_queues else ""
     print(f"network {args.topology}: {args.traffic} traffic, {args.packet_flits}-flit "
@@ -264,6 +297,25 @@ def _network(args):
     for name, stats in last.items():
         print(f"  {name}: {stats.cycles:,} cycles in {stats.seconds:.2f} s "
               f"({stats.cycles_per_second:,.0f} cycles/s)")
+    if args.waves:
+        print(f"  waves: {args.waves}")
+    if args.router_profile:
+        _print_profile(args.waves, next(iter(topologies.values())))
+
+
+def _print_profile(waves, topology):
+    from verif.bench.router_profile import read_profile, table
+    from verif.progress import ProgressLine
+    size = Path(waves).stat().st_size >> 20
+    line = ProgressLine("router profile", total=max(1, size), unit="MB")
+    try:
+        counts, cycles = read_profile(waves, progress=lambda mb: line.update(done=mb))
+    finally:
+        line.close()
+    routers = len({owner for owner, _ in counts})
+    print(f"router outputs, share of the {cycles:,} measured cycles (mean of {routers} "
+          f"routers):")
+    print(table(counts, torus_ports=topology.n_ports))
 
 
 # --- The goals of docs/network.md -----------------------------------------------------

@@ -1,0 +1,132 @@
+"""``verif.bench.router_profile``: each output's cause per cycle, by hand-made allocator
+values, and the VCD reader on a hand-written waveform."""
+
+import pytest
+
+from verif.bench.router_profile import classify, read_profile, table
+
+
+def _head(i, v, *, port, head=1, adapt=0, minimal=0, eligible, request=None):
+    values = {f"heads__{i}__{v}.valid": 1, f"heads__{i}__{v}.head": head,
+              f"heads__{i}__{v}.port": port, f"heads__{i}__{v}.adapt": adapt,
+              f"heads__{i}__{v}.minimal": minimal, f"eligible{i}_{v}": eligible}
+    if request is not None:
+        values[f"request{i}_{v}.port"] = request
+    return values
+
+
+def test_each_cause_by_hand():
+    """Output 0 sends. Input 1's VC 1 is eligible for output 1 but its input sent VC 0
+    (to output 0): output 1 lost at the input. Input 2's adaptive header may go to
+    outputs 2 or 3 and has room on neither: both no room. Output 4 has no head for it,
+    and input 3's VC 0 is empty (valid 0) although its port names output 4."""
+    values = {"send": 0b00001,
+              **_head(1, 0, port=0, eligible=1),
+              **_head(1, 1, port=3, eligible=1, request=1),
+              **_head(2, 0, port=2, adapt=1, minimal=0b01100, eligible=0),
+              "heads__3__0.valid": 0, "heads__3__0.port": 4}
+    assert classify(values, n_out=5) == ["busy", "lost_at_input", "no_room", "no_room",
+                                         "no_demand"]
+
+
+def test_a_body_flit_and_a_dimension_order_head_want_only_their_port():
+    """Without ``adapt`` (dimension order) or for a body flit, only the head's own port
+    counts, whatever ``minimal`` says; with no ``request`` the head's port is its
+    request. And a sending output is busy even with heads blocked for it."""
+    values = {"send": 0b100,
+              **_head(0, 0, port=1, adapt=0, minimal=0b0011, eligible=0),
+              **_head(0, 1, port=2, head=0, adapt=1, minimal=0b1000, eligible=0)}
+    assert classify(values, n_out=4) == ["no_demand", "no_room", "busy", "no_demand"]
+
+
+_VCD = """$timescale 1ps $end
+$scope module top $end
+$var wire 1 w window $end
+$scope module node0 $end
+$scope module router $end
+$scope module allocator $end
+$var wire 1 c clk $end
+$var wire 2 s send $end
+$var wire 1 v heads__0__0.valid $end
+$var wire 1 h heads__0__0.head $end
+$var wire 4 p heads__0__0.port $end
+$var wire 1 e eligible0_0 $end
+$upscope $end
+$upscope $end
+$upscope $end
+$upscope $end
+$enddefinitions $end
+#0
+0c
+0w
+b00 s
+0v
+0h
+b0000 p
+0e
+#5
+1c
+1w
+#10
+0c
+#15
+1c
+b01 s
+1v
+1h
+b0001 p
+#20
+0c
+#25
+1c
+b00 s
+1e
+#30
+0c
+#35
+1c
+0w
+b10 s
+#40
+0c
+#45
+1c
+"""
+
+
+def test_the_reader_samples_before_each_rising_edge_in_the_window(tmp_path):
+    """Cycles end at the rising edges at 15, 25, 35 and 45. The window opens at 5, so the
+    cycle ending at 5 is not counted, and closes at 35 (the cycle ending at 45 is not
+    counted). Cycle to 15: nothing (both outputs no demand); to 25: output 0 sends and a
+    head waits for output 1 without room; to 35: output 1's head is eligible, output 0
+    idle and not wanted."""
+    path = tmp_path / "run.vcd"
+    path.write_text(_VCD)
+    counts, cycles = read_profile(path)
+    assert cycles == 3
+    assert dict(counts[("top.node0.router", 0)]) == {"no_demand": 2, "busy": 1}
+    assert dict(counts[("top.node0.router", 1)]) == {"no_demand": 1, "no_room": 1,
+                                                     "lost_at_input": 1}
+    every, cycles = read_profile(path, window=False)
+    assert cycles == 5
+    assert dict(every[("top.node0.router", 1)]) == {"no_demand": 2, "no_room": 1,
+                                                    "lost_at_input": 1, "busy": 1}
+    lines = table(counts, torus_ports=1).splitlines()
+    assert lines[2] == "| +x | 0.333 | 0.000 | 0.000 | 0.667 |"
+    assert lines[3] == "| eject 0 | 0.000 | 0.333 | 0.333 | 0.333 |"
+
+
+def test_the_reader_refuses_a_waveform_without_what_it_needs(tmp_path):
+    plain = tmp_path / "plain.vcd"
+    plain.write_text(_VCD.replace("allocator", "other"))
+    with pytest.raises(ValueError, match="no router allocator"):
+        read_profile(plain)
+    windowless = tmp_path / "windowless.vcd"
+    windowless.write_text(_VCD.replace(" window ", " gate "))
+    with pytest.raises(ValueError, match="no 'window' signal"):
+        read_profile(windowless)
+    assert read_profile(windowless, window=False)[1] == 5
+    cut = tmp_path / "cut.vcd"
+    cut.write_text(_VCD.split("$enddefinitions")[0])
+    with pytest.raises(ValueError, match="not a VCD"):
+        read_profile(cut)

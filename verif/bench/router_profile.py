@@ -1,0 +1,206 @@
+"""Where each router output's cycles go, read from a network run's waveform (VCD).
+
+A saturated network leaves its busiest links idle part of the time; the question is why.
+Every cycle of the measurement window, each output of each router
+(``hdl.ici.Allocator``, by its signal names) is given one cause, the first that holds:
+
+- ``busy``: it sent a flit (``send``);
+- ``lost_at_input``: it sent nothing, but a head whose request named it was eligible
+  (``eligible{i}_{v}``), and that head's input picked another of its VCs: the separable
+  allocator's input-first pick, not the network, left the output idle;
+- ``no_room``: a valid head wanted it (its request, or for an adaptive header any of its
+  minimal ports) and was not eligible: no output VC with room for it downstream;
+- ``no_demand``: no head in the router wanted it.
+
+The counts are per router and output, summed over the window's cycles; :func:`table`
+averages them over the routers, output by output. The reader takes the values each
+signal held just before each rising edge of the allocator's clock, so it works on
+Verilator's and Amaranth's VCDs alike (FST needs a converter first).
+"""
+
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from golden.topology import PORT_NAMES
+
+__all__ = ["CAUSES", "classify", "read_profile", "table"]
+
+#: The causes, in the order they are tested.
+CAUSES = ("busy", "lost_at_input", "no_room", "no_demand")
+
+_HEAD = re.compile(r"heads__(\d+)__(\d+)\.(valid|head|adapt|minimal|port)")
+_REQUEST = re.compile(r"request(\d+)_(\d+)\.port")
+_ELIGIBLE = re.compile(r"eligible(\d+)_(\d+)")
+
+
+def classify(values, *, n_out):
+    """The cause (:data:`CAUSES`) of each of the ``n_out`` outputs in one cycle.
+
+    ``values`` maps the allocator's signal names to their values: ``send`` (bit o:
+    output o sent), and per input ``i`` and VC ``v`` ``heads__i__v.valid``, ``.head``,
+    ``.port``, and for adaptive heads ``.adapt`` and ``.minimal``, ``eligible{i}_{v}``,
+    and with adaptive or cut-through allocation ``request{i}_{v}.port`` (the output the
+    head asks for; otherwise its ``port``). Missing names read as 0."""
+    heads = defaultdict(dict)
+    for name, value in values.items():
+        if match := _HEAD.fullmatch(name):
+            heads[int(match[1]), int(match[2])][match[3]] = value
+    eligible_for, wanted = set(), set()
+    for (i, v), head in heads.items():
+        if not head.get("valid"):
+            continue
+        port = values.get(f"request{i}_{v}.port", head.get("port", 0))
+        if values.get(f"eligible{i}_{v}"):
+            eligible_for.add(port)
+            continue
+        wanted.add(port)
+        if head.get("head") and head.get("adapt"):
+            minimal = head.get("minimal", 0)
+            wanted.update(o for o in range(n_out) if minimal >> o & 1)
+    send = values.get("send", 0)
+    causes = []
+    for o in range(n_out):
+        if send >> o & 1:
+            causes.append("busy")
+        elif o in eligible_for:
+            causes.append("lost_at_input")
+        elif o in wanted:
+            causes.append("no_room")
+        else:
+            causes.append("no_demand")
+    return causes
+
+
+def _wanted(name):
+    return (name in ("send", "clk") or _HEAD.fullmatch(name) or _REQUEST.fullmatch(name)
+            or _ELIGIBLE.fullmatch(name))
+
+
+def _header(lines):
+    """Parse the VCD header: (``{id: [(allocator scope, name)]}``, ``{scope: n_out}``,
+    the first ``window`` variable's id or None)."""
+    scope, ids, widths, window = [], defaultdict(list), {}, None
+    for line in lines:
+        parts = line.split()
+        if not parts:
+            continue
+        if parts[0] == "$enddefinitions":
+            return ids, widths, window
+        if parts[0] == "$scope":
+            scope.append(parts[2])
+        elif parts[0] == "$upscope":
+            scope.pop()
+        elif parts[0] == "$var":
+            width, ident, name = int(parts[2]), parts[3], parts[4]
+            if scope and scope[-1] == "allocator" and _wanted(name):
+                owner = ".".join(scope[:-1])
+                ids[ident].append((owner, name))
+                if name == "send":
+                    widths[owner] = width
+            elif name == "window" and window is None:
+                window = ident
+    raise ValueError("the waveform has no $enddefinitions: not a VCD file")
+
+
+def read_profile(path, *, window=True, progress=None):
+    """Count the causes of every allocator output in the VCD at ``path``.
+
+    Parameters
+    ----------
+    path : str or Path
+        A VCD of a run whose routers' allocators are in it (``tpu-rtl network --waves``).
+    window : bool
+        Count only the cycles where the first ``window`` signal of the VCD is high (the
+        network testbench's measurement window); False counts every cycle.
+    progress : callable, optional
+        Called as ``progress(megabytes read)`` every 16 MB or so (a network's VCD runs to
+        gigabytes).
+
+    Returns
+    -------
+    (dict, int)
+        ``{(router scope, output): Counter(cause -> cycles)}`` and the cycles counted.
+
+    Raises
+    ------
+    ValueError
+        No allocator in the waveform, or ``window`` asked for and no ``window`` signal.
+    """
+    path = Path(path)
+    with path.open() as f:
+        ids, widths, window_id = _header(f)
+        if not widths:
+            raise ValueError(f"{path}: no router allocator (a 'send' signal in a scope named "
+                             f"'allocator') in the waveform")
+        if window and window_id is None:
+            raise ValueError(f"{path}: no 'window' signal to take the measured cycles from; "
+                             f"count every cycle instead")
+        state = {owner: {} for owner in widths}
+        clocks = {ident for ident, uses in ids.items() if any(n == "clk" for _, n in uses)}
+        counts, cycles = defaultdict(Counter), 0
+        open_window = not window
+        pending, rising = [], False
+
+        def sample():
+            for owner, n_out in widths.items():
+                for o, cause in enumerate(classify(state[owner], n_out=n_out)):
+                    counts[owner, o][cause] += 1
+
+        read, reported = 0, 0
+        for line in f:
+            read += len(line)
+            if progress is not None and read - reported >= 1 << 24:
+                reported = read
+                progress(read >> 20)
+            if line[0] == "#":
+                # Everything before this time held through the cycle that ends at a
+                # rising edge in this time step: sample it, then apply the step.
+                if rising and open_window:
+                    sample()
+                    cycles += 1
+                for ident, value in pending:
+                    if ident == window_id:
+                        open_window = bool(value) or not window
+                    for owner, name in ids.get(ident, ()):
+                        state[owner][name] = value
+                pending, rising = [], False
+                continue
+            if line[0] in "bB":
+                text, ident = line[1:].split()
+                value = int(re.sub("[xzXZ]", "0", text), 2)
+            elif line[0] in "01xzXZ":
+                ident, value = line[1:].strip(), int(line[0] == "1")
+            else:
+                continue
+            if ident in clocks and value:
+                rising = True
+            if ident in ids or ident == window_id:
+                pending.append((ident, value))
+        if rising and open_window:          # the last time step's edge
+            sample()
+            cycles += 1
+    return dict(counts), cycles
+
+
+def table(counts, *, torus_ports=None):
+    """A markdown table of :func:`read_profile`'s counts: per output, the share of its
+    cycles of each cause, averaged over the routers. Outputs below ``torus_ports`` are
+    named by their port (``+x``, ...), the rest ``eject j``; None names them all by
+    number."""
+    by_output = defaultdict(Counter)
+    for (_, o), counter in counts.items():
+        by_output[o].update(counter)
+    lines = ["| output | " + " | ".join(CAUSES) + " |",
+             "|---|" + "---:|" * len(CAUSES)]
+    for o in sorted(by_output):
+        total = sum(by_output[o].values()) or 1
+        if torus_ports is None:
+            name = str(o)
+        elif o < torus_ports:
+            name = PORT_NAMES[o]
+        else:
+            name = f"eject {o - torus_ports}"
+        lines.append(f"| {name} | " + " | ".join(f"{by_output[o][c] / total:.3f}"
+                                                 for c in CAUSES) + " |")
+    return "\n".join(lines)
