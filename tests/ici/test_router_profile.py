@@ -39,6 +39,23 @@ def test_a_body_flit_and_a_dimension_order_head_want_only_their_port():
     assert classify(values, n_out=4) == ["no_demand", "no_room", "busy", "no_demand"]
 
 
+def test_an_idle_minimal_port_with_room_is_passed_over():
+    """Input 0's adaptive header (minimal ports 1 and 2, needs 4 credits) chose output 1
+    and was not granted (output 1 went to input 1). Output 2 has adaptive VC 3 free with
+    4 credits: passed over. Output 3 is minimal for it too but its only free adaptive VC
+    has 3 credits, and its VC 0 (an escape VC, 9 credits) does not count: no room is not
+    claimed for it either, as the header was eligible, so no demand. Had the header been
+    granted, output 2 would have been no demand."""
+    values = {"send": 0b0010,
+              **_head(0, 0, port=1, adapt=1, minimal=0b1110, eligible=1, request=1),
+              **_head(1, 0, port=1, eligible=1), "grant__1": 0b1, "grant__0": 0,
+              "need0_0": 4, "free2_3": 1, "credits2_3": 4, "free3_2": 1, "credits3_2": 3,
+              "free3_0": 1, "credits3_0": 9}
+    assert classify(values, n_out=4) == ["no_demand", "busy", "passed_over", "no_demand"]
+    assert classify(values | {"grant__0": 0b1}, n_out=4) == ["no_demand", "busy",
+                                                              "no_demand", "no_demand"]
+
+
 _VCD = """$timescale 1ps $end
 $scope module top $end
 $var wire 1 w window $end
@@ -112,8 +129,8 @@ def test_the_reader_samples_before_each_rising_edge_in_the_window(tmp_path):
     assert dict(every[("top.node0.router", 1)]) == {"no_demand": 2, "no_room": 1,
                                                     "lost_at_input": 1, "busy": 1}
     lines = table(counts, torus_ports=1).splitlines()
-    assert lines[2] == "| +x | 0.333 | 0.000 | 0.000 | 0.667 |"
-    assert lines[3] == "| eject 0 | 0.000 | 0.333 | 0.333 | 0.333 |"
+    assert lines[2] == "| +x | 0.333 | 0.000 | 0.000 | 0.000 | 0.667 |"
+    assert lines[3] == "| eject 0 | 0.000 | 0.333 | 0.000 | 0.333 | 0.333 |"
 
 
 def test_the_reader_refuses_a_waveform_without_what_it_needs(tmp_path):

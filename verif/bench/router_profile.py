@@ -8,6 +8,11 @@ Every cycle of the measurement window, each output of each router
 - ``lost_at_input``: it sent nothing, but a head whose request named it was eligible
   (``eligible{i}_{v}``), and that head's input picked another of its VCs: the separable
   allocator's input-first pick, not the network, left the output idle;
+- ``passed_over``: an adaptive header that did not move this cycle (``grant__{i}``) was
+  eligible for another output, while this one, one of its minimal ports, had an
+  adaptive VC (``escape_vcs`` and up) free with the credits it needs
+  (``free{o}_{w}``, ``credits{o}_{w}``, ``need{i}_{v}``): the choice of output, made
+  before the switch, sent it to an output it then did not get;
 - ``no_room``: a valid head wanted it (its request, or for an adaptive header any of its
   minimal ports) and was not eligible: no output VC with room for it downstream;
 - ``no_demand``: no head in the router wanted it.
@@ -23,41 +28,52 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from golden.topology import PORT_NAMES
+from hdl.testbench.node import ADAPTIVE_ESCAPE_VCS
 
 __all__ = ["CAUSES", "classify", "read_profile", "table"]
 
 #: The causes, in the order they are tested.
-CAUSES = ("busy", "lost_at_input", "no_room", "no_demand")
+CAUSES = ("busy", "lost_at_input", "passed_over", "no_room", "no_demand")
 
 _HEAD = re.compile(r"heads__(\d+)__(\d+)\.(valid|head|adapt|minimal|port)")
 _REQUEST = re.compile(r"request(\d+)_(\d+)\.port")
 _ELIGIBLE = re.compile(r"eligible(\d+)_(\d+)")
+_ROOM = re.compile(r"(free|credits)\d+_\d+|need\d+_\d+|grant__\d+")
 
 
-def classify(values, *, n_out):
+def classify(values, *, n_out, escape_vcs=ADAPTIVE_ESCAPE_VCS):
     """The cause (:data:`CAUSES`) of each of the ``n_out`` outputs in one cycle.
 
     ``values`` maps the allocator's signal names to their values: ``send`` (bit o:
     output o sent), and per input ``i`` and VC ``v`` ``heads__i__v.valid``, ``.head``,
     ``.port``, and for adaptive heads ``.adapt`` and ``.minimal``, ``eligible{i}_{v}``,
     and with adaptive or cut-through allocation ``request{i}_{v}.port`` (the output the
-    head asks for; otherwise its ``port``). Missing names read as 0."""
+    head asks for; otherwise its ``port``); for ``passed_over`` also ``grant__i``,
+    ``need{i}_{v}``, and per torus output ``o`` and VC ``w`` ``free{o}_{w}`` and
+    ``credits{o}_{w}``. Missing names read as 0. ``escape_vcs``: the VCs below it are
+    escape VCs, which an adaptive choice does not take."""
     heads = defaultdict(dict)
     for name, value in values.items():
         if match := _HEAD.fullmatch(name):
             heads[int(match[1]), int(match[2])][match[3]] = value
-    eligible_for, wanted = set(), set()
+    eligible_for, wanted, passed = set(), set(), set()
     for (i, v), head in heads.items():
         if not head.get("valid"):
             continue
         port = values.get(f"request{i}_{v}.port", head.get("port", 0))
+        adaptive = head.get("head") and head.get("adapt")
+        minimal = head.get("minimal", 0) if adaptive else 0
         if values.get(f"eligible{i}_{v}"):
             eligible_for.add(port)
+            if not values.get(f"grant__{i}", 0) >> v & 1:
+                need = values.get(f"need{i}_{v}", 0)
+                passed.update(
+                    o for o in range(n_out) if minimal >> o & 1 and o != port and any(
+                        values.get(f"free{o}_{w}") and values.get(f"credits{o}_{w}", 0) >= need
+                        for w in range(escape_vcs, 8)))
             continue
         wanted.add(port)
-        if head.get("head") and head.get("adapt"):
-            minimal = head.get("minimal", 0)
-            wanted.update(o for o in range(n_out) if minimal >> o & 1)
+        wanted.update(o for o in range(n_out) if minimal >> o & 1)
     send = values.get("send", 0)
     causes = []
     for o in range(n_out):
@@ -65,6 +81,8 @@ def classify(values, *, n_out):
             causes.append("busy")
         elif o in eligible_for:
             causes.append("lost_at_input")
+        elif o in passed:
+            causes.append("passed_over")
         elif o in wanted:
             causes.append("no_room")
         else:
@@ -74,7 +92,7 @@ def classify(values, *, n_out):
 
 def _wanted(name):
     return (name in ("send", "clk") or _HEAD.fullmatch(name) or _REQUEST.fullmatch(name)
-            or _ELIGIBLE.fullmatch(name))
+            or _ELIGIBLE.fullmatch(name) or _ROOM.fullmatch(name))
 
 
 def _header(lines):
@@ -103,7 +121,7 @@ def _header(lines):
     raise ValueError("the waveform has no $enddefinitions: not a VCD file")
 
 
-def read_profile(path, *, window=True, progress=None):
+def read_profile(path, *, window=True, escape_vcs=ADAPTIVE_ESCAPE_VCS, progress=None):
     """Count the causes of every allocator output in the VCD at ``path``.
 
     Parameters
@@ -113,6 +131,9 @@ def read_profile(path, *, window=True, progress=None):
     window : bool
         Count only the cycles where the first ``window`` signal of the VCD is high (the
         network testbench's measurement window); False counts every cycle.
+    escape_vcs : int
+        The routers' escape VCs (:func:`classify`; default the network testbench's,
+        ``hdl.testbench.node.ADAPTIVE_ESCAPE_VCS``).
     progress : callable, optional
         Called as ``progress(megabytes read)`` every 16 MB or so (a network's VCD runs to
         gigabytes).
@@ -144,7 +165,8 @@ def read_profile(path, *, window=True, progress=None):
 
         def sample():
             for owner, n_out in widths.items():
-                for o, cause in enumerate(classify(state[owner], n_out=n_out)):
+                for o, cause in enumerate(classify(state[owner], n_out=n_out,
+                                                   escape_vcs=escape_vcs)):
                     counts[owner, o][cause] += 1
 
         read, reported = 0, 0
