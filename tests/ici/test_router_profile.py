@@ -68,6 +68,7 @@ $var wire 1 v heads__0__0.valid $end
 $var wire 1 h heads__0__0.head $end
 $var wire 4 p heads__0__0.port $end
 $var wire 1 e eligible0_0 $end
+$var wire 1 g grant__0 $end
 $upscope $end
 $upscope $end
 $upscope $end
@@ -81,6 +82,7 @@ b00 s
 0h
 b0000 p
 0e
+0g
 #5
 1c
 1w
@@ -104,6 +106,7 @@ b00 s
 1c
 0w
 b10 s
+1g
 #40
 0c
 #45
@@ -116,21 +119,26 @@ def test_the_reader_samples_before_each_rising_edge_in_the_window(tmp_path):
     cycle ending at 5 is not counted, and closes at 35 (the cycle ending at 45 is not
     counted). Cycle to 15: nothing (both outputs no demand); to 25: output 0 sends and a
     head waits for output 1 without room; to 35: output 1's head is eligible, output 0
-    idle and not wanted."""
+    idle and not wanted; to 45 (all cycles only): output 1 sends, its input granted."""
     path = tmp_path / "run.vcd"
     path.write_text(_VCD)
-    counts, cycles = read_profile(path)
-    assert cycles == 3
-    assert dict(counts[("top.node0.router", 0)]) == {"no_demand": 2, "busy": 1}
-    assert dict(counts[("top.node0.router", 1)]) == {"no_demand": 1, "no_room": 1,
-                                                     "lost_at_input": 1}
-    every, cycles = read_profile(path, window=False)
-    assert cycles == 5
-    assert dict(every[("top.node0.router", 1)]) == {"no_demand": 2, "no_room": 1,
-                                                    "lost_at_input": 1, "busy": 1}
-    lines = table(counts, torus_ports=1).splitlines()
+    profile = read_profile(path)
+    assert profile.cycles == 3
+    assert dict(profile.outputs[("top.node0.router", 0)]) == {"no_demand": 2, "busy": 1}
+    assert dict(profile.outputs[("top.node0.router", 1)]) == {
+        "no_demand": 1, "no_room": 1, "lost_at_input": 1}
+    assert dict(profile.inputs[("top.node0.router", 0)]) == {"head": 2, "eligible": 1}
+    every = read_profile(path, window=False)
+    assert every.cycles == 5
+    assert dict(every.outputs[("top.node0.router", 1)]) == {
+        "no_demand": 2, "no_room": 1, "lost_at_input": 1, "busy": 1}
+    assert dict(every.inputs[("top.node0.router", 0)]) == {"head": 3, "eligible": 2,
+                                                           "sent": 1}
+    lines = table(profile, torus_ports=1).splitlines()
     assert lines[2] == "| +x | 0.333 | 0.000 | 0.000 | 0.000 | 0.667 |"
     assert lines[3] == "| eject 0 | 0.000 | 0.333 | 0.000 | 0.333 | 0.333 |"
+    assert lines[5:] == ["| input | head | eligible | sent |", "|---|---:|---:|---:|",
+                         "| +x | 0.667 | 0.333 | 0.000 |"]
 
 
 def test_the_reader_refuses_a_waveform_without_what_it_needs(tmp_path):
@@ -142,7 +150,7 @@ def test_the_reader_refuses_a_waveform_without_what_it_needs(tmp_path):
     windowless.write_text(_VCD.replace(" window ", " gate "))
     with pytest.raises(ValueError, match="no 'window' signal"):
         read_profile(windowless)
-    assert read_profile(windowless, window=False)[1] == 5
+    assert read_profile(windowless, window=False).cycles == 5
     cut = tmp_path / "cut.vcd"
     cut.write_text(_VCD.split("$enddefinitions")[0])
     with pytest.raises(ValueError, match="not a VCD"):

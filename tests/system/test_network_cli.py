@@ -218,6 +218,8 @@ def test_the_profile_is_printed_by_port(tmp_path, capsys):
     path.write_text(_VCD)
     network_cli._print_profile(str(path), topo.torus((1, 4)))
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "router outputs, share of the 3 measured cycles (mean of 1 routers):"
+    assert lines[0] == ("router outputs and inputs, share of the 3 measured cycles (mean of 1 "
+                        "routers):")
     assert lines[3] == "| +x | 0.333 | 0.000 | 0.000 | 0.000 | 0.667 |"
     assert lines[4] == "| -x | 0.000 | 0.333 | 0.000 | 0.333 | 0.333 |"
+    assert lines[8] == "| +x | 0.667 | 0.333 | 0.000 |"

@@ -18,22 +18,56 @@ Every cycle of the measurement window, each output of each router
 - ``no_demand``: no head in the router wanted it.
 
 The counts are per router and output, summed over the window's cycles; :func:`table`
-averages them over the routers, output by output. The reader takes the values each
+averages them over the routers, output by output. Each input is counted too: the cycles
+it had a valid head in some VC, an eligible one, and one that sent (``INPUT_STATES``),
+which tells a torus input from an injection input held back by the injection rule. The reader takes the values each
 signal held just before each rising edge of the allocator's clock, so it works on
 Verilator's and Amaranth's VCDs alike (FST needs a converter first).
 """
 
 import re
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 from golden.topology import PORT_NAMES
 from hdl.testbench.node import ADAPTIVE_ESCAPE_VCS
 
-__all__ = ["CAUSES", "classify", "read_profile", "table"]
+__all__ = ["CAUSES", "INPUT_STATES", "Profile", "classify", "read_profile", "table"]
 
 #: The causes, in the order they are tested.
 CAUSES = ("busy", "lost_at_input", "passed_over", "no_room", "no_demand")
+
+#: What :func:`read_profile` counts of each input, cycle by cycle.
+INPUT_STATES = ("head", "eligible", "sent")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """:func:`read_profile`'s counts: ``outputs[(router scope, output)]`` and
+    ``inputs[(router scope, input)]``, each a ``Counter`` of cycles by cause
+    (:data:`CAUSES`) or state (:data:`INPUT_STATES`), over ``cycles`` cycles."""
+    outputs: dict
+    inputs: dict
+    cycles: int
+
+
+def _input_states(values):
+    """``{input: [states of INPUT_STATES that hold this cycle]}`` from the allocator's
+    values (names as :func:`classify` reads them)."""
+    states = defaultdict(set)
+    for name, value in values.items():
+        if (match := _HEAD.fullmatch(name)) and match[3] == "valid":
+            i, v = int(match[1]), int(match[2])
+            held = states.setdefault(i, set())     # an input counts with no head too
+            if value:
+                held.add("head")
+                if values.get(f"eligible{i}_{v}"):
+                    held.add("eligible")
+        elif name.startswith("grant__") and value:
+            states[int(name[7:])].add("sent")
+    return states
+
 
 _HEAD = re.compile(r"heads__(\d+)__(\d+)\.(valid|head|adapt|minimal|port)")
 _REQUEST = re.compile(r"request(\d+)_(\d+)\.port")
@@ -140,8 +174,7 @@ def read_profile(path, *, window=True, escape_vcs=ADAPTIVE_ESCAPE_VCS, progress=
 
     Returns
     -------
-    (dict, int)
-        ``{(router scope, output): Counter(cause -> cycles)}`` and the cycles counted.
+    Profile
 
     Raises
     ------
@@ -159,7 +192,7 @@ def read_profile(path, *, window=True, escape_vcs=ADAPTIVE_ESCAPE_VCS, progress=
                              f"count every cycle instead")
         state = {owner: {} for owner in widths}
         clocks = {ident for ident, uses in ids.items() if any(n == "clk" for _, n in uses)}
-        counts, cycles = defaultdict(Counter), 0
+        counts, inputs, cycles = defaultdict(Counter), defaultdict(Counter), 0
         open_window = not window
         pending, rising = [], False
 
@@ -168,6 +201,8 @@ def read_profile(path, *, window=True, escape_vcs=ADAPTIVE_ESCAPE_VCS, progress=
                 for o, cause in enumerate(classify(state[owner], n_out=n_out,
                                                    escape_vcs=escape_vcs)):
                     counts[owner, o][cause] += 1
+                for i, held in _input_states(state[owner]).items():
+                    inputs[owner, i].update(held)
 
         read, reported = 0, 0
         for line in f:
@@ -202,27 +237,32 @@ def read_profile(path, *, window=True, escape_vcs=ADAPTIVE_ESCAPE_VCS, progress=
         if rising and open_window:          # the last time step's edge
             sample()
             cycles += 1
-    return dict(counts), cycles
+    return Profile(dict(counts), dict(inputs), cycles)
 
 
-def table(counts, *, torus_ports=None):
-    """A markdown table of :func:`read_profile`'s counts: per output, the share of its
-    cycles of each cause, averaged over the routers. Outputs below ``torus_ports`` are
-    named by their port (``+x``, ...), the rest ``eject j``; None names them all by
-    number."""
-    by_output = defaultdict(Counter)
-    for (_, o), counter in counts.items():
-        by_output[o].update(counter)
-    lines = ["| output | " + " | ".join(CAUSES) + " |",
-             "|---|" + "---:|" * len(CAUSES)]
-    for o in sorted(by_output):
-        total = sum(by_output[o].values()) or 1
+def table(profile, *, torus_ports=None):
+    """Markdown tables of a :class:`Profile`: per output, the share of its cycles of each
+    cause, then per input the share of cycles in each state, averaged over the routers.
+    Outputs and inputs below ``torus_ports`` are named by their port (``+x``, ...), the
+    rest ``eject j`` and ``inject j``; None names them all by number."""
+    def name(k, local):
         if torus_ports is None:
-            name = str(o)
-        elif o < torus_ports:
-            name = PORT_NAMES[o]
-        else:
-            name = f"eject {o - torus_ports}"
-        lines.append(f"| {name} | " + " | ".join(f"{by_output[o][c] / total:.3f}"
-                                                 for c in CAUSES) + " |")
+            return str(k)
+        return PORT_NAMES[k] if k < torus_ports else f"{local} {k - torus_ports}"
+
+    def rows(counts, columns, local, cycles_of):
+        merged = defaultdict(Counter)
+        for (_, k), counter in counts.items():
+            merged[k].update(counter)
+        return [f"| {name(k, local)} | " + " | ".join(
+                    f"{merged[k][c] / max(1, cycles_of(merged[k], k)):.3f}" for c in columns)
+                + " |" for k in sorted(merged)]
+
+    routers = Counter(k for _, k in profile.inputs)
+    lines = ["| output | " + " | ".join(CAUSES) + " |", "|---|" + "---:|" * len(CAUSES)]
+    lines += rows(profile.outputs, CAUSES, "eject", lambda c, k: sum(c.values()))
+    lines += ["", "| input | " + " | ".join(INPUT_STATES) + " |",
+              "|---|" + "---:|" * len(INPUT_STATES)]
+    lines += rows(profile.inputs, INPUT_STATES, "inject",
+                  lambda c, k: profile.cycles * routers[k])
     return "\n".join(lines)

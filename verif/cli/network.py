@@ -309,13 +309,13 @@ def _print_profile(waves, topology):
     size = Path(waves).stat().st_size >> 20
     line = ProgressLine("router profile", total=max(1, size), unit="MB")
     try:
-        counts, cycles = read_profile(waves, progress=lambda mb: line.update(done=mb))
+        profile = read_profile(waves, progress=lambda mb: line.update(done=mb))
     finally:
         line.close()
-    routers = len({owner for owner, _ in counts})
-    print(f"router outputs, share of the {cycles:,} measured cycles (mean of {routers} "
-          f"routers):")
-    print(table(counts, torus_ports=topology.n_ports))
+    routers = len({owner for owner, _ in profile.outputs})
+    print(f"router outputs and inputs, share of the {profile.cycles:,} measured cycles "
+          f"(mean of {routers} routers):")
+    print(table(profile, torus_ports=topology.n_ports))
 
 
 # --- The goals of docs/network.md -----------------------------------------------------
