@@ -20,9 +20,12 @@ Every cycle of the measurement window, each output of each router
 The counts are per router and output, summed over the window's cycles; :func:`table`
 averages them over the routers, output by output. Each input is counted too: the cycles
 it had a valid head in some VC, an eligible one, and one that sent (``INPUT_STATES``),
-which tells a torus input from an injection input held back by the injection rule. The reader takes the values each
-signal held just before each rising edge of the allocator's clock, so it works on
-Verilator's and Amaranth's VCDs alike (FST needs a converter first).
+which shows an injection input held back by the injection rule.
+
+The reader takes the values each signal held just before each rising edge of the
+allocator's ``clk``. It is written for the compiled path's VCDs (``tpu-rtl network
+--waves``, Verilator), where every router's allocator is a scope named ``allocator``;
+an FST needs converting to VCD first.
 """
 
 import re
@@ -31,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from golden.topology import PORT_NAMES
+from hdl.ici.layouts import MAX_VCS
 from hdl.testbench.node import ADAPTIVE_ESCAPE_VCS
 
 __all__ = ["CAUSES", "INPUT_STATES", "Profile", "classify", "read_profile", "table"]
@@ -40,6 +44,12 @@ CAUSES = ("busy", "lost_at_input", "passed_over", "no_room", "no_demand")
 
 #: What :func:`read_profile` counts of each input, cycle by cycle.
 INPUT_STATES = ("head", "eligible", "sent")
+
+# The allocator's signals the causes are read from (names as Amaranth's Verilog has them).
+_HEAD = re.compile(r"heads__(\d+)__(\d+)\.(valid|head|adapt|minimal|port)")
+_REQUEST = re.compile(r"request(\d+)_(\d+)\.port")
+_ELIGIBLE = re.compile(r"eligible(\d+)_(\d+)")
+_PASSED = re.compile(r"(free|credits)\d+_\d+|need\d+_\d+|grant__\d+")
 
 
 @dataclass(frozen=True)
@@ -53,7 +63,7 @@ class Profile:
 
 
 def _input_states(values):
-    """``{input: [states of INPUT_STATES that hold this cycle]}`` from the allocator's
+    """``{input: the set of INPUT_STATES that hold this cycle}`` from the allocator's
     values (names as :func:`classify` reads them)."""
     states = defaultdict(set)
     for name, value in values.items():
@@ -67,12 +77,6 @@ def _input_states(values):
         elif name.startswith("grant__") and value:
             states[int(name[7:])].add("sent")
     return states
-
-
-_HEAD = re.compile(r"heads__(\d+)__(\d+)\.(valid|head|adapt|minimal|port)")
-_REQUEST = re.compile(r"request(\d+)_(\d+)\.port")
-_ELIGIBLE = re.compile(r"eligible(\d+)_(\d+)")
-_ROOM = re.compile(r"(free|credits)\d+_\d+|need\d+_\d+|grant__\d+")
 
 
 def classify(values, *, n_out, escape_vcs=ADAPTIVE_ESCAPE_VCS):
@@ -104,7 +108,7 @@ def classify(values, *, n_out, escape_vcs=ADAPTIVE_ESCAPE_VCS):
                 passed.update(
                     o for o in range(n_out) if minimal >> o & 1 and o != port and any(
                         values.get(f"free{o}_{w}") and values.get(f"credits{o}_{w}", 0) >= need
-                        for w in range(escape_vcs, 8)))
+                        for w in range(escape_vcs, MAX_VCS)))
             continue
         wanted.add(port)
         wanted.update(o for o in range(n_out) if minimal >> o & 1)
@@ -126,7 +130,7 @@ def classify(values, *, n_out, escape_vcs=ADAPTIVE_ESCAPE_VCS):
 
 def _wanted(name):
     return (name in ("send", "clk") or _HEAD.fullmatch(name) or _REQUEST.fullmatch(name)
-            or _ELIGIBLE.fullmatch(name) or _ROOM.fullmatch(name))
+            or _ELIGIBLE.fullmatch(name) or _PASSED.fullmatch(name))
 
 
 def _header(lines):

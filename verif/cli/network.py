@@ -18,8 +18,9 @@ highest load point as a heat map. Progress goes to stderr.
 
 ``--waves FILE`` (.vcd or .fst) records one load point's run; ``--router-profile`` then
 reads that VCD and prints, per router output, the share of the measured cycles it sent
-a flit, lost its request at an input's pick, had no room downstream, or had no request
-(``verif.bench.router_profile``).
+a flit, lost its request at an input's pick, was passed over by an adaptive choice, had
+no room downstream, or had no request, and per input the cycles it had a head, an
+eligible one, and sent (``verif.bench.router_profile``).
 """
 
 from pathlib import Path
@@ -112,8 +113,10 @@ def add_parser(subparsers, help):
                         "one rate in --rates and no --compare-twist")
     p.add_argument("--router-profile", action="store_true",
                    help="after the run, print per router output the share of the measured "
-                        "cycles it was busy, lost its request at an input's pick, had no "
-                        "room downstream or had no request, read from --waves FILE.vcd")
+                        "cycles it was busy, lost its request at an input's pick, was passed "
+                        "over by an adaptive choice, had no room downstream or had no "
+                        "request (and per input: a head, an eligible one, sent), read from "
+                        "--waves FILE.vcd")
     p.add_argument("--goals", metavar="FILE.md",
                    help="measure the goals of docs/network.md and write them into FILE.md "
                         "between its <!-- network goals --> markers (the rest of the page "
