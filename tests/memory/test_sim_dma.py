@@ -27,7 +27,10 @@ def _batch(rng, n):
                        for k in range(n)]
 
 
-@pytest.mark.parametrize("backend", ["amaranth", "verilator", ICARUS])
+# Verilator's case is slow (21 s, make test's budget): the Amaranth and Icarus cases stay,
+# and the DMA runs on Verilator in every system and collective test.
+@pytest.mark.parametrize("backend", ["amaranth", pytest.param("verilator", marks=pytest.mark.slow),
+                                     ICARUS])
 def test_batch_matches_golden_with_gaps_and_jitter(backend, rng):
     hbm, vmem, descriptors = _batch(rng, 24)
     expected = golden.run(hbm, vmem, descriptors)
