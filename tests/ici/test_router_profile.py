@@ -1,6 +1,8 @@
 """``verif.bench.router_profile``: each output's cause per cycle, by hand-made allocator
 values, and the VCD reader on a hand-written waveform."""
 
+from pathlib import Path
+
 import pytest
 
 from verif.bench.router_profile import classify, read_profile, table
@@ -56,79 +58,25 @@ def test_an_idle_minimal_port_with_room_is_passed_over():
                                                               "no_demand", "no_demand"]
 
 
-_VCD = """$timescale 1ps $end
-$scope module top $end
-$var wire 1 w window $end
-$scope module node0 $end
-$scope module router $end
-$scope module allocator $end
-$var wire 1 c clk $end
-$var wire 2 s send $end
-$var wire 1 v heads__0__0.valid $end
-$var wire 1 h heads__0__0.head $end
-$var wire 4 p heads__0__0.port $end
-$var wire 1 e eligible0_0 $end
-$var wire 1 g grant__0 $end
-$upscope $end
-$upscope $end
-$upscope $end
-$upscope $end
-$enddefinitions $end
-#0
-0c
-0w
-b00 s
-0v
-0h
-b0000 p
-0e
-0g
-#5
-1c
-1w
-#10
-0c
-#15
-1c
-b01 s
-1v
-1h
-b0001 p
-#20
-0c
-#25
-1c
-b00 s
-1e
-#30
-0c
-#35
-1c
-0w
-b10 s
-1g
-#40
-0c
-#45
-1c
-"""
+#: A hand-written waveform of one router's allocator: two outputs, one input VC, a clock
+#: rising at 5, 15, ..., 45, and the measurement window (tests/system/test_network_cli.py
+#: prints its profile too).
+VCD = Path(__file__).with_name("router_profile.vcd")
 
 
-def test_the_reader_samples_before_each_rising_edge_in_the_window(tmp_path):
+def test_the_reader_samples_before_each_rising_edge_in_the_window():
     """Cycles end at the rising edges at 15, 25, 35 and 45. The window opens at 5, so the
     cycle ending at 5 is not counted, and closes at 35 (the cycle ending at 45 is not
     counted). Cycle to 15: nothing (both outputs no demand); to 25: output 0 sends and a
     head waits for output 1 without room; to 35: output 1's head is eligible, output 0
     idle and not wanted; to 45 (all cycles only): output 1 sends, its input granted."""
-    path = tmp_path / "run.vcd"
-    path.write_text(_VCD)
-    profile = read_profile(path)
+    profile = read_profile(VCD)
     assert profile.cycles == 3
     assert dict(profile.outputs[("top.node0.router", 0)]) == {"no_demand": 2, "busy": 1}
     assert dict(profile.outputs[("top.node0.router", 1)]) == {
         "no_demand": 1, "no_room": 1, "lost_at_input": 1}
     assert dict(profile.inputs[("top.node0.router", 0)]) == {"head": 2, "eligible": 1}
-    every = read_profile(path, window=False)
+    every = read_profile(VCD, window=False)
     assert every.cycles == 5
     assert dict(every.outputs[("top.node0.router", 1)]) == {
         "no_demand": 2, "no_room": 1, "lost_at_input": 1, "busy": 1}
@@ -143,15 +91,15 @@ def test_the_reader_samples_before_each_rising_edge_in_the_window(tmp_path):
 
 def test_the_reader_refuses_a_waveform_without_what_it_needs(tmp_path):
     plain = tmp_path / "plain.vcd"
-    plain.write_text(_VCD.replace("allocator", "other"))
+    plain.write_text(VCD.read_text().replace("allocator", "other"))
     with pytest.raises(ValueError, match="no router allocator"):
         read_profile(plain)
     windowless = tmp_path / "windowless.vcd"
-    windowless.write_text(_VCD.replace(" window ", " gate "))
+    windowless.write_text(VCD.read_text().replace(" window ", " gate "))
     with pytest.raises(ValueError, match="no 'window' signal"):
         read_profile(windowless)
     assert read_profile(windowless, window=False).cycles == 5
     cut = tmp_path / "cut.vcd"
-    cut.write_text(_VCD.split("$enddefinitions")[0])
+    cut.write_text(VCD.read_text().split("$enddefinitions")[0])
     with pytest.raises(ValueError, match="not a VCD"):
         read_profile(cut)

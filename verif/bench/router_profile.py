@@ -183,7 +183,8 @@ def read_profile(path, *, window=True, escape_vcs=ADAPTIVE_ESCAPE_VCS, progress=
     Raises
     ------
     ValueError
-        No allocator in the waveform, or ``window`` asked for and no ``window`` signal.
+        Not a VCD (no ``$enddefinitions``), no allocator in the waveform, or ``window``
+        asked for and no ``window`` signal.
     """
     path = Path(path)
     with path.open() as f:
