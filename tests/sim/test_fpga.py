@@ -63,6 +63,34 @@ def test_synth_only_stops_after_yosys(in_tmp, capsys):
     assert not list(in_tmp.glob("build/fpga/*/pnr.json"))
 
 
+def test_the_abc_mapper_replaces_abc9_in_the_same_synthesis(in_tmp, capsys):
+    report_path = in_tmp / "f2b.json"
+    assert main(["fpga", "fp32_to_bf16", "--param", "stages=1", "--synth-only",
+                 "--lut-mapper", "abc", "--json", str(report_path)]) == 0
+    assert "LUTs mapped by abc)" in capsys.readouterr().err
+    report = json.loads(report_path.read_text())
+    assert report["flow"]["lut_mapper"] == "abc"
+    assert report["flow"]["yosys"] == (
+        "synth_ecp5 -nowidelut -run :map_luts; techmap -map +/lattice/latches_map.v; "
+        "abc -lut 4 -dress; clean; synth_ecp5 -nowidelut -run map_cells:")
+    log = next(in_tmp.glob("build/fpga/fp32_to_bf16-*/yosys.log")).read_text()
+    assert "Executing ABC pass" in log and "Executing ABC9" not in log
+    # The same registers, and the rounding still in a few dozen LUTs, every one mapped.
+    assert report["ff"] == 17 and 20 <= report["lut4"] <= 200
+    assert set(report["cells"]) <= {"LUT4", "CCU2C", "TRELLIS_FF", "PFUMX", "L6MUX21"}
+
+
+def test_the_cli_offers_the_flows_mappers():
+    from verif.cli import fpga as cli
+    assert cli.LUT_MAPPERS == fpga.LUT_MAPPERS
+
+
+def test_an_unknown_mapper_is_refused_before_any_work(in_tmp):
+    with pytest.raises(ValueError, match=r"unknown lut_mapper 'vpr'; LUT mappers: abc9, abc"):
+        fpga.run_fpga("fp32_to_bf16", {}, lut_mapper="vpr")
+    assert not (in_tmp / "build").exists()
+
+
 def test_unknown_device_lists_the_supported_ones():
     with pytest.raises(ValueError, match=r"unknown device 'ice40'; devices: .*ecp5-85k"):
         fpga.run_fpga("pe", {}, device="ice40")

@@ -96,6 +96,7 @@ def test_demo_reports_and_fails_on_a_mismatch(monkeypatch, capsys):
     (["regress", "mxu", "--sim", "vcs"], 2, "invalid choice: 'vcs'"),
     (["regress", "bf16_mul_exhaustive", "--sim", "amaranth"], 2, "runs on a compiled Verilator"),
     (["fpga", "mxu", "--param", "rows=x"], 2, "parameter rows must be an integer"),
+    (["fpga", "router", "--lut-mapper", "vpr"], 2, "--lut-mapper: invalid choice: 'vpr'"),
 ])
 def test_bad_arguments_are_one_line_errors(args, status, message, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "verif.cli", *args], capture_output=True,

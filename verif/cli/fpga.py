@@ -4,13 +4,17 @@ from verif.cli.common import add_block, check_outputs, flushed_stderr
 
 __all__ = ["add_parser", "run"]
 
+# sim.verilog.fpga.LUT_MAPPERS, kept here so that building the parser imports no flow.
+LUT_MAPPERS = ("abc9", "abc")
+
 
 def run(args):
     from sim.verilog.export import parse_params
     from sim.verilog.fpga import format_report, run_fpga
     check_outputs(args, files=("json",))
     report = run_fpga(args.block, parse_params(args.block, args.param), device=args.device,
-                      json_path=args.json, synth_only=args.synth_only, progress=flushed_stderr)
+                      json_path=args.json, synth_only=args.synth_only,
+                      lut_mapper=args.lut_mapper, progress=flushed_stderr)
     print(format_report(report))
 
 
@@ -26,4 +30,9 @@ def add_parser(subparsers, help):
     p.add_argument("--json", metavar="REPORT.json", help="also write the report as JSON")
     p.add_argument("--synth-only", action="store_true",
                    help="stop after synthesis: the area, without place and route or Fmax")
+    p.add_argument("--lut-mapper", choices=LUT_MAPPERS, default="abc9",
+                   help="how Yosys maps logic to LUT4s: abc9 (synth_ecp5's own, timing-driven; "
+                        "every figure of docs/fpga.md unless it says otherwise) or abc (the "
+                        "older untimed mapper: minutes where abc9 takes hours, as on the "
+                        "adaptive router) (default abc9)")
     p.set_defaults(func=run)
