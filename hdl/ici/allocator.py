@@ -10,7 +10,36 @@ from .arbiter import RoundRobin
 from .input_port import adaptive_head_layout, head_layout, is_value
 from .layouts import MAX_VCS, VC_BITS
 
-__all__ = ["Allocator"]
+__all__ = ["Allocator", "leftmost_best"]
+
+
+def leftmost_best(m, candidates, *, shapes, name):
+    """The first of the ``(ok, key, port, vc)`` ``candidates`` whose ``ok`` is set and whose
+    ``key`` no ok candidate exceeds, as ``(any ok, key, port, vc)`` signals of ``shapes``
+    (the first candidate's fields when none is ok).
+
+    The leftmost greatest is associative, so a balanced tree of two-way choices (the left
+    one unless the right is ok and, the left being ok, strictly greater) gives what a scan
+    in order gives, in ``ceil(log2(len(candidates)))`` comparisons deep instead of
+    ``len(candidates) - 1``: the adaptive choice is the router's critical path
+    (docs/fpga.md, "Router")."""
+    level, depth = list(candidates), 0
+    while len(level) > 1:
+        merged = []
+        for k in range(0, len(level) - 1, 2):
+            (a_ok, a_key, *a_rest), (b_ok, b_key, *b_rest) = level[k], level[k + 1]
+            right = Signal(name=f"right{name}_{depth}_{k // 2}")
+            m.d.comb += right.eq(b_ok & (~a_ok | (b_key > a_key)))
+            out = [Signal(shape, name=f"best{field}{name}_{depth}_{k // 2}")
+                   for field, shape in zip(("ok", "key", "port", "vc"), shapes)]
+            m.d.comb += out[0].eq(a_ok | b_ok)
+            m.d.comb += [o.eq(Mux(right, b, a))
+                         for o, a, b in zip(out[1:], [a_key, *a_rest], [b_key, *b_rest])]
+            merged.append(tuple(out))
+        if len(level) % 2:
+            merged.append(level[-1])
+        level, depth = merged, depth + 1
+    return level[0]
 
 
 def _pick(onehot, values):
@@ -312,23 +341,16 @@ class Allocator(wiring.Component):
                                 m.d.comb += [escape_key.eq(Cat(credits[o][w],
                                                                port_credits[o] + preference)),
                                              escape_torus.eq(1)]
-                best_ok = h.head & escape_torus & ok_direct
-                best_key, best_port, best_vc = escape_key, h.port, h.vc
+                candidates = [(h.head & escape_torus & ok_direct, escape_key, h.port, h.vc)]
                 for o in range(eject if self.adaptive else 0):
                     for w in range(self.escape_vcs, vcs):
                         ok = h.adapt & h.minimal[o] & free[o][w] & (credits[o][w] >= need)
                         key = Cat(credits[o][w], port_credits[o]
                                   + Mux(is_value(h.port, o), preference, 0))
-                        better = Signal(name=f"better{i}_{v}_{o}_{w}")
-                        m.d.comb += better.eq(ok & (~best_ok | (key > best_key)))
-                        nxt = [Signal(name=f"best{k}{i}_{v}_{o}_{w}", shape=shape)
-                               for k, shape in (("ok", 1), ("key", key_shape),
-                                                ("port", h.port.shape()), ("vc", VC_BITS))]
-                        m.d.comb += [nxt[0].eq(best_ok | ok),
-                                     nxt[1].eq(Mux(better, key, best_key)),
-                                     nxt[2].eq(Mux(better, o, best_port)),
-                                     nxt[3].eq(Mux(better, w, best_vc))]
-                        best_ok, best_key, best_port, best_vc = nxt
+                        candidates.append((ok, key, o, w))
+                best_ok, _, best_port, best_vc = leftmost_best(
+                    m, candidates, shapes=(1, key_shape, h.port.shape(), VC_BITS),
+                    name=f"{i}_{v}")
                 adaptive = Signal(name=f"adaptive{i}_{v}")
                 m.d.comb += adaptive.eq(h.head & best_ok)      # the best of the candidates
                 request = Signal(head_layout, name=f"request{i}_{v}")
