@@ -290,12 +290,16 @@ class Allocator(wiring.Component):
         n_in, n_out, vcs, depth = self.n_in, self.n_out, self.vcs, self.buffer_flits
         picks, self._latches, self._eligible = [], [], []
         # Per torus output: the credits of all its VCs, the port's congestion.
-        port_credits = []
+        preference = self.escape_bias
+        # And the same with the escape hop's preference added: one adder a port, which the
+        # candidates choose from, not one a candidate.
+        port_credits, biased = [], []
         for o in range(eject):
             total = Signal(range(vcs * depth + 1), name=f"port_credits{o}")
-            m.d.comb += total.eq(sum(credits[o]))
+            plus = Signal(range(vcs * depth + preference + 1), name=f"biased_credits{o}")
+            m.d.comb += [total.eq(sum(credits[o])), plus.eq(total + preference)]
             port_credits.append(total)
-        preference = self.escape_bias
+            biased.append(plus)
         key_shape = (len(Signal(range(depth + 1)))
                      + len(Signal(range(vcs * depth + preference + 1))))
         for i in range(n_in):
@@ -338,15 +342,14 @@ class Allocator(wiring.Component):
                     for o in range(eject):
                         for w in range(vcs):
                             with m.Case(o * MAX_VCS + w):
-                                m.d.comb += [escape_key.eq(Cat(credits[o][w],
-                                                               port_credits[o] + preference)),
+                                m.d.comb += [escape_key.eq(Cat(credits[o][w], biased[o])),
                                              escape_torus.eq(1)]
                 candidates = [(h.head & escape_torus & ok_direct, escape_key, h.port, h.vc)]
                 for o in range(eject if self.adaptive else 0):
                     for w in range(self.escape_vcs, vcs):
                         ok = h.adapt & h.minimal[o] & free[o][w] & (credits[o][w] >= need)
-                        key = Cat(credits[o][w], port_credits[o]
-                                  + Mux(is_value(h.port, o), preference, 0))
+                        key = Cat(credits[o][w],
+                                  Mux(is_value(h.port, o), biased[o], port_credits[o]))
                         candidates.append((ok, key, o, w))
                 best_ok, _, best_port, best_vc = leftmost_best(
                     m, candidates, shapes=(1, key_shape, h.port.shape(), VC_BITS),
