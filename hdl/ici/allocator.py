@@ -289,10 +289,9 @@ class Allocator(wiring.Component):
         docstring)."""
         n_in, n_out, vcs, depth = self.n_in, self.n_out, self.vcs, self.buffer_flits
         picks, self._latches, self._eligible = [], [], []
-        # Per torus output: the credits of all its VCs, the port's congestion.
         preference = self.escape_bias
-        # And the same with the escape hop's preference added: one adder a port, which the
-        # candidates choose from, not one a candidate.
+        # Per torus output: the credits of all its VCs, the port's congestion, and the same
+        # with the escape hop's preference added (one adder a port, not one a candidate).
         port_credits, biased = [], []
         for o in range(eject):
             total = Signal(range(vcs * depth + 1), name=f"port_credits{o}")

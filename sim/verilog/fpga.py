@@ -35,8 +35,8 @@ from pathlib import Path
 
 from .export import export, module_ports
 
-__all__ = ["DEVICES", "LUT_MAPPERS", "FpgaError", "run_fpga", "format_report", "harness_verilog", "run_tool",
-           "tool_path"]
+__all__ = ["DEVICES", "LUT_MAPPERS", "FpgaError", "run_fpga", "format_report",
+           "harness_verilog", "run_tool", "tool_path"]
 
 #: Supported devices: name -> nextpnr device flag. All use the CABGA381
 #: package and speed grade 6, the default (and slowest) grade.
