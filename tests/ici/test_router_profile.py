@@ -1,11 +1,11 @@
 """``verif.bench.router_profile``: each output's cause per cycle, by hand-made allocator
 values, and the VCD reader on a hand-written waveform."""
 
-from pathlib import Path
-
 import pytest
 
 from verif.bench.router_profile import classify, read_profile, table
+
+from .router_profile_waves import ROUTER_VCD, write_router_vcd
 
 
 def _head(i, v, *, port, head=1, adapt=0, minimal=0, eligible, request=None):
@@ -58,25 +58,20 @@ def test_an_idle_minimal_port_with_room_is_passed_over():
                                                               "no_demand", "no_demand"]
 
 
-#: A hand-written waveform of one router's allocator: two outputs, one input VC, a clock
-#: rising at 5, 15, ..., 45, and the measurement window (tests/system/test_network_cli.py
-#: prints its profile too).
-VCD = Path(__file__).with_name("router_profile.vcd")
-
-
-def test_the_reader_samples_before_each_rising_edge_in_the_window():
+def test_the_reader_samples_before_each_rising_edge_in_the_window(tmp_path):
     """Cycles end at the rising edges at 15, 25, 35 and 45. The window opens at 5, so the
     cycle ending at 5 is not counted, and closes at 35 (the cycle ending at 45 is not
     counted). Cycle to 15: nothing (both outputs no demand); to 25: output 0 sends and a
     head waits for output 1 without room; to 35: output 1's head is eligible, output 0
     idle and not wanted; to 45 (all cycles only): output 1 sends, its input granted."""
-    profile = read_profile(VCD)
+    vcd = write_router_vcd(tmp_path / "router.vcd")
+    profile = read_profile(vcd)
     assert profile.cycles == 3
     assert dict(profile.outputs[("top.node0.router", 0)]) == {"no_demand": 2, "busy": 1}
     assert dict(profile.outputs[("top.node0.router", 1)]) == {
         "no_demand": 1, "no_room": 1, "lost_at_input": 1}
     assert dict(profile.inputs[("top.node0.router", 0)]) == {"head": 2, "eligible": 1}
-    every = read_profile(VCD, window=False)
+    every = read_profile(vcd, window=False)
     assert every.cycles == 5
     assert dict(every.outputs[("top.node0.router", 1)]) == {
         "no_demand": 2, "no_room": 1, "lost_at_input": 1, "busy": 1}
@@ -90,16 +85,14 @@ def test_the_reader_samples_before_each_rising_edge_in_the_window():
 
 
 def test_the_reader_refuses_a_waveform_without_what_it_needs(tmp_path):
-    plain = tmp_path / "plain.vcd"
-    plain.write_text(VCD.read_text().replace("allocator", "other"))
+    plain = write_router_vcd(tmp_path / "plain.vcd", ROUTER_VCD.replace("allocator", "other"))
     with pytest.raises(ValueError, match="no router allocator"):
         read_profile(plain)
-    windowless = tmp_path / "windowless.vcd"
-    windowless.write_text(VCD.read_text().replace(" window ", " gate "))
+    windowless = write_router_vcd(tmp_path / "windowless.vcd",
+                                  ROUTER_VCD.replace(" window ", " gate "))
     with pytest.raises(ValueError, match="no 'window' signal"):
         read_profile(windowless)
     assert read_profile(windowless, window=False).cycles == 5
-    cut = tmp_path / "cut.vcd"
-    cut.write_text(VCD.read_text().split("$enddefinitions")[0])
+    cut = write_router_vcd(tmp_path / "cut.vcd", ROUTER_VCD.split("$enddefinitions")[0])
     with pytest.raises(ValueError, match="not a VCD"):
         read_profile(cut)

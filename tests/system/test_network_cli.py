@@ -209,12 +209,13 @@ def test_waves_reach_the_run(monkeypatch, tmp_path):
     assert seen[0]["waves"] == str(waves)
 
 
-def test_the_profile_is_printed_by_port(capsys):
-    """The hand-written waveform of ``tests/ici/test_router_profile.py``: one router whose
+def test_the_profile_is_printed_by_port(capsys, tmp_path):
+    """The hand-written waveform of ``tests/ici/router_profile_waves.py``: one router whose
     two outputs, on a topology of one torus port pair per axis, are +x and -x."""
     from golden import topology as topo
-    from tests.ici.test_router_profile import VCD
-    network_cli._print_profile(str(VCD), topo.torus((1, 4)))
+    from tests.ici.router_profile_waves import write_router_vcd
+    vcd = write_router_vcd(tmp_path / "router.vcd")
+    network_cli._print_profile(str(vcd), topo.torus((1, 4)))
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == ("router outputs and inputs, share of the 3 measured cycles (mean of 1 "
                         "routers):")
