@@ -5,7 +5,9 @@ bundles from IMEM, with its scalar unit and SMEM, feeding the VPU and MXU throug
 * :mod:`~hdl.tensorcore.isa` decodes a bundle;
 * :mod:`~hdl.tensorcore.scalar_alu` is the scalar slots' datapath;
 * :class:`~hdl.tensorcore.sequencer.Sequencer` fetches, checks and issues bundles;
-* :class:`~hdl.tensorcore.dma_issue.DmaIssue` reads and judges a ``dma``'s descriptor;
+* :class:`~hdl.tensorcore.dma_issue.DmaIssue` judges a ``dma``'s descriptor, its record
+  read by a :class:`~hdl.tensorcore.record_reader.RecordReader` (two ports, the next
+  record ahead);
 * :class:`~hdl.tensorcore.vector_queue.VectorQueue` decouples the VPU;
 * :class:`~hdl.tensorcore.core.TensorCore` holds them with IMEM, SMEM, the VPU and the MXU;
 * :class:`~hdl.tensorcore.system.TensorCoreSystem` joins it to the memory system (DMA

@@ -1,16 +1,17 @@
-"""The misc slot's ``dma``: read a descriptor record from SMEM, judge it before the bundle
-commits, and hand it to the DMA engine once the VPU has drained."""
+"""The misc slot's ``dma``: take its descriptor record from SMEM, judge it before the
+bundle commits, and hand it to the DMA engine once the VPU has drained."""
 
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.memory_port import MemoryPortSignature, line_addr_width
+from ..lib.params import check_int
 from ..memory.dma_check import DescriptorCheck, check_descriptor_check_params
 from ..memory.layouts import ADDRESS_BITS, DIMS, Reason, descriptor_layout
 from .encoding import Error
 from .isa import CONTROL_FIELDS, DESCRIPTOR_FIELDS, DESCRIPTOR_WORDS
-from ..lib.params import check_int
+from .record_reader import RecordReader
 
 __all__ = ["DmaIssue", "check_layout", "verdict_layout"]
 
@@ -39,8 +40,10 @@ def _control(word, name):
 class DmaIssue(wiring.Component):
     """Issues one ``dma`` at a time, with every fault known before its bundle commits.
 
-    On ``check`` it reads the :data:`~golden.tensorcore.DESCRIPTOR_WORDS`-word record
-    from SMEM (the caller has range-checked it), and judges it as the ISS does: a record
+    On ``check`` it takes the :data:`~golden.tensorcore.DESCRIPTOR_WORDS`-word record
+    from SMEM (the caller has range-checked it) through a
+    :class:`~hdl.tensorcore.record_reader.RecordReader`, which reads it through two ports
+    and reads the next record ahead, and judges it as the ISS does: a record
     no ``golden.memory.Descriptor`` can hold is ``dma_format`` (reserved control bits, a
     chip or sent flag on a local transfer, a sent flag without ``has_sent``, a base or
     count over 24 bits, a stride outside ``(-2**24, 2**24)``, counts moving ``2**24`` words
@@ -66,6 +69,10 @@ class DmaIssue(wiring.Component):
         then held for ``dma``.
     smem : Out(MemoryPortSignature(addr_width, words=1))
         Record reads, one request a cycle; responses are always taken.
+    smem_spare : Out(MemoryPortSignature(addr_width, words=1))
+        Record reads on a port shared with others: requests may wait for theirs.
+    written : In(1)
+        SMEM is written this cycle (a record read before is read again).
     fence : In(1)
         The VPU has performed every VMEM access issued before (the vector queue is empty
         and the VPU idle).
@@ -74,10 +81,12 @@ class DmaIssue(wiring.Component):
     busy : Out(1)
         A descriptor is being read, judged or held: the sequencer issues nothing else.
 
-    Latency: ``DESCRIPTOR_WORDS + 2`` cycles from ``check`` to the read record, then one
-    for the format check and the :class:`~hdl.memory.dma_check.DescriptorCheck`'s
-    (2 cycles when accepted, at most 33 for a range rejection). Throughput: one
-    descriptor at a time.
+    Latency: one cycle from ``check`` to the record when it was read ahead (the record
+    after the last one taken, SMEM not written since), else the reader's (at best
+    ``DESCRIPTOR_WORDS / 2 + 2`` cycles); then one for the format check and the
+    :class:`~hdl.memory.dma_check.DescriptorCheck`'s (2 cycles when accepted, at most 33
+    for a range rejection), and one for the verdict. Throughput: one descriptor at a
+    time; ``check`` is taken again once the last is sent.
     """
 
     def __init__(self, *, smem_words, hbm_words, vmem_words, n_flags, n_chips=1):
@@ -86,10 +95,14 @@ class DmaIssue(wiring.Component):
         self.check_params = dict(hbm_size=hbm_words, vmem_size=vmem_words, n_flags=n_flags,
                                  n_chips=n_chips, queue_depth=1)
         check_descriptor_check_params(**self.check_params)
+        self.port_signature = MemoryPortSignature(addr_width=line_addr_width(smem_words),
+                                                  words=1)
         super().__init__({
             "check": In(stream.Signature(check_layout)),
             "verdict": Out(stream.Signature(verdict_layout)),
-            "smem": Out(MemoryPortSignature(addr_width=line_addr_width(smem_words), words=1)),
+            "smem": Out(self.port_signature),
+            "smem_spare": Out(self.port_signature),
+            "written": In(1),
             "fence": In(1),
             "dma": Out(stream.Signature(descriptor_layout)),
             "busy": Out(1),
@@ -98,11 +111,13 @@ class DmaIssue(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.precheck = precheck = DescriptorCheck(**self.check_params)
+        m.submodules.reader = reader = RecordReader(smem_words=self.smem_words,
+                                                    words=DESCRIPTOR_WORDS)
+        wiring.connect(m, reader.smem, wiring.flipped(self.smem))
+        wiring.connect(m, reader.spare, wiring.flipped(self.smem_spare))
         phase = Signal(_Phase)
         address = Signal(32)
         words = [Signal(32, name=f"record{k}") for k in range(DESCRIPTOR_WORDS)]
-        asked = Signal(range(DESCRIPTOR_WORDS + 1))
-        got = Signal(range(DESCRIPTOR_WORDS + 1))
         code = Signal(Error)
         held = Signal(descriptor_layout)
 
@@ -147,31 +162,24 @@ class DmaIssue(wiring.Component):
 
         m.d.comb += [
             self.busy.eq(phase != _Phase.IDLE),
-            self.smem.resp.ready.eq(1),
-            self.smem.req.payload.addr.eq(address + asked),
-            self.smem.req.valid.eq((phase == _Phase.READ) & (asked < DESCRIPTOR_WORDS)),
+            reader.written.eq(self.written),
+            reader.request.payload.address.eq(address),
+            reader.request.valid.eq(phase == _Phase.READ),
             self.verdict.valid.eq(phase == _Phase.VERDICT),
             self.verdict.payload.code.eq(code),
             precheck.descriptors.payload.eq(desc),
             self.dma.payload.eq(held),
         ]
-        with m.If(self.smem.resp.valid):
-            m.d.sync += got.eq(got + 1)
-            for k, word in enumerate(words):
-                with m.If(got == k):
-                    m.d.sync += word.eq(self.smem.resp.payload.data[0])
-
         with m.Switch(phase):
             with m.Case(_Phase.IDLE):
                 m.d.comb += self.check.ready.eq(1)
                 with m.If(self.check.valid):
-                    m.d.sync += [address.eq(self.check.payload.address), asked.eq(0),
-                                 got.eq(0), phase.eq(_Phase.READ)]
+                    m.d.sync += [address.eq(self.check.payload.address),
+                                 phase.eq(_Phase.READ)]
             with m.Case(_Phase.READ):
-                with m.If(self.smem.req.valid & self.smem.req.ready):
-                    m.d.sync += asked.eq(asked + 1)
-                with m.If(got == DESCRIPTOR_WORDS):
-                    m.d.sync += phase.eq(_Phase.FORMAT)
+                with m.If(reader.request.ready):
+                    m.d.sync += [phase.eq(_Phase.FORMAT),
+                                 *(word.eq(reader.record[k]) for k, word in enumerate(words))]
             with m.Case(_Phase.FORMAT):
                 with m.If(bad_format):
                     m.d.sync += [code.eq(Error.DMA_FORMAT), phase.eq(_Phase.VERDICT)]

@@ -95,8 +95,9 @@ class Sequencer(wiring.Component):
     imem : Out(MemoryPortSignature(addr_width, words=BUNDLE_WORDS))
         Bundle fetch; IMEM line ``p`` is bundle ``p``. Responses are taken at commit.
     smem : Out(MemoryPortSignature(addr_width, words=1))
-        ``lw`` reads (answered in any later cycle) and ``sw`` writes; responses are always
-        taken.
+        ``lw`` reads and ``sw`` writes, and in cycles without them the DmaIssue's record
+        reads (its ``smem_spare``). A read accepted in cycle ``t`` must be answered in
+        cycle ``t + 1`` (as SMEM's ``VMEM`` port does); responses are always taken.
     smem_record : Out(MemoryPortSignature(addr_width, words=1))
         DMA descriptor record reads, on SMEM's second port.
     dma : Out(stream.Signature(descriptor_layout))
@@ -191,13 +192,9 @@ class Sequencer(wiring.Component):
         m.submodules.sregs = sregs = Memory(data=self.sregs)
         m.submodules.issue = issue = DmaIssue(**self.issue_params)
         wiring.connect(m, issue.dma, wiring.flipped(self.dma))
-        m.d.comb += [self.smem_record.req.valid.eq(issue.smem.req.valid),
-                     self.smem_record.req.payload.addr.eq(issue.smem.req.payload.addr),
-                     issue.smem.req.ready.eq(self.smem_record.req.ready),
-                     issue.smem.resp.valid.eq(self.smem_record.resp.valid),
-                     issue.smem.resp.payload.eq(self.smem_record.resp.payload),
-                     self.smem_record.resp.ready.eq(issue.smem.resp.ready),
-                     issue.fence.eq(self.fence), self.dma_busy.eq(issue.busy)]
+        # The DmaIssue's ports are as wide as a record needs, which SMEM may not be.
+        _join_reads(m, issue.smem, self.smem_record)
+        m.d.comb += [issue.fence.eq(self.fence), self.dma_busy.eq(issue.busy)]
         pc = self.pc
         present = Signal()
         m.d.comb += present.eq((self.state == State.ISSUE) & self.imem.resp.valid)
@@ -290,8 +287,14 @@ class Sequencer(wiring.Component):
 
         loaded = Signal(32)
         load_state = Signal(range(3))                   # 0 none, 1 requested, 2 loaded
-        m.d.comb += self.smem.resp.ready.eq(1)
-        with m.If(self.smem.resp.valid):
+        own = Signal()                                  # an lw or sw on `smem`
+        spare = issue.smem_spare
+        spare_read = Signal()                           # this cycle's answer is the spare's
+        m.d.sync += spare_read.eq(spare.req.valid & spare.req.ready)
+        m.d.comb += [self.smem.resp.ready.eq(1),
+                     spare.resp.valid.eq(self.smem.resp.valid & spare_read),
+                     spare.resp.payload.eq(self.smem.resp.payload)]
+        with m.If(self.smem.resp.valid & ~spare_read):
             m.d.sync += [loaded.eq(self.smem.resp.payload.data[0]), load_state.eq(2)]
         has_vector = packet.used.any()
         verdict = issue.verdict
@@ -310,16 +313,18 @@ class Sequencer(wiring.Component):
             self.vector.valid.eq(ready & has_vector & store_ok),
             self.vector.payload.eq(packet),
             commit.eq(ready & store_ok & vector_ok),
-            self.smem.req.payload.addr.eq(smem_addr),
+            own.eq(Mux(s0.store, ready & vector_ok, clear & s0.load & (load_state == 0))),
+            self.smem.req.valid.eq(own | spare.req.valid),
+            self.smem.req.payload.addr.eq(Mux(own, smem_addr, spare.req.payload.addr)),
             self.smem.req.payload.data[0].eq(r0["rd"]),
             self.smem.req.payload.mask.eq(1),
-            self.smem.req.payload.write.eq(s0.store),
-            self.smem.req.valid.eq(Mux(s0.store, ready & vector_ok,
-                                       clear & s0.load & (load_state == 0))),
+            self.smem.req.payload.write.eq(own & s0.store),
+            spare.req.ready.eq(self.smem.req.ready & ~own),
+            issue.written.eq(own & s0.store & self.smem.req.ready),
             self.imem.resp.ready.eq(commit),
             verdict.ready.eq(commit | dma_fault),
         ]
-        with m.If(self.smem.req.valid & self.smem.req.ready & ~s0.store):
+        with m.If(own & self.smem.req.ready & ~s0.store):
             m.d.sync += load_state.eq(1)
         self._stall_causes(m, present=present, delay=delay, dma=issue.busy | (clear & is_dma),
                            wait=self.waiting,
@@ -402,3 +407,13 @@ class Sequencer(wiring.Component):
             hit = causes[cause] & ~commit & ~taken
             m.d.comb += self.stall[cause].eq(hit)
             taken = taken | hit
+
+
+def _join_reads(m, initiator, memory):
+    """Joins a read-only initiator port to a memory port of another address width."""
+    m.d.comb += [memory.req.valid.eq(initiator.req.valid),
+                 memory.req.payload.addr.eq(initiator.req.payload.addr),
+                 initiator.req.ready.eq(memory.req.ready),
+                 initiator.resp.valid.eq(memory.resp.valid),
+                 initiator.resp.payload.eq(memory.resp.payload),
+                 memory.resp.ready.eq(initiator.resp.ready)]

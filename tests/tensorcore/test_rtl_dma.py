@@ -134,3 +134,26 @@ def test_random_dma_programs(runner, seed):
                        context=f"program seed {program_seed} of test seed {seed}:\n{text}")
         compared += rtl is not None
     assert compared >= len(seeds) // 2
+
+
+def test_a_record_written_after_it_was_read_ahead_is_used_as_written(runner):
+    """The second record is read ahead while the first is judged; an ``sw`` then moves
+    its destination, and its ``dma`` copies to the new one. An ``sw`` in the bundle of a
+    ``dma`` is not seen by it (its record is read first, as in the ISS), but by the next."""
+    records = [_copy(("hbm", 8 * k), ("vmem", 8 * k), (8,), (1,), (1,), 1) for k in range(3)]
+    dst = [RECORDS + 12 * k + 2 for k in range(3)]   # word 2 of a record: dst_base
+    program = f"""
+        dma {RECORDS} | addi s1, s0, 40
+        delay 20
+        sw s1, {dst[1]}(s0)
+        addi s1, s0, 48
+        sw s1, {dst[2]}(s0) | dma {RECORDS + 12}
+        addi s1, s0, 56
+        sw s1, {dst[2]}(s0) | dma {RECORDS + 24}
+        wait f1, 24
+        halt
+    """
+    rtl, iss = cosim(runner, program, smem=_smem(*records), rng=np.random.default_rng(5))
+    assert iss.halted and iss.dmas == 3
+    assert rtl.vmem[40:48].tolist() == rtl.hbm[8:16].tolist()
+    assert rtl.vmem[48:56].tolist() == rtl.hbm[16:24].tolist()

@@ -13,7 +13,10 @@ Items, named ``tensorcore.*``. Per issued bundle (``golden.tensorcore.run``'s ``
   register, the misc operand; an ``lw``'s result used at once; both scalar slots writing
   one register; a ``vld`` of a VMEM line a ``vst`` wrote one to three bundles before; a
   ``dma`` one to three bundles after a ``vst`` (the VMEM fence); a vector slot in the
-  bundle after a met ``wait``/``waitc`` (in DMA programs, the data the DMA brought).
+  bundle after a met ``wait``/``waitc`` (in DMA programs, the data the DMA brought); a
+  ``dma`` of the record after the last ``dma``'s (the one the chip reads ahead); a
+  ``dma`` of a record an ``sw`` wrote since the last ``dma`` (so a record read ahead is
+  read again).
 
 Per program: ``stall``, each cause (``hdl.tensorcore.sequencer.STALL_CAUSES``) the chip
 counted at least one cycle of; ``stop``, how it ended (:data:`STOPS`); ``kind`` x
@@ -44,7 +47,8 @@ SLOT_NAMES = tuple(SLOT_KINDS)
 _PAIRS = [f"{a}+{b}" for i, a in enumerate(SLOT_NAMES) for b in SLOT_NAMES[i + 1:]]
 HAZARDS = ("alu_after_write", "branch_after_write", "sw_data_after_write",
            "vaddr_after_write", "misc_after_write", "load_use", "same_rd",
-           "vld_after_vst", "dma_after_vst", "vector_after_wait")
+           "vld_after_vst", "dma_after_vst", "vector_after_wait", "dma_next_record",
+           "dma_record_written")
 #: How a program may end: halted, blocked on a wait, or each fault the stimulus deals
 #: (``race`` is the ISS's own, and such programs are not run; the chip always has an MXU
 #: and names no other chip, so ``no_mxu``, ``dma_chip`` and ``dma_sent_flag`` cannot be).
@@ -95,6 +99,7 @@ class Tracer:
         """``(slot kinds, slot pairs, hazards)`` per issued bundle."""
         out = []
         recent_vst, prev = [], None
+        last_record, stored_words = None, set()    # the last dma's record; sw since
         pcs = [pc for pc, _, _ in self.steps[1:]] + [final_pc]
         for (pc, b, regs), next_pc in zip(self.steps, pcs):
             kinds = self._kinds(b, next_pc - pc)
@@ -126,6 +131,15 @@ class Tracer:
                     hazards.add("vld_after_vst")
             if b.misc.op == "dma" and any(recent_vst):
                 hazards.add("dma_after_vst")
+            if b.misc.op == "dma":
+                record = (int(regs[b.misc.ra]) + b.misc.imm) & 0xFFFFFFFF
+                if last_record is not None and record == last_record + tc.DESCRIPTOR_WORDS:
+                    hazards.add("dma_next_record")
+                if stored_words & set(range(record, record + tc.DESCRIPTOR_WORDS)):
+                    hazards.add("dma_record_written")
+                last_record, stored_words = record, set()
+            if b.scalar0.op == "sw":
+                stored_words.add((int(regs[b.scalar0.ra]) + b.scalar0.imm) & 0xFFFFFFFF)
             if prev is not None and prev[2] and any(
                     getattr(b, slot).op != "nop" for slot in tc.VECTOR_SLOTS):
                 hazards.add("vector_after_wait")

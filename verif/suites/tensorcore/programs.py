@@ -319,13 +319,19 @@ def random_descriptor_words(rng, *, hbm_words, vmem_words, n_flags, flags=4, bad
     return words
 
 
-def dma_program(rng, *, records, record_base, smem_words, vmem_lines, ops, steps=10):
+def dma_program(rng, *, records, record_base, smem_words, vmem_lines, ops, steps=10,
+                rewrite=0.3):
     """A program issuing the descriptor records ``records`` (at SMEM ``record_base + 12 *
     k``) with waits that cover them, and random scalar and vector bundles between (SMEM
     traffic below ``smem_words``); it ends waiting for every flag it used, and halts.
-    Vector slots may race a DMA: the ISS says so (``race``) and the caller skips those."""
+    Vector slots may race a DMA: the ISS says so (``race``) and the caller skips those.
+
+    A ``dma`` takes the record after the last one's half the time (the one the chip reads
+    ahead); with probability ``rewrite`` its record first gets a word of another record
+    (``lw``/``sw`` through s29), so a record read ahead is written before it is used."""
     extra = vector_slots(ops, vmem_lines=vmem_lines)
-    lines, totals = [], {}
+    records = [np.array(words, np.uint32) for words in records]
+    lines, totals, last = [], {}, None
 
     def wait(flag):
         lines.append(f"wait f{flag}, {totals[flag]}" +
@@ -335,6 +341,14 @@ def dma_program(rng, *, records, record_base, smem_words, vmem_lines, ops, steps
         r = rng.random()
         if r < 0.4:
             k = int(rng.integers(len(records)))
+            if last is not None and last + 1 < len(records) and rng.random() < 0.5:
+                k = last + 1
+            if rng.random() < rewrite:
+                j, other = int(rng.integers(tc.DESCRIPTOR_WORDS)), int(rng.integers(len(records)))
+                lines += [f"lw s29, {record_base + 12 * other + j}(s0)",
+                          f"sw s29, {record_base + 12 * k + j}(s0)"]
+                records[k][j] = records[other][j]
+            last = k
             lines.append(f"dma {record_base + 12 * k}" +
                          (" | addi s1, s1, 1" if rng.random() < 0.3 else ""))
             try:

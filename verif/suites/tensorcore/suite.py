@@ -116,8 +116,9 @@ def _text(rng, kind, smem, fault, *, overflow=False, reject=None):
                for _ in range(_N_RECORDS)]
     for k, words in enumerate(records):
         smem[_RECORDS + 12 * k:_RECORDS + 12 * (k + 1)] = words
+    # A rewrite would mix records broken for one reason into another's.
     return dma_program(rng, records=records, record_base=_RECORDS, smem_words=_RECORDS,
-                       vmem_lines=_VMEM_LINES, ops=OPS)
+                       vmem_lines=_VMEM_LINES, ops=OPS, rewrite=0.0 if reject else 0.3)
 
 
 def make_program(seed, numerics, index, kind):

@@ -1,0 +1,122 @@
+"""A ``dma``'s descriptor record, read from SMEM through two ports, and the next record
+read ahead while the sequencer goes on."""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..lib.memory_port import MemoryPortSignature, line_addr_width
+from ..lib.params import check_int
+
+__all__ = ["RecordReader", "record_request_layout"]
+
+#: The judge's request: the record at SMEM word ``address``.
+record_request_layout = data.StructLayout({"address": 32})
+
+
+class RecordReader(wiring.Component):
+    """Reads ``words``-word records from SMEM, and reads the next one ahead.
+
+    A record is read through two SMEM ports at once: ``smem`` from its first word up,
+    ``spare`` from its last word down, until they meet, so a record of ``words`` words
+    takes ``ceil(words / 2) + 1`` cycles when both ports are free, and ``words + 1`` when
+    one is taken. Records of a program sit one after another, so once a record is taken
+    the reader reads the next (``address + words``) ahead, when it lies in SMEM; a
+    request for it then finds it read. Anything written to SMEM (``written``) makes the
+    record read stale: a request for it reads it again.
+
+    Parameters
+    ----------
+    smem_words : int
+        SMEM words; a record read ahead must lie in them (requests are range-checked by
+        the caller).
+    words : int
+        Words per record, at least 1.
+
+    Ports
+    -----
+    request : In(stream.Signature(record_request_layout))
+        The record wanted. Taken (``ready``) in the cycle ``record`` holds it: read in
+        full, since SMEM was last written, from ``address``. A request may change while it
+        waits.
+    record : Out(data.ArrayLayout(32, words))
+        The record read (valid as above).
+    smem, spare : Out(MemoryPortSignature(addr_width, words=1))
+        Reads only. ``smem`` is the reader's own; ``spare`` is shared, and its requests
+        may wait any number of cycles (for its owner's). Each answers in request order,
+        and responses are always taken.
+    written : In(1)
+        SMEM is written this cycle (by anyone else).
+
+    Latency: a request for a record not read cuts short any read of another under way
+    (waiting for the answers asked), then waits for its own (above). Throughput: one record per read time; a record read ahead is
+    taken in the cycle it is requested.
+    """
+
+    def __init__(self, *, smem_words, words):
+        self.smem_words = check_int("smem_words", smem_words, least=1)
+        self.words = check_int("words", words, least=1)
+        port = MemoryPortSignature(addr_width=line_addr_width(smem_words), words=1)
+        super().__init__({
+            "request": In(stream.Signature(record_request_layout)),
+            "record": Out(data.ArrayLayout(32, words)),
+            "smem": Out(port),
+            "spare": Out(port),
+            "written": In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self.words
+        tag = Signal(32)                       # the record's address
+        have = Signal()                        # a read of `tag` has started
+        stale = Signal()                       # SMEM written since it started
+        stop = Signal()                        # another record is wanted: ask no more
+        low, top = Signal(range(n + 1)), Signal(range(n + 1), init=n)
+        low_got, top_got = Signal(range(n + 1)), Signal(range(n + 1), init=n)
+        # Words below `low` are asked on `smem`, words from `top` on `spare`; the record is
+        # read when the two meet (a word both asked in one cycle comes twice, the same)
+        # and every answer is in.
+        answered = (low_got == low) & (top_got == top)
+        done = (low >= top) & answered
+        idle = ~have | done | (stop & answered)
+        address = self.request.payload.address
+        hit = have & done & ~stale & (tag == address)
+        asking = have & (low < top) & ~stop
+
+        up, down = self.smem, self.spare
+        m.d.comb += [
+            up.req.valid.eq(asking), up.req.payload.addr.eq(tag + low),
+            down.req.valid.eq(asking), down.req.payload.addr.eq(tag + top - 1),
+            up.resp.ready.eq(1), down.resp.ready.eq(1),
+            self.request.ready.eq(hit),
+        ]
+        with m.If(up.req.valid & up.req.ready):
+            m.d.sync += low.eq(low + 1)
+        with m.If(down.req.valid & down.req.ready):
+            m.d.sync += top.eq(top - 1)
+        for k in range(n):
+            with m.If(up.resp.valid & (low_got == k)):
+                m.d.sync += self.record[k].eq(up.resp.payload.data[0])
+            with m.If(down.resp.valid & (top_got == k + 1)):
+                m.d.sync += self.record[k].eq(down.resp.payload.data[0])
+        with m.If(up.resp.valid):
+            m.d.sync += low_got.eq(low_got + 1)
+        with m.If(down.resp.valid):
+            m.d.sync += top_got.eq(top_got - 1)
+
+        def start(at):
+            m.d.sync += [tag.eq(at), have.eq(1), stale.eq(0), stop.eq(0), low.eq(0),
+                         top.eq(n), low_got.eq(0), top_got.eq(n)]
+
+        with m.If(self.request.valid & hit):
+            with m.If(address + 2 * n <= self.smem_words):
+                start(address + n)
+        with m.Elif(self.request.valid & idle):
+            start(address)
+        with m.Elif(self.request.valid & (tag != address)):
+            m.d.sync += stop.eq(1)             # the read ahead guessed wrong: cut it short
+        # After `start`: a write in the cycle a read starts may be missed by that read.
+        with m.If(self.written):
+            m.d.sync += stale.eq(1)
+        return m
