@@ -32,7 +32,8 @@ class TensorCore(wiring.Component):
     IMEM (a bundle a line) and SMEM (a word a line) are single-cycle
     :class:`~hdl.memory.vmem.VMEM` arrays: the sequencer holds IMEM's core port (the
     ``dma`` port is left for a host) and both of SMEM's (loads and stores, and DMA
-    descriptor records, read through both ports in the cycles without loads or stores). Each bundle's vector words go through a
+    descriptor records, which also use the first in the cycles without loads or
+    stores). Each bundle's vector words go through a
     :class:`~hdl.tensorcore.vector_queue.VectorQueue` to the :class:`~hdl.vpu.vpu.VPU`,
     so scalar execution runs up to ``vector_queue`` bundles ahead of it; an optional
     ``lanes x lanes`` :class:`~hdl.mxu.matrix_unit.MXU` sits behind the VPU.

@@ -49,8 +49,8 @@ class RecordReader(wiring.Component):
         SMEM is written this cycle (by anyone else).
 
     Latency: a request for a record not read cuts short any read of another under way
-    (waiting for the answers asked), then waits for its own (above). Throughput: one record per read time; a record read ahead is
-    taken in the cycle it is requested.
+    (waiting for the answers asked), then waits for its own (above). Throughput: one
+    record per read time; a record read ahead is taken in the cycle it is requested.
     """
 
     def __init__(self, *, smem_words, words):
@@ -116,7 +116,8 @@ class RecordReader(wiring.Component):
             start(address)
         with m.Elif(self.request.valid & (tag != address)):
             m.d.sync += stop.eq(1)             # the read ahead guessed wrong: cut it short
-        # After `start`: a write in the cycle a read starts may be missed by that read.
+        # Last, so that it wins over `start`: a read that starts as SMEM is written may
+        # miss the write.
         with m.If(self.written):
             m.d.sync += stale.eq(1)
         return m

@@ -48,8 +48,8 @@ from .programs import (REJECTS, dense_program, dma_program, initial_sregs, mxu_p
                        random_descriptor_words, scalar_program, vector_slots)
 from ...scoreboard import Tally
 
-__all__ = ["CHIP", "PROTO_CHIP", "OPS", "PROGRAMS", "Program", "make_program", "expected", "differences",
-           "check_case", "runs", "stimulus_coverage"]
+__all__ = ["CHIP", "PROTO_CHIP", "OPS", "PROGRAMS", "Program", "make_program", "expected",
+           "differences", "check_case", "runs", "stimulus_coverage"]
 
 #: The vector ALU-slot ops the programs use: the chip is built with only these.
 OPS = ("add", "mul", "max", "iadd", "select", "f32_to_bf16", "bf16_to_f32", "rsum", "rcp")
