@@ -75,7 +75,7 @@ class TensorCore(wiring.Component):
     ram_ports : int
         Ports of the SMEM's storage (:class:`~hdl.memory.vmem.VMEM`'s ``ram_ports``): 2
         (the default), or 1 for FPGA block RAM, the sequencer's and the descriptor reads
-        in turns.
+        in turns (the descriptor records then read on one port: a second gains nothing).
     mxu_fold : int
         Columns of the MXU's tile per PE (:class:`~hdl.mxu.matrix_unit.MXU`'s ``fold``,
         dividing ``lanes``): 1 (the default), or more for FPGAs, the same results from
@@ -116,13 +116,14 @@ class TensorCore(wiring.Component):
                  ops=None, hbm_words=1 << 16, n_chips=1, smem_guests=0, regfile="flops",
                  ram_ports=2, mxu_fold=1, alu_width=8):
         check_int("lanes", lanes, least=1)
+        check_int("ram_ports", ram_ports, least=1, most=2)
         check_numerics(numerics)
         if mxu is None:
             mxu = lanes % SUBLANES == 0
         self.sequencer = Sequencer(imem_depth=imem_depth, smem_words=smem_words,
                                    n_flags=n_flags, lanes=lanes, vmem_lines=vmem_lines,
                                    mxu=mxu, mxu_results=mxu_results, hbm_words=hbm_words,
-                                   n_chips=n_chips)
+                                   n_chips=n_chips, record_ports=ram_ports)
         self.queue = VectorQueue(depth=vector_queue)
         self.imem = VMEM(lines=imem_depth, lanes=BUNDLE_WORDS)
         self.smem = VMEM(lines=smem_words, lanes=1, ram_ports=ram_ports)

@@ -59,6 +59,9 @@ class DmaIssue(wiring.Component):
     hbm_words, vmem_words : int
         The DMA engine's space sizes, in words.
     n_flags, n_chips : int
+    record_ports : int
+        2 (the default): records are read through ``smem`` and ``smem_spare``; 1: through
+        ``smem`` alone (no ``smem_spare``), for an SMEM with one RAM port.
 
     Ports
     -----
@@ -69,7 +72,7 @@ class DmaIssue(wiring.Component):
         then held for ``dma``.
     smem : Out(MemoryPortSignature(addr_width, words=1))
         Record reads, one request a cycle; responses are always taken.
-    smem_spare : Out(MemoryPortSignature(addr_width, words=1))
+    smem_spare : Out(MemoryPortSignature(addr_width, words=1)), with ``record_ports=2``
         Record reads on a port shared with others: requests may wait for theirs.
     written : In(1)
         SMEM is written this cycle (a record read before is read again).
@@ -89,8 +92,10 @@ class DmaIssue(wiring.Component):
     time; ``check`` is taken again once the last is sent.
     """
 
-    def __init__(self, *, smem_words, hbm_words, vmem_words, n_flags, n_chips=1):
+    def __init__(self, *, smem_words, hbm_words, vmem_words, n_flags, n_chips=1,
+                 record_ports=2):
         self.smem_words = check_int("smem_words", smem_words, least=DESCRIPTOR_WORDS)
+        self.record_ports = check_int("record_ports", record_ports, least=1, most=2)
         # The check is built in elaborate; its parameters are refused here, at once.
         self.check_params = dict(hbm_size=hbm_words, vmem_size=vmem_words, n_flags=n_flags,
                                  n_chips=n_chips, queue_depth=1)
@@ -101,7 +106,7 @@ class DmaIssue(wiring.Component):
             "check": In(stream.Signature(check_layout)),
             "verdict": Out(stream.Signature(verdict_layout)),
             "smem": Out(self.port_signature),
-            "smem_spare": Out(self.port_signature),
+            **({"smem_spare": Out(self.port_signature)} if record_ports == 2 else {}),
             "written": In(1),
             "fence": In(1),
             "dma": Out(stream.Signature(descriptor_layout)),
@@ -111,10 +116,11 @@ class DmaIssue(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.precheck = precheck = DescriptorCheck(**self.check_params)
-        m.submodules.reader = reader = RecordReader(smem_words=self.smem_words,
-                                                    words=DESCRIPTOR_WORDS)
+        m.submodules.reader = reader = RecordReader(
+            smem_words=self.smem_words, words=DESCRIPTOR_WORDS, ports=self.record_ports)
         wiring.connect(m, reader.smem, wiring.flipped(self.smem))
-        wiring.connect(m, reader.spare, wiring.flipped(self.smem_spare))
+        if self.record_ports == 2:
+            wiring.connect(m, reader.spare, wiring.flipped(self.smem_spare))
         phase = Signal(_Phase)
         address = Signal(32)
         words = [Signal(32, name=f"record{k}") for k in range(DESCRIPTOR_WORDS)]

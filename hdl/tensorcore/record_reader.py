@@ -17,10 +17,10 @@ record_request_layout = data.StructLayout({"address": 32})
 class RecordReader(wiring.Component):
     """Reads ``words``-word records from SMEM, and reads the next one ahead.
 
-    A record is read through two SMEM ports at once: ``smem`` from its first word up,
-    ``spare`` from its last word down, until they meet, so a record of ``words`` words
-    takes ``ceil(words / 2) + 1`` cycles when both ports are free, and ``words + 1`` when
-    one is taken. Records of a program sit one after another, so once a record is taken
+    With ``ports=2`` a record is read through two SMEM ports at once: ``smem`` from its
+    first word up, ``spare`` from its last word down, until they meet, so a record of
+    ``words`` words takes ``ceil(words / 2) + 1`` cycles when both ports are free, and
+    ``words + 1`` when one is taken (and always with ``ports=1``: ``smem`` alone). Records of a program sit one after another, so once a record is taken
     the reader reads the next (``address + words``) ahead, when it lies in SMEM; a
     request for it then finds it read. Anything written to SMEM (``written``) makes the
     record read stale: a request for it reads it again.
@@ -32,6 +32,9 @@ class RecordReader(wiring.Component):
         the caller).
     words : int
         Words per record, at least 1.
+    ports : int
+        2 (the default): read through ``smem`` and ``spare``; 1: ``smem`` only, for an
+        SMEM whose two ports share one RAM port, where a second port reads nothing more.
 
     Ports
     -----
@@ -42,9 +45,9 @@ class RecordReader(wiring.Component):
     record : Out(data.ArrayLayout(32, words))
         The record read (valid as above).
     smem, spare : Out(MemoryPortSignature(addr_width, words=1))
-        Reads only. ``smem`` is the reader's own; ``spare`` is shared, and its requests
-        may wait any number of cycles (for its owner's). Each answers in request order,
-        and responses are always taken.
+        Reads only (``spare`` with ``ports=2``). ``smem`` is the reader's own; ``spare`` is
+        shared, and its requests may wait any number of cycles (for its owner's). Each
+        answers in request order, and responses are always taken.
     written : In(1)
         SMEM is written this cycle (by anyone else).
 
@@ -53,15 +56,16 @@ class RecordReader(wiring.Component):
     record per read time; a record read ahead is taken in the cycle it is requested.
     """
 
-    def __init__(self, *, smem_words, words):
+    def __init__(self, *, smem_words, words, ports=2):
         self.smem_words = check_int("smem_words", smem_words, least=1)
         self.words = check_int("words", words, least=1)
+        self.ports = check_int("ports", ports, least=1, most=2)
         port = MemoryPortSignature(addr_width=line_addr_width(smem_words), words=1)
         super().__init__({
             "request": In(stream.Signature(record_request_layout)),
             "record": Out(data.ArrayLayout(32, words)),
             "smem": Out(port),
-            "spare": Out(port),
+            **({"spare": Out(port)} if ports == 2 else {}),
             "written": In(1),
         })
 
@@ -84,26 +88,27 @@ class RecordReader(wiring.Component):
         hit = have & done & ~stale & (tag == address)
         asking = have & (low < top) & ~stop
 
-        up, down = self.smem, self.spare
-        m.d.comb += [
-            up.req.valid.eq(asking), up.req.payload.addr.eq(tag + low),
-            down.req.valid.eq(asking), down.req.payload.addr.eq(tag + top - 1),
-            up.resp.ready.eq(1), down.resp.ready.eq(1),
-            self.request.ready.eq(hit),
-        ]
+        up = self.smem
+        m.d.comb += [up.req.valid.eq(asking), up.req.payload.addr.eq(tag + low),
+                     up.resp.ready.eq(1), self.request.ready.eq(hit)]
         with m.If(up.req.valid & up.req.ready):
             m.d.sync += low.eq(low + 1)
-        with m.If(down.req.valid & down.req.ready):
-            m.d.sync += top.eq(top - 1)
         for k in range(n):
             with m.If(up.resp.valid & (low_got == k)):
                 m.d.sync += self.record[k].eq(up.resp.payload.data[0])
-            with m.If(down.resp.valid & (top_got == k + 1)):
-                m.d.sync += self.record[k].eq(down.resp.payload.data[0])
         with m.If(up.resp.valid):
             m.d.sync += low_got.eq(low_got + 1)
-        with m.If(down.resp.valid):
-            m.d.sync += top_got.eq(top_got - 1)
+        if self.ports == 2:
+            down = self.spare
+            m.d.comb += [down.req.valid.eq(asking),
+                         down.req.payload.addr.eq(tag + top - 1), down.resp.ready.eq(1)]
+            with m.If(down.req.valid & down.req.ready):
+                m.d.sync += top.eq(top - 1)
+            for k in range(n):
+                with m.If(down.resp.valid & (top_got == k + 1)):
+                    m.d.sync += self.record[k].eq(down.resp.payload.data[0])
+            with m.If(down.resp.valid):
+                m.d.sync += top_got.eq(top_got - 1)
 
         def start(at):
             m.d.sync += [tag.eq(at), have.eq(1), stale.eq(0), stop.eq(0), low.eq(0),

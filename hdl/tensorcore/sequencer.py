@@ -87,6 +87,10 @@ class Sequencer(wiring.Component):
         ``vmem_lines * lanes``.
     n_chips : int
         Chips a remote push may name (default 1).
+    record_ports : int
+        2 (the default): ``dma`` records are read on ``smem_record`` and, in the cycles
+        without ``lw``/``sw``, on ``smem``; 1: on ``smem_record`` alone (an SMEM whose
+        ports share one RAM port, where the second reads nothing more).
 
     Ports
     -----
@@ -95,9 +99,10 @@ class Sequencer(wiring.Component):
     imem : Out(MemoryPortSignature(addr_width, words=BUNDLE_WORDS))
         Bundle fetch; IMEM line ``p`` is bundle ``p``. Responses are taken at commit.
     smem : Out(MemoryPortSignature(addr_width, words=1))
-        ``lw`` reads and ``sw`` writes, and in cycles without them the DmaIssue's record
-        reads (its ``smem_spare``). A read accepted in cycle ``t`` must be answered in
-        cycle ``t + 1`` (as SMEM's ``VMEM`` port does); responses are always taken.
+        ``lw`` reads and ``sw`` writes, and with ``record_ports=2`` in cycles without them
+        the DmaIssue's record reads (its ``smem_spare``). A read accepted in cycle ``t``
+        must be answered in cycle ``t + 1`` (as SMEM's ``VMEM`` port does); responses are
+        always taken.
     smem_record : Out(MemoryPortSignature(addr_width, words=1))
         DMA descriptor record reads, on SMEM's second port.
     dma : Out(stream.Signature(descriptor_layout))
@@ -153,7 +158,7 @@ class Sequencer(wiring.Component):
 
     def __init__(self, *, imem_depth=256, smem_words=1024, n_flags=16, lanes=8,
                  vmem_lines=256, mxu=False, mxu_results=16, hbm_words=DEFAULT_HBM_WORDS,
-                 n_chips=1):
+                 n_chips=1, record_ports=2):
         self.imem_depth = check_int("imem_depth", imem_depth, least=1)
         self.smem_words = check_int("smem_words", smem_words, least=1)
         self.n_flags = check_int("n_flags", n_flags, least=1, most=1 << FLAG_BITS)
@@ -165,7 +170,9 @@ class Sequencer(wiring.Component):
         check_int("n_chips", n_chips, least=1, most=1 << CHIP_BITS)
         self.issue_params = dict(smem_words=max(smem_words, DESCRIPTOR_WORDS),
                                  hbm_words=hbm_words, vmem_words=vmem_lines * lanes,
-                                 n_flags=n_flags, n_chips=n_chips)
+                                 n_flags=n_flags, n_chips=n_chips,
+                                 record_ports=check_int("record_ports", record_ports,
+                                                        least=1, most=2))
         # DmaIssue is built in elaborate; what it would refuse is refused here, at once.
         check_descriptor_check_params(hbm_size=hbm_words, vmem_size=vmem_lines * lanes,
                                       n_flags=n_flags, n_chips=n_chips, queue_depth=1)
@@ -288,7 +295,7 @@ class Sequencer(wiring.Component):
         loaded = Signal(32)
         load_state = Signal(range(3))                   # 0 none, 1 requested, 2 loaded
         own = Signal()                                  # an lw or sw on `smem`
-        spare = issue.smem_spare
+        spare = self._spare(m, issue, own)
         spare_read = Signal()                           # this cycle's answer is the spare's
         m.d.sync += spare_read.eq(spare.req.valid & spare.req.ready)
         m.d.comb += [self.smem.resp.ready.eq(1),
@@ -319,7 +326,6 @@ class Sequencer(wiring.Component):
             self.smem.req.payload.data[0].eq(r0["rd"]),
             self.smem.req.payload.mask.eq(1),
             self.smem.req.payload.write.eq(own & s0.store),
-            spare.req.ready.eq(self.smem.req.ready & ~own),
             issue.written.eq(own & s0.store & self.smem.req.ready),
             self.imem.resp.ready.eq(commit),
             verdict.ready.eq(commit | dma_fault),
@@ -394,6 +400,16 @@ class Sequencer(wiring.Component):
                         with m.If(~self.imem.req.ready):
                             m.d.sync += self.state.eq(State.FETCH)
         return m
+
+    def _spare(self, m, issue, own):
+        """The DmaIssue's record reads on ``smem`` (its ``smem_spare``, after this core's
+        own requests), or with one record port a stand-in that never asks."""
+        if self.issue_params["record_ports"] == 2:
+            spare = issue.smem_spare
+        else:
+            spare = issue.port_signature.create(path=("no_spare",))
+        m.d.comb += spare.req.ready.eq(self.smem.req.ready & ~own)
+        return spare
 
     def _stall_causes(self, m, *, present, delay, dma, wait, smem, vector, commit):
         """Drive ``stall``: each argument but ``present`` and ``commit`` is the condition

@@ -21,11 +21,21 @@ RECORDS = 72                       # descriptor records live at SMEM 72, 84, 96,
 OPS = ("add",)
 
 
-@pytest.fixture(scope="module")
-def runner():
+def _runner(**kw):
     return CoreRunner(TensorCoreSystem(imem_depth=IMEM, smem_words=SMEM, n_flags=N_FLAGS,
                                        lanes=1, vmem_lines=VMEM_LINES, hbm_words=HBM,
-                                       ops=OPS))
+                                       ops=OPS, **kw))
+
+
+@pytest.fixture(scope="module")
+def runner():
+    return _runner()
+
+
+@pytest.fixture(scope="module")
+def one_port_runner():
+    """SMEM on one RAM port (the FPGA chips'): records read on one port."""
+    return _runner(ram_ports=1)
 
 
 def cosim(runner, program, *, smem, rng, sregs=None, context=""):
@@ -136,7 +146,8 @@ def test_random_dma_programs(runner, seed):
     assert compared >= len(seeds) // 2
 
 
-def test_a_record_written_after_it_was_read_ahead_is_used_as_written(runner):
+@pytest.mark.parametrize("ports", [2, 1])
+def test_a_record_written_after_it_was_read_ahead_is_used_as_written(request, ports):
     """The second record is read ahead while the first is judged; an ``sw`` then moves
     its destination, and its ``dma`` copies to the new one. An ``sw`` in the bundle of a
     ``dma`` is not seen by it (its record is read first, as in the ISS), but by the next."""
@@ -153,6 +164,7 @@ def test_a_record_written_after_it_was_read_ahead_is_used_as_written(runner):
         wait f1, 24
         halt
     """
+    runner = request.getfixturevalue("runner" if ports == 2 else "one_port_runner")
     rtl, iss = cosim(runner, program, smem=_smem(*records), rng=np.random.default_rng(5))
     assert iss.halted and iss.dmas == 3
     assert rtl.vmem[40:48].tolist() == rtl.hbm[8:16].tolist()
