@@ -72,7 +72,8 @@ def _vpu_program_run(rng, chip, backend):
     assert done.counters["bundles"] == 12
 
 
-@pytest.mark.long
+# Slow for make test's budget (22 s): the corrupt-frame test below keeps the bridge there.
+@pytest.mark.slow
 def test_a_vpu_program_over_the_simulated_uart_ends_as_the_iss(rng):
     _vpu_program_run(rng, SMALL, "amaranth")
 

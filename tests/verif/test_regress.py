@@ -84,6 +84,7 @@ def test_broken_golden_is_caught_and_reproduced(tmp_path):
     assert len(failures) == 1 and "reproduce: tpu-rtl regress" in failures[0].find("failure").text
 
 
+@pytest.mark.slow      # 24 s, make test's budget: it waits out a hang's timeout
 def test_a_crash_or_a_hang_loses_only_its_seed(tmp_path):
     crash = _regress("arith", "--seeds", "3", "-j", "2", "--sim", "amaranth", "--only",
                      "fp32_to_bf16-tpu", "--inject", "crash", "--inject-seed", "2", cwd=tmp_path)

@@ -84,7 +84,9 @@ def test_stimulus_alone_reaches_every_tpu_bin(seed):
     assert all("ieee" in hole for hole in missing), (seed, missing)
 
 
-@pytest.mark.long
+# Slow for make test's budget (20 s): tests/verif/test_regress.py catches a broken golden
+# through the same runner in make test.
+@pytest.mark.slow
 def test_a_program_passes_and_a_broken_golden_is_caught_on_verilator(seed):
     build, program = suite.program(seed, "tpu", 1, 0)      # the 1-lane build: quick to make
     for inject, mismatches in ((None, 0), ("golden-fault", 1)):
