@@ -86,10 +86,10 @@ class DmaIssue(wiring.Component):
 
     Latency: one cycle from ``check`` to the record when it was read ahead (the record
     after the last one taken, SMEM not written since), else the reader's (at best
-    ``DESCRIPTOR_WORDS / 2 + 2`` cycles); then one for the format check and the
-    :class:`~hdl.memory.dma_check.DescriptorCheck`'s (2 cycles when accepted, at most 33
-    for a range rejection), and one for the verdict. Throughput: one descriptor at a
-    time; ``check`` is taken again once the last is sent.
+    ``DESCRIPTOR_WORDS / 2 + 2`` cycles on two ports, ``DESCRIPTOR_WORDS + 2`` on one);
+    then one for the format check, the :class:`~hdl.memory.dma_check.DescriptorCheck`'s
+    (2 cycles when accepted, at most 33 for a range rejection), and one for the verdict.
+    Throughput: one descriptor at a time; ``check`` is taken again once the last is sent.
     """
 
     def __init__(self, *, smem_words, hbm_words, vmem_words, n_flags, n_chips=1,
