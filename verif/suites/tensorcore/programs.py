@@ -3,7 +3,8 @@
 A program is straight-line bundles, forward branches and counted loops, so it ends
 (with a halt, a fault, or a wait that blocks). s28 is a small VMEM line base, s30 a small
 SMEM pointer and s31 the loop counter; random ALU ops write s1..s27 (and now and then s0,
-whose writes drop), and now and then s28 a new value below 8.
+whose writes drop), and now and then s28 a new value below 8; ``dma`` programs copy record
+words through s29.
 """
 
 import numpy as np
