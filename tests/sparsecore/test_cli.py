@@ -128,23 +128,6 @@ def test_bench_accepts_only_a_known_section(capsys):
     assert "argument SECTION: invalid choice: 'mxu'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("alpha", [0.0, 1.05, 1.5])
-def test_zipf_ids_follow_the_truncated_law(alpha, rng):
-    rows, n = 20, 200_000
-    ids = sparse_batch.zipf_ids(rng, n, rows, alpha)
-    assert ids.dtype == np.int32 and ids.min() >= 0 and ids.max() < rows
-    # The law fixes the frequency of each popularity rank, whichever row holds it.
-    counts = np.sort(np.bincount(ids, minlength=rows))[::-1]
-    law = [r ** -alpha for r in range(1, rows + 1)]
-    expected = n * np.array(law) / sum(law)
-    assert np.all(np.abs(counts - expected) < 5 * np.sqrt(expected) + 1), (counts, expected)
-
-
-def test_zipf_ids_reject_a_negative_exponent(rng):
-    with pytest.raises(ValueError, match="alpha must be a finite number >= 0, not -1"):
-        sparse_batch.zipf_ids(rng, 4, 8, -1)
-
-
 @pytest.mark.slow         # make test's budget: a whole SparseCore bench to test a docs splice
 def test_bench_section_replaces_its_old_text(seed, tmp_path, monkeypatch):
     bench = SparseBench(backend="amaranth", row_widths=(8,), read_latencies=(4,),

@@ -69,8 +69,8 @@ def _smaller(b):
 def test_an_overflow_case_raises_on_both_sides_before_a_build():
     seed = 1
     b = stimulus.build(seed)
-    # case04 is dealt an overflow, and its largest pair holds more than one unique id.
-    c = stimulus.case(seed, 4)
+    # case09 is dealt an overflow, and its largest pair holds more than one unique id.
+    c = stimulus.case(seed, 9)
     assert c.capacity == "overflow"
     table, indices, offsets, kwargs = stimulus.inputs_of(c, b)
     with pytest.raises(ge.CapacityOverflow):

@@ -36,7 +36,7 @@ __all__ = ["measure", "SHAPE", "ALPHA", "ROWS", "DIM", "BATCH", "BAG", "GOALS",
            "bisection_bound"]
 
 #: The benchmark's topology and step.
-SHAPE, ALPHA, ROWS, DIM, BATCH, BAG = "4x4", 1.05, 16384, 16, 64, 8
+SHAPE, ALPHA, ROWS, DIM, BATCH, BAG = "4x4", 1.05, 16384, 16, 128, 8
 #: The chips' changes to ``sim.system.EMBEDDING_CHIP``, and the routers' routing: four push
 #: ports (a chip with a SparseCore has at most 5, as its flag bank takes 8 adders), pushes
 #: dealt to the first push port whose queue is empty (``push_dealing="empty"``), and

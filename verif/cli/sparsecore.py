@@ -1,6 +1,6 @@
 """``tpu-rtl sparsecore``: a lookup and an update on the SparseCore tile RTL, against golden.
 
-One batch of Zipf-distributed ids (:func:`verif.suites.sparsecore.batch.zipf_ids`) over a
+One batch of Zipf-distributed ids (:func:`verif.suites.sparsecore.stimulus.zipf_ids`) over a
 random table goes through
 :func:`sim.sparsecore.lookup` and :func:`sim.sparsecore.update`. Every output word (the
 lookup's rows; the whole table and the accumulators after the update) is scored bit for

@@ -16,26 +16,9 @@ from sim import sparsecore as sim_sparsecore
 
 from verif.scoreboard import Scoreboard
 from verif.suites.mxu.scenarios import fp32_matrix
+from verif.suites.sparsecore.stimulus import zipf_ids
 
-__all__ = ["zipf_ids", "Batch", "make_batch", "OpCheck", "check_lookup", "check_update"]
-
-
-def zipf_ids(rng, n, rows, alpha):
-    """``n`` ids in ``[0, rows)`` following Zipf's law truncated to the table.
-
-    The row of popularity rank ``r`` (1-based) is drawn with probability proportional
-    to ``r ** -alpha``; ranks are dealt to rows by a random permutation, so the hot rows
-    are scattered over the table as in a real embedding. ``alpha = 0`` is uniform.
-    Truncating (rather than folding numpy's unbounded ``zipf`` into range) keeps the
-    law's shape, so the dedup savings it gives are the textbook ones.
-    """
-    if not (np.isfinite(alpha) and alpha >= 0):
-        raise ValueError(f"alpha must be a finite number >= 0, not {alpha}")
-    if rows < 1:
-        raise ValueError(f"rows must be at least 1, not {rows}")
-    weights = np.arange(1, rows + 1, dtype=np.float64) ** -float(alpha)
-    ranks = rng.choice(rows, size=n, p=weights / weights.sum())
-    return rng.permutation(rows)[ranks].astype(np.int32)
+__all__ = ["Batch", "make_batch", "OpCheck", "check_lookup", "check_update"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +38,7 @@ class Batch:
 
 
 def make_batch(rng, *, rows, width, batch, bag, alpha, weighted=False, special_density=0.0):
-    """``batch`` bags of ``bag`` Zipf ids (:func:`zipf_ids`) over a random ``rows x width``
+    """``batch`` bags of ``bag`` Zipf ids (:func:`~verif.suites.sparsecore.stimulus.zipf_ids`) over a random ``rows x width``
     table; table, weights and gradients hold a ``special_density`` fraction of special
     values (signed zeros, infinities, NaNs, subnormals)."""
     table = fp32_matrix(rng, (rows, width), special_density=special_density)

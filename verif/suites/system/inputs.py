@@ -28,13 +28,14 @@ def random_inputs(kind, chips, size, dtype, rng):
 
 def embedding_inputs(rng, chips, *, rows, dim, batch, bag, alpha):
     """A table fp32 [rows, dim] and, per chip, ``batch`` bags of ``bag`` Zipf(``alpha``) ids
-    (folded into the table), their weights and the bags' gradients: ``(table, indices,
-    offsets, weights, grads)`` as ``golden.embedding.step`` takes them, about 2% of every
-    value special."""
-    from verif.suites.sparsecore.stimulus import fp32_values
+    (truncated to the table: ``verif.suites.sparsecore.stimulus.zipf_ids``), their
+    weights and the bags' gradients: ``(table, indices, offsets, weights, grads)`` as
+    ``golden.embedding.step`` takes them, about 2% of every value special."""
+    from verif.suites.sparsecore.stimulus import fp32_values, zipf_ids
     table = fp32_values(rng, (rows, dim), special_density=0.02).view(np.float32)
-    indices = [((rng.zipf(alpha, batch * bag) - 1) % rows).astype(np.int64)
-               for _ in range(chips)]
+    # One draw for all chips: they share the hot rows.
+    indices = list(zipf_ids(rng, chips * batch * bag, rows, alpha).astype(np.int64)
+                   .reshape(chips, batch * bag))
     offsets = [np.arange(0, batch * bag + 1, bag, dtype=np.int64) for _ in range(chips)]
     weights = [fp32_values(rng, batch * bag, special_density=0.02).view(np.float32)
                for _ in range(chips)]

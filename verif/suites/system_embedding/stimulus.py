@@ -48,7 +48,7 @@ from golden.sparsecore import COMBINERS
 from sim.backends.whole_run import memory_depth
 from sim.kernels.embedding import plan_embedding
 from sim.system import EMBEDDING_CHIP
-from verif.suites.sparsecore.stimulus import fp32_values
+from verif.suites.sparsecore.stimulus import fp32_values, zipf_ids
 
 __all__ = ["SHAPES", "DEAL", "LINKS", "JITTER", "CASES", "FAILED_CASES", "ALPHAS", "ROW_CLASSES",
            "WIDTHS", "BACKWARDS", "CAPACITIES", "EDGES", "TILE", "Build", "Case", "build",
@@ -242,12 +242,14 @@ def inputs_of(c, b):
     V, D = c.num_rows, c.dim
     table = fp32_values(rng, (V, D), special_density=0.05)
     indices, offsets, weights, grads = [], [], [], []
+    hot = rng.permutation(V)     # every chip's ids share their hot rows
     for r in range(chips):
         lengths = rng.integers(0, c.longest + 1, c.bags)
         if c.edge == "empty_bag":
             lengths[rng.integers(c.bags)] = 0
         offs = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        ids = ((rng.zipf(c.alpha, int(offs[-1])) - 1) % V).astype(np.int64)
+        ids = zipf_ids(rng, int(offs[-1]), V, c.alpha,
+                       rows_by_rank=hot).astype(np.int64)
         if c.edge == "hot_everywhere" and len(ids):
             ids[rng.integers(len(ids))] = V - 1
         indices.append(ids)
