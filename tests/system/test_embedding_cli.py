@@ -39,7 +39,7 @@ def test_a_wrong_word_fails_with_a_reproducer(monkeypatch, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--alpha", "1.0"], "--alpha must be above 1"),
+    (["--alpha", "-1"], "argument --alpha: must be a finite number >= 0, not -1"),
     (["--rows", "0"], "--rows"),
     (["--combiner", "max"], "--combiner"),
 ])

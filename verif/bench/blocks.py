@@ -569,9 +569,9 @@ def _sparsecore_section(result, *, only=False):
         "",
         f"**Dedup on Zipf ids.** {bench.zipf_bags} bags of {bench.bag} ids over a "
         f"{bench.zipf_rows:,} x {bench.zipf_width} table, the ids drawn from Zipf's law "
-        "truncated to the table (`verif.suites.sparsecore.stimulus.zipf_ids`), looked up (`sum`) and "
-        f"updated (`{bench.optimizer}`); HBM read latency {latency}. Each row is `tpu-rtl "
-        f"sparsecore --rows {bench.zipf_rows} --width {bench.zipf_width} --batch "
+        "truncated to the table (`verif.suites.sparsecore.stimulus.zipf_ids`), looked up "
+        f"(`sum`) and updated (`{bench.optimizer}`); HBM read latency {latency}. Each row is "
+        f"`tpu-rtl sparsecore --rows {bench.zipf_rows} --width {bench.zipf_width} --batch "
         f"{bench.zipf_bags} --bag {bench.bag} --alpha A --optimizer {bench.optimizer} --lr "
         f"{bench.lr:g} --read-latency {latency} --words-per-cycle {wpc} --backend "
         f"{bench.backend} --seed {result.seed}`. *row reads*: the tile's count of table rows "

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from verif.cli.common import add_fail, check_outputs, natural, parse_size, positive
+from verif.cli.common import add_fail, check_outputs, exponent, natural, parse_size, positive
 from verif.report import collective_table, plot_links
 from verif.suites.system.inputs import embedding_inputs, random_inputs
 
@@ -127,8 +127,9 @@ def add_parser(subparsers, help):
                    help="bags a chip (default 4)")
     e.add_argument("--bag", type=positive, default=4, metavar="L",
                    help="ids a bag (default 4)")
-    e.add_argument("--alpha", type=float, default=1.05,
-                   help="Zipf exponent of the ids, > 1 (default 1.05)")
+    e.add_argument("--alpha", type=exponent, default=1.05, metavar="A",
+                   help="Zipf exponent of the ids, truncated to the table (default 1.05; "
+                        "0 is uniform)")
     e.add_argument("--combiner", choices=("sum", "mean", "sqrtn"), default="sum")
     e.add_argument("--optimizer", choices=("sgd", "adagrad", "rowwise_adagrad"), default="sgd",
                    help="the update's optimizer (default sgd; the Adagrads start from 0.1)")
@@ -390,8 +391,6 @@ def cmd_embedding(args):
 
     from verif.cli.common import CommandError, progress_printer
 
-    if not args.alpha > 1:
-        raise CommandError(f"--alpha must be above 1 (a Zipf exponent), not {args.alpha}", 2)
     topology = _topology(args)
     chips = int(topology.alive.sum())
     rng = np.random.default_rng(args.seed)

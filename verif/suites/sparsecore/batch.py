@@ -38,7 +38,8 @@ class Batch:
 
 
 def make_batch(rng, *, rows, width, batch, bag, alpha, weighted=False, special_density=0.0):
-    """``batch`` bags of ``bag`` Zipf ids (:func:`~verif.suites.sparsecore.stimulus.zipf_ids`) over a random ``rows x width``
+    """``batch`` bags of ``bag`` Zipf ids
+    (:func:`~verif.suites.sparsecore.stimulus.zipf_ids`) over a random ``rows x width``
     table; table, weights and gradients hold a ``special_density`` fraction of special
     values (signed zeros, infinities, NaNs, subnormals)."""
     table = fp32_matrix(rng, (rows, width), special_density=special_density)

@@ -19,9 +19,9 @@ import numpy as np
 
 from golden.sparsecore import COMBINERS
 
-__all__ = ["SPECIAL_FP32", "fp32_values", "table", "zipf_ids", "ids", "BAG_KINDS", "HUGE", "DISTRIBUTIONS",
-           "LEARNING_RATES", "BAD_IDS", "BAD_PLACES", "LOOKUPS", "UPDATES", "OPERATIONS",
-           "Limits", "Card", "Batch", "deal", "make_batch"]
+__all__ = ["SPECIAL_FP32", "fp32_values", "table", "zipf_ids", "ids", "BAG_KINDS", "HUGE",
+           "DISTRIBUTIONS", "LEARNING_RATES", "BAD_IDS", "BAD_PLACES", "LOOKUPS", "UPDATES",
+           "OPERATIONS", "Limits", "Card", "Batch", "deal", "make_batch"]
 
 #: fp32 patterns every arithmetic path must survive: signed zeros, infinities,
 #: NaNs (quiet, signalling, negative, with payloads), subnormals (smallest,
