@@ -77,12 +77,12 @@ def zipf_ids(rng, n, rows, alpha, *, rows_by_rank=None):
         raise ValueError(f"alpha must be a finite number >= 0, not {alpha}")
     if rows < 1:
         raise ValueError(f"rows must be at least 1, not {rows}")
+    if rows_by_rank is not None and len(rows_by_rank) != rows:
+        raise ValueError(f"rows_by_rank must hold the {rows} rows, not {len(rows_by_rank)}")
     weights = np.arange(1, rows + 1, dtype=np.float64) ** -float(alpha)
     ranks = rng.choice(rows, size=n, p=weights / weights.sum())
     if rows_by_rank is None:
         rows_by_rank = rng.permutation(rows)
-    elif len(rows_by_rank) != rows:
-        raise ValueError(f"rows_by_rank must hold the {rows} rows, not {len(rows_by_rank)}")
     return np.asarray(rows_by_rank)[ranks].astype(np.int32)
 
 
