@@ -9,29 +9,26 @@ from verif.suites.sparsecore.stimulus import zipf_ids
 from verif.suites.system.inputs import embedding_inputs
 
 
+def _rank_counts_within_the_law(ids, rows, alpha):
+    """Whether the count of each popularity rank is within 5 sigma of the truncated law
+    (which fixes the frequency of each rank, whichever row holds it)."""
+    counts = np.sort(np.bincount(ids, minlength=rows))[::-1]
+    law = np.arange(1, rows + 1, dtype=np.float64) ** -alpha
+    expected = len(ids) * law / law.sum()
+    return np.all(np.abs(counts - expected) < 5 * np.sqrt(expected) + 1)
+
+
 @pytest.mark.parametrize("alpha", [0.0, 1.05, 1.5])
 def test_zipf_ids_follow_the_truncated_law(alpha, rng):
     rows, n = 20, 200_000
     ids = zipf_ids(rng, n, rows, alpha)
     assert ids.dtype == np.int32 and ids.min() >= 0 and ids.max() < rows
-    # The law fixes the frequency of each popularity rank, whichever row holds it.
-    counts = np.sort(np.bincount(ids, minlength=rows))[::-1]
-    law = [r ** -alpha for r in range(1, rows + 1)]
-    expected = n * np.array(law) / sum(law)
-    assert np.all(np.abs(counts - expected) < 5 * np.sqrt(expected) + 1), (counts, expected)
+    assert _rank_counts_within_the_law(ids, rows, alpha)
 
 
 def test_zipf_ids_reject_a_negative_exponent(rng):
     with pytest.raises(ValueError, match="alpha must be a finite number >= 0, not -1"):
         zipf_ids(rng, 4, 8, -1)
-
-
-def _rank_counts_within_the_law(ids, rows, alpha):
-    """Whether the count of each popularity rank is within 5 sigma of the truncated law."""
-    counts = np.sort(np.bincount(ids, minlength=rows))[::-1]
-    law = np.arange(1, rows + 1, dtype=np.float64) ** -alpha
-    expected = len(ids) * law / law.sum()
-    return np.all(np.abs(counts - expected) < 5 * np.sqrt(expected) + 1)
 
 
 def test_embedding_inputs_draw_their_ids_from_the_truncated_law(rng):
