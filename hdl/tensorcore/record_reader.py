@@ -20,10 +20,10 @@ class RecordReader(wiring.Component):
     With ``ports=2`` a record is read through two SMEM ports at once: ``smem`` from its
     first word up, ``spare`` from its last word down, until they meet, so a request for a
     record of ``words`` words not read yet is taken ``ceil(words / 2) + 2`` cycles after
-    it is first made when both ports are free, and ``words + 2`` when one is taken (and
-    always with ``ports=1``: ``smem`` alone). Records of a program sit one after another, so once a record is taken
-    the reader reads the next (``address + words``) ahead, when it lies in SMEM; a
-    request for it then finds it read. Anything written to SMEM (``written``) makes the
+    it is first made when both ports are free, and ``words + 2`` when ``spare`` is taken
+    (and always with ``ports=1``: ``smem`` alone). Records of a program sit one after
+    another, so once a record is taken the reader reads the next (``address + words``)
+    ahead, when it lies in SMEM; a request for it then finds it read. Anything written to SMEM (``written``) makes the
     record read stale: a request for it reads it again.
 
     Parameters

@@ -66,7 +66,8 @@ def _loopback_batch(rng):
 
 
 # Verilator's case is slow for make test's budget (16 s), as above.
-@pytest.mark.parametrize("backend", ["amaranth", pytest.param("verilator", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("backend", ["amaranth",
+                                     pytest.param("verilator", marks=pytest.mark.slow)])
 def test_pushes_to_this_chip_loop_back(backend, rng):
     hbm, vmem, descriptors = _loopback_batch(rng)
     assert dma.push_flits(HBM_WORDS, VMEM_WORDS, descriptors) == 16
