@@ -40,7 +40,9 @@ over the ICI and sync flags:
    sources in rank order: ``golden.embedding.step``'s update, restricted to o's rows.
 
 Each work item is stored in SMEM below the SparseCore's item slot; the program copies it
-into the slot, rings the doorbell and waits on the item's flag.
+into the slot, rings the doorbell and waits on the item's flag. The gather's item, the
+step's first, is copied before the ids ``wait``, so that only the doorbell is left after
+it.
 
 The owners' update batch (their local ids and bag ends) is planned from the same
 ``golden.embedding`` plan as the messages carry; the headers land but the SparseCore reads
@@ -145,7 +147,7 @@ class _Chip:
 
     def __init__(self, base):
         self.next, self.hbm, self.smem, self.lines, self.descriptors = base, {}, [], [], 0
-        self.areas, self.items, self.marks = {}, [], {}
+        self.areas, self.items, self.marks, self.staged = {}, [], {}, None
 
     def mark(self, phase):
         """The program so far ends ``phase``."""
@@ -162,12 +164,30 @@ class _Chip:
         self.smem.append(tc.descriptor_words(descriptor))
         self.lines.append(f"dma {tc.DESCRIPTOR_WORDS * (len(self.smem) - 1)}")
 
+    def stage(self, item):
+        """Copy work ``item`` into the SparseCore's item slot, to be posted later by
+        :meth:`ring`; returns its number. The slot is free: every item before it has been
+        waited for (``post`` waits at once)."""
+        if self.staged is not None:
+            raise RuntimeError(f"item {self.staged} is staged and not yet rung")
+        self.staged = len(self.items)
+        self.lines.append(("copy", self.staged))
+        self.items.append(item)
+        return self.staged
+
+    def ring(self, k, flag, value):
+        """Post staged item ``k`` (the doorbell counts it) and wait until ``flag`` reaches
+        ``value``."""
+        if self.staged != k:
+            raise RuntimeError(f"item {k} is not the staged one ({self.staged})")
+        self.staged = None
+        self.lines.append(("ring", k))
+        self.wait(flag, value)
+
     def post(self, item, flag, value):
         """Post work ``item`` to the SparseCore (copied below the doorbell, which then
         counts it) and wait until ``flag`` reaches ``value``."""
-        self.lines.append(("post", len(self.items)))
-        self.items.append(item)
-        self.wait(flag, value)
+        self.ring(self.stage(item), flag, value)
 
     def wait(self, flag, value):
         if value:
@@ -388,15 +408,19 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
             w.dma(gm.Descriptor(("hbm", w.areas[f"send_ids{o}"]),
                                 ("remote", int(chips[o]), "hbm", work[o].areas[f"recv_ids{c}"]),
                                 (1 + int(p.unique[c, o]),), (1,), (1,), FLAGS["ids"]))
-        w.wait(FLAGS["ids"], sum(1 + int(p.unique[s, c]) for s in range(C) if s != c))
-        w.mark("ids")
         # 2. the gather: the SparseCore copies each served row once from the table into
         # its Spmem (row k at Spmem line 0 + k rows), and adds the rows it read to the flag.
+        # Its item is the step's first, so it is copied into the slot while the ids come,
+        # and the gather starts with the doorbell.
         if len(p.served[c]):
-            w.post(_item(op=0, gather=1, to_spmem=1, n_rows=shard_rows[c],
-                         n_ids=len(p.served[c]), n_bags=0, table=0, ids=w.areas["served"],
-                         weights=0, ends=0, grads=0, out=0, flag=FLAGS["gather"],
-                         per_line=per_line), FLAGS["gather"], len(p.served[c]))
+            gather = w.stage(_item(op=0, gather=1, to_spmem=1, n_rows=shard_rows[c],
+                                   n_ids=len(p.served[c]), n_bags=0, table=0,
+                                   ids=w.areas["served"], weights=0, ends=0, grads=0, out=0,
+                                   flag=FLAGS["gather"], per_line=per_line))
+        w.wait(FLAGS["ids"], sum(1 + int(p.unique[s, c]) for s in range(C) if s != c))
+        w.mark("ids")
+        if len(p.served[c]):
+            w.ring(gather, FLAGS["gather"], len(p.served[c]))
         w.mark("gather")
         # 3. the outbox: the SparseCore copies the staged rows from its Spmem into each
         # source's message order (no table row is read again), then the rows go to each
@@ -525,12 +549,13 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
                     ends[phase] = len(lines)
             if line is None:
                 break
-            if isinstance(line, tuple):                 # post item k: copy it, ring
-                k = line[1]
-                at = slot - (k + 1) * len(WORK_FIELDS)
+            if isinstance(line, tuple) and line[0] == "copy":      # item k into the slot
+                at = slot - (line[1] + 1) * len(WORK_FIELDS)
                 lines += [f"lw s2, {at + i}(s0)\nsw s2, {slot + i}(s0)"
                           for i in range(len(WORK_FIELDS))]
-                lines += [f"li s1, {k + 1}", f"sw s1, {doorbell_address(smem_words)}(s0)"]
+            elif isinstance(line, tuple):                          # ring for item k
+                lines += [f"li s1, {line[1] + 1}",
+                          f"sw s1, {doorbell_address(smem_words)}(s0)"]
             else:
                 lines.append(line)
         programs[chips[c]] = "\n".join(lines + ["halt"])

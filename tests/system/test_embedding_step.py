@@ -144,6 +144,23 @@ def test_rows_go_round_from_the_next_rank_in_pieces_a_push_queue_holds(rng):
     assert cut                                  # some message was cut into pieces
 
 
+def test_the_gather_item_waits_in_its_slot_for_the_ids(rng):
+    # The step's first item is copied into the slot before the ids wait, so that the
+    # gather phase starts with the doorbell alone (docs/system.md, bench embedding).
+    table, indices, offsets, _, _ = _step(rng, 4, rows=24, bags=4)
+    plan = plan_embedding(table, indices, offsets, topology=torus("2x2"),
+                          chip=dict(system.EMBEDDING_CHIP))
+    slot = work_address(len(plan.smem[0]))
+    for chip in plan.chips:
+        lines = plan.programs[chip].splitlines()
+        ids = next(i for i, line in enumerate(lines) if line.startswith(f"wait f{FLAGS['ids']},"))
+        gather = lines.index(next(line for line in lines
+                                  if line.startswith(f"wait f{FLAGS['gather']},")))
+        stores = [line for line in lines[:ids] if line.startswith("sw s2, ")]
+        assert stores == [f"sw s2, {slot + i}(s0)" for i in range(len(WORK_FIELDS))]
+        assert lines[ids + 1:gather] == ["li s1, 1", f"sw s1, {len(plan.smem[chip]) - 1}(s0)"]
+
+
 def _items(plan, chip):
     """The work items chip ``chip``'s SMEM holds below the SparseCore's slot, in post
     order."""
