@@ -151,6 +151,11 @@ def test_stream_beats_bound_the_error_records():
     assert beats == {"descriptors": 5, "errors": 5 + 4 + 5 + 2, "push": 10 * 3}
 
 
+# Slow for make test's budget (17 s, the DMA's only Verilator build in it): the whole-run
+# harness's cycle-for-cycle agreement is checked on the arithmetic units and the MXU
+# (tests/sim/test_whole_run.py), and the DMA runs on Icarus here and on Verilator inside
+# every system test's chip.
+@pytest.mark.slow
 def test_backends_agree_cycle_for_cycle(rng):
     hbm, vmem, descriptors = _batch(rng, 8)
     runs = [dma.run(hbm, vmem, descriptors, backend=backend, words_per_cycle=WPC,

@@ -29,14 +29,21 @@ def _junit(folder):
     return ET.parse(folder / "junit.xml").getroot()
 
 
-def test_arith_regression_passes_with_full_coverage(tmp_path):
-    proc = _regress("arith", "--seeds", "2", "-j", "2", "--sim", "amaranth",
+ARITH_UNITS = ("fp32_add", "bf16_mul", "fp32_to_bf16", "fp32_mul", "fp32_div", "fp32_sqrt")
+
+
+# The adder's four runs in make test; every unit's (28 s of its budget) in make test-slow.
+@pytest.mark.parametrize("units", [("fp32_add",),
+                                   pytest.param(ARITH_UNITS, marks=pytest.mark.slow)],
+                         ids=["fp32_add", "every-unit"])
+def test_arith_regression_passes_with_full_coverage(units, tmp_path):
+    only = ("--only", units[0]) if len(units) == 1 else ()
+    proc = _regress("arith", "--seeds", "2", "-j", "2", "--sim", "amaranth", *only,
                     "--cover-goal", "100", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = tmp_path / "build" / "regress" / "arith" / "latest"
     assert [case.get("name") for case in _junit(out)] == [
-        f"seed {seed}: {unit}/{numerics}" for seed in (1, 2)
-        for unit in ("fp32_add", "bf16_mul", "fp32_to_bf16", "fp32_mul", "fp32_div", "fp32_sqrt")
+        f"seed {seed}: {unit}/{numerics}" for seed in (1, 2) for unit in units
         for numerics in ("tpu", "ieee")]
     percent, text = functional_summary(out / "coverage.xml")
     assert percent == 100.0 and "uncovered bins: 0" in text
