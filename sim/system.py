@@ -110,12 +110,15 @@ class CollectiveRun:
     stalls: dict = None
 
 
-def system_params(topology, chip, *, vcs=2, buffer_flits=8, link_latency=2, routing="dor"):
+def system_params(topology, chip, *, vcs=2, buffer_flits=8, link_latency=2, routing="dor",
+                  speedup=1):
     """``ChipSystem`` parameters for ``topology`` and per-chip TensorCore ``chip`` ones
-    (``routing`` appears only when "adaptive", so "dor" builds keep their parameters)."""
+    (``routing`` appears only when "adaptive", and ``speedup`` only above 1, so other builds
+    keep their parameters)."""
     return dict(dims=topology.dims, vcs=vcs, buffer_flits=buffer_flits,
                 link_latency=link_latency, reconfig_cycles=2, chip=dict(chip),
-                **({"routing": routing} if routing != "dor" else {}))
+                **({"routing": routing} if routing != "dor" else {}),
+                **({"speedup": speedup} if speedup != 1 else {}))
 
 
 def _node_images(node):
@@ -147,12 +150,12 @@ def _node_params(params):
     return dict(dims=len(params["dims"]), vcs=params["vcs"],
                 buffer_flits=params["buffer_flits"], link_latency=params["link_latency"],
                 n_nodes=int(np.prod(params["dims"])), chip=params["chip"],
-                routing=params.get("routing", "dor"))
+                routing=params.get("routing", "dor"), speedup=params.get("speedup", 1))
 
 
 def run_programs(topology, programs, *, vmem, smem=None, hbm=None, chip=None, vcs=None,
-                 buffer_flits=None, link_latency=2, routing="dor", backend="verilator",
-                 seed=0, watchdog=20_000, waves=None, progress=None):
+                 buffer_flits=None, link_latency=2, routing="dor", speedup=1,
+                 backend="verilator", seed=0, watchdog=20_000, waves=None, progress=None):
     """Run ``programs[c]`` on chip c of ``topology`` until every live chip is done.
 
     Parameters
@@ -168,6 +171,10 @@ def run_programs(topology, programs, *, vmem, smem=None, hbm=None, chip=None, vc
         one per torus port: ``hdl.system.ChipNode``); ``vcs`` and ``buffer_flits`` by
         default :func:`router_defaults`
     routing : "dor" (default) or "adaptive" (SPEC 4.4; ``hdl.system.ChipNode``)
+    speedup : int
+        The routers' input speed-up, 1 (default) to ``vcs``: each router input sends up to
+        that many flits a cycle, of different VCs to different outputs
+        (``hdl.ici.Router``).
     backend, seed, waves, progress : as every runner's; with ``jitter`` in ``chip`` (HBM
         read latency jitter, cycles: ``hdl.tensorcore.TensorCoreSystem``), ``seed`` also
         seeds it (``hdl.system.ChipSystem``'s ``hbm_seed``)
@@ -195,12 +202,12 @@ def run_programs(topology, programs, *, vmem, smem=None, hbm=None, chip=None, vc
     words = [None if p is None else tc.program_words(p) for p in programs]
     params = dict(SYSTEM_CHIP) | dict(chip or {})
     vcs, buffer_flits = _check_system(topology, params, vcs=vcs, buffer_flits=buffer_flits,
-                                      routing=routing)
+                                      routing=routing, speedup=speedup)
     lanes = params["lanes"]
     longest = max(len(w) for w in words if w is not None)
     params["imem_depth"] = max(params["imem_depth"], memory_depth(longest))
     params = system_params(topology, params, vcs=vcs, buffer_flits=buffer_flits,
-                           link_latency=link_latency, routing=routing)
+                           link_latency=link_latency, routing=routing, speedup=speedup)
     chip_params = params["chip"]
     load = {}
     for c in range(n):
@@ -290,7 +297,7 @@ def router_defaults(routing, vcs=None, buffer_flits=None):
             default_flits if buffer_flits is None else buffer_flits)
 
 
-def _check_system(topology, chip, *, vcs, buffer_flits, routing="dor"):
+def _check_system(topology, chip, *, vcs, buffer_flits, routing="dor", speedup=1):
     """ChipNode's checks, made before any part is built or planned, so that a bad value is
     one error and leaves no half-built parts behind; returns ``(vcs, buffer_flits)``,
     :func:`router_defaults` filling what is None."""
@@ -301,6 +308,7 @@ def _check_system(topology, chip, *, vcs, buffer_flits, routing="dor"):
     check_int("jitter", chip.get("jitter", 0), least=0, most=1 << 20)   # the HBM model's
     check_int("vcs", vcs, least=2, most=MAX_VCS)
     check_int("buffer_flits", buffer_flits, least=1)
+    check_int("speedup", speedup, least=1, most=vcs)
     if check_routing(routing) == "adaptive":
         longest = LONGEST_PACKET_FLITS
         if vcs <= ADAPTIVE_ESCAPE_VCS:
@@ -347,7 +355,7 @@ def _explain(topology, words, out, chip, what):
 
 def collective(kind, inputs, *, topology, dtype="float32", backend="verilator", seed=0,
                numerics="tpu", chunks="auto", chip=None, vcs=None, buffer_flits=None,
-               link_latency=2, routing=None, waves=None, progress=None):
+               link_latency=2, routing=None, speedup=1, waves=None, progress=None):
     """Run collective ``kind`` on ``inputs`` over the chips of ``topology`` (SPEC section 6).
 
     ``inputs`` [C, n] (all_to_all [C, C, m]) for the C live chips, float32/int32 values or
@@ -370,12 +378,12 @@ def collective(kind, inputs, *, topology, dtype="float32", backend="verilator", 
     ``golden.collective_cost`` predicts fastest on that chip within its flags
     (``sim.kernels.collective.choose_chunks``).
 
-    ``vcs``, ``buffer_flits``, ``link_latency`` and ``routing`` are the routers' and links'
-    (:func:`run_programs`): ``routing="adaptive"`` lets a packet take any minimal route, so
-    on a ring of two chips both links to the neighbour carry its words. By default
-    ``routing`` goes with the chip: on the topology's default chip (no ``chip=``) the
-    topology's routing (``sim.system_chip.collective_routing``: "adaptive" with a ring of
-    two chips, else "dor"); on a given chip "dor", as :func:`run_programs`.
+    ``vcs``, ``buffer_flits``, ``link_latency``, ``routing`` and ``speedup`` are the routers'
+    and links' (:func:`run_programs`): ``routing="adaptive"`` lets a packet take any
+    minimal route, so on a ring of two chips both links to the neighbour carry its words.
+    By default ``routing`` goes with the chip: on the topology's default chip (no
+    ``chip=``) the topology's routing (``sim.system_chip.collective_routing``: "adaptive"
+    with a ring of two chips, else "dor"); on a given chip "dor", as :func:`run_programs`.
     :class:`CollectiveRun` reports it.
 
     Raises
@@ -397,7 +405,7 @@ def collective(kind, inputs, *, topology, dtype="float32", backend="verilator", 
     chip = (collective_chip(topology) if chip is None else dict(SYSTEM_CHIP) | dict(chip)) | \
         {"numerics": numerics}
     vcs, buffer_flits = _check_system(topology, chip, vcs=vcs, buffer_flits=buffer_flits,
-                                      routing=routing)
+                                      routing=routing, speedup=speedup)
     plan = plan_collective(kind, bits, topology=topology, dtype=dtype, lanes=chip["lanes"],
                            chunks=chunks, push_words=plan_push_words(chip),
                            push_ports=chip["network_ports"],
@@ -407,8 +415,8 @@ def collective(kind, inputs, *, topology, dtype="float32", backend="verilator", 
     chip |= {name: max(chip[name], memory_depth(value)) for name, value in need.items()}
     run = run_programs(topology, plan.programs, vmem=plan.vmem, smem=plan.smem, chip=chip,
                        vcs=vcs, buffer_flits=buffer_flits, link_latency=link_latency,
-                       routing=routing, backend=backend, seed=seed, waves=waves,
-                       progress=progress)
+                       routing=routing, speedup=speedup, backend=backend, seed=seed,
+                       waves=waves, progress=progress)
     out = plan.result(run.vmem).astype(np.uint32)
     cycles = max(run.cycles, 1)
     algbw, busbw = gc_golden.bandwidth(kind, bits.shape, cycles)
@@ -443,7 +451,7 @@ class StepRun:
 
 def data_parallel_step(shards, w, *, topology, activation=None, numerics="tpu", chunks=1,
                        chip=None, vcs=None, buffer_flits=None, link_latency=2, routing="dor",
-                       backend="verilator", seed=0, waves=None, progress=None):
+                       speedup=1, backend="verilator", seed=0, waves=None, progress=None):
     """A data-parallel step, one program per chip (:mod:`sim.kernels.data_parallel`): chip
     r multiplies ``shards[r]`` by ``w`` on its MXU, from HBM to HBM, then the chips
     all-reduce the fp32 products.
@@ -480,8 +488,8 @@ def data_parallel_step(shards, w, *, topology, activation=None, numerics="tpu", 
     chip["mxu_results"] = max(chip.get("mxu_results", 16), plan.mxu_results)
     run = run_programs(topology, plan.programs, vmem=plan.vmem, smem=plan.smem, hbm=plan.hbm,
                        chip=chip, vcs=vcs, buffer_flits=buffer_flits,
-                       link_latency=link_latency, routing=routing, backend=backend, seed=seed,
-                       waves=waves, progress=progress)
+                       link_latency=link_latency, routing=routing, speedup=speedup,
+                       backend=backend, seed=seed, waves=waves, progress=progress)
     products = np.stack([plan.matmul.result(run.hbm[c]) for c in plan.collective.chips])
     return StepRun(out=plan.result(run.vmem).view(np.float32),
                    products=products.view(np.float32), cycles=run.cycles,
@@ -636,8 +644,8 @@ class EmbeddingRun:
 def embedding_step(table, indices, offsets, *, grads=None, weights=None, topology,
                    combiner="sum", optimizer="sgd", lr=0.01, state=None, mode="exact",
                    capacity=None, numerics="tpu", backend="verilator", seed=0, chip=None,
-                   vcs=None, buffer_flits=None, link_latency=2, routing="dor", waves=None,
-                   progress=None):
+                   vcs=None, buffer_flits=None, link_latency=2, routing="dor", speedup=1,
+                   waves=None, progress=None):
     """The multi-chip embedding step (SPEC sections 4.9 and 6) on the system RTL, with a
     SparseCore on every chip: the programs of :func:`sim.kernels.embedding.plan_embedding`.
     Results equal :func:`golden.embedding.step`'s bit for bit, on every topology.
@@ -645,7 +653,8 @@ def embedding_step(table, indices, offsets, *, grads=None, weights=None, topolog
     Arguments as :func:`golden.embedding.step` (checked by it, so a bad id or a capacity
     overflow raises its error before anything is built or run); ``backend``, ``seed``,
     ``chip`` (overrides of :data:`EMBEDDING_CHIP`), ``vcs``, ``buffer_flits``,
-    ``link_latency``, ``routing``, ``waves`` and ``progress`` as :func:`collective`'s.
+    ``link_latency``, ``routing``, ``speedup``, ``waves`` and ``progress`` as
+    :func:`collective`'s.
 
     The RTL runs both modes with every optimizer (``"sgd"``, ``"adagrad"``,
     ``"rowwise_adagrad"``). ``hbm_reads`` is what the
@@ -668,14 +677,15 @@ def embedding_step(table, indices, offsets, *, grads=None, weights=None, topolog
                           state=state, mode=mode, capacity=capacity, numerics=numerics)
     chip = dict(EMBEDDING_CHIP) | dict(chip or {}) | {"numerics": numerics}
     vcs, buffer_flits = _check_system(topology, chip, vcs=vcs, buffer_flits=buffer_flits,
-                                      routing=routing)
+                                      routing=routing, speedup=speedup)
     plan = plan_embedding(table, indices, offsets, grads=grads, weights=weights,
                           topology=topology, combiner=combiner, optimizer=optimizer, lr=lr,
                           state=state, mode=mode, capacity=capacity, chip=chip)
     run = run_programs(topology, plan.programs, vmem=[None] * topology.n_chips,
                        smem=plan.smem, hbm=plan.hbm, chip=plan.chip, vcs=vcs,
                        buffer_flits=buffer_flits, link_latency=link_latency, routing=routing,
-                       backend=backend, seed=seed, waves=waves, progress=progress)
+                       speedup=speedup, backend=backend, seed=seed, waves=waves,
+                       progress=progress)
     bits = np.asarray(table).view(np.uint32)
     state_bits = None if state is None else np.asarray(state).view(np.uint32)
     if grads is not None and optimizer != "sgd" and state_bits is None:

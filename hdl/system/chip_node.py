@@ -75,8 +75,10 @@ class ChipNode(wiring.Component):
 
     Parameters
     ----------
-    dims, vcs, buffer_flits, n_nodes, routing
+    dims, vcs, buffer_flits, n_nodes, routing, speedup
         The router's (:class:`~hdl.ici.Router`; flits of :data:`FLIT_WORDS` word).
+        ``speedup`` (1 to ``vcs``, default 1) is its input speed-up: each input sends up
+        to that many flits a cycle, of different VCs to different outputs.
     link_latency : int, or a tuple of ``2*dims`` ints
         Cycles of each outgoing link, or of the link out of each torus port ``p`` (axis
         ``p // 2``, ``+`` for even ``p``): the same on every chip, since every chip is one
@@ -114,9 +116,10 @@ class ChipNode(wiring.Component):
     """
 
     def __init__(self, *, dims=2, vcs=2, buffer_flits=8, link_latency=2, n_nodes=4,
-                 chip=None, routing="dor"):
+                 chip=None, routing="dor", speedup=1):
         check_int("dims", dims, least=2, most=3)
         check_int("vcs", vcs, least=2, most=MAX_VCS)
+        check_int("speedup", speedup, least=1, most=vcs)
         check_int("buffer_flits", buffer_flits, least=1)
         link_latency = check_latencies(link_latency, ports=2 * dims)
         check_int("n_nodes", n_nodes, least=2, most=1 << CHIP_BITS)
@@ -126,7 +129,7 @@ class ChipNode(wiring.Component):
                 raise TypeError(f"a system chip's {name} is set by the system, not by chip=")
         self.dims, self.vcs, self.buffer_flits = dims, vcs, buffer_flits
         self.link_latency, self.n_nodes = link_latency, n_nodes
-        self.routing = routing
+        self.routing, self.speedup = routing, speedup
         # Checked before the chip is built, so that a refused count leaves no part behind.
         self.local_ports = check_int("network_ports", chip.get("network_ports", 1), least=1,
                                      most=max_local_ports(dims))
@@ -145,7 +148,7 @@ class ChipNode(wiring.Component):
         m.submodules.router = router = Router(
             dims=self.dims, vcs=self.vcs, buffer_flits=self.buffer_flits,
             flit_words=FLIT_WORDS, n_nodes=self.n_nodes, local_ports=self.local_ports,
-            routing=self.routing, eject_by="input",
+            routing=self.routing, eject_by="input", speedup=self.speedup,
             **({"escape_bias": SYSTEM_ESCAPE_BIAS, "keep_packets": True}
                if self.routing == "adaptive" else {}))
         local = range(self.local_ports)

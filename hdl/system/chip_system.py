@@ -84,7 +84,7 @@ class ChipSystem(wiring.Component):
     ----------
     dims : str or tuple
         ``"2x2"``, ``"2x2x2"`` or a tuple: 2 or 3 axes, 2 to 256 chips.
-    vcs, buffer_flits, link_latency, routing
+    vcs, buffer_flits, link_latency, routing, speedup
         Of every chip's router and links (:class:`~hdl.system.ChipNode`).
     reconfig_cycles : int
         Of every OCS.
@@ -128,14 +128,14 @@ class ChipSystem(wiring.Component):
     """
 
     def __init__(self, *, dims="2x2", vcs=2, buffer_flits=8, link_latency=2,
-                 reconfig_cycles=2, chip=None, routing="dor"):
+                 reconfig_cycles=2, chip=None, routing="dor", speedup=1):
         self.dims = parse_dims(dims)
         self.n_chips = n = math.prod(self.dims)
         check_int("vcs", vcs, least=2, most=MAX_VCS)
         check_int("reconfig_cycles", reconfig_cycles, least=0)
         self.node_params = dict(dims=len(self.dims), vcs=vcs, buffer_flits=buffer_flits,
                                 link_latency=link_latency, n_nodes=n, chip=dict(chip or {}),
-                                routing=routing)
+                                routing=routing, speedup=speedup)
         self.vcs, self.reconfig_cycles = vcs, reconfig_cycles
         self.faces = face_ports(self.dims)
         self.nodes = [self.make_node(c) for c in range(n)]

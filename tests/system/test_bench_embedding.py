@@ -1,5 +1,6 @@
 """``tpu-rtl bench embedding``'s arithmetic, without a simulator: the bisection bound of an
-all-to-all, counted by hand on a ring and a 4x4 torus, and each pair's pushed words read
+all-to-all, counted by hand on a ring and a 4x4 torus, a chip's HBM lines in one, and each
+pair's pushed words read
 from the programs' descriptors, equal to golden.embedding.traffic's formula (the runs
 themselves are the benchmark's: ``tpu-rtl bench embedding``)."""
 
@@ -9,7 +10,7 @@ from golden import embedding as ge
 from golden.topology import torus
 from sim.kernels.embedding import FLAGS, plan_embedding
 from sim.system import EMBEDDING_CHIP
-from verif.bench.embedding import _pair_words, bisection_bound
+from verif.bench.embedding import _pair_words, bisection_bound, hbm_lines
 from verif.suites.system.inputs import embedding_inputs
 
 
@@ -23,6 +24,14 @@ def test_the_bisection_bound_of_uniform_all_to_alls():
     one = np.zeros((16, 16), np.int64)
     one[0, 15] = 80
     assert bisection_bound(torus("4x4"), one) == 80 / 8
+
+
+def test_a_chip_s_hbm_lines_count_what_it_pushes_and_what_lands_on_it():
+    words = np.array([[0, 8, 1], [4, 0, 0], [0, 3, 0]])
+    # Chip 0 pushes 9 words (3 lines of 4) and lands 4 (1); chip 1 pushes 4 (1) and lands
+    # 11 (3); chip 2 pushes 3 (1) and lands 1 (1).
+    assert hbm_lines(words, 4) == 4
+    assert hbm_lines(words, 1) == 4 + 11
 
 
 def test_each_pair_pushes_the_formula_s_words(rng):

@@ -140,6 +140,12 @@ def test_more_network_ports_than_the_router_has_local_ports_is_refused():
         ChipNode(dims=3, n_nodes=8, chip=dict(system.SYSTEM_CHIP, network_ports=11))
 
 
+def test_a_speedup_past_the_vcs_is_refused():
+    # Each of an input's speed-up groups needs a VC of its own.
+    with pytest.raises(ValueError, match="speedup must be at most 2, not 3"):
+        ChipNode(dims=2, n_nodes=4, vcs=2, speedup=3, chip=system.SYSTEM_CHIP)
+
+
 @pytest.mark.parametrize("latency, error, message", [
     ((2, 2, 6), ValueError, r"one latency per torus port \(4\), not 3"),
     ((2, -1, 2, 2), ValueError, r"link_latency\[1\] must be at least 0"),

@@ -92,6 +92,8 @@ def test_float32_values_are_accepted_and_returned_as_float32():
     (dict(routing="minimal"), "routing must be one of 'dor', 'adaptive', not 'minimal'"),
     (dict(routing="adaptive", vcs=2), "routing='adaptive' needs vcs above 2"),
     (dict(buffer_flits=64), "buffer_flits must hold the chips' longest packet \\(66 flits\\)"),
+    (dict(speedup=5), "speedup must be at most 4, not 5"),
+    (dict(routing="dor", speedup=0), "speedup must be at least 1, not 0"),
 ])
 def test_bad_input_is_refused_with_a_reason(kwargs, message):
     args = dict(kind="all_reduce", inputs=np.zeros((4, 32), np.uint32), topology="2x2",

@@ -56,6 +56,9 @@ def test_a_wrong_word_fails_the_command_with_a_reproducer(monkeypatch, tmp_path,
     (["--buffer-flits", "64"], 2, "--buffer-flits 64: adaptive routing cuts whole packets "
                                   "through, so a buffer must hold the longest, 66 flits"),
     (["--routing", "minimal"], 2, "argument --routing: invalid choice: 'minimal'"),
+    (["--speedup", "5"], 2, "--speedup 5 needs as many VCs to deal to its groups: at most "
+                            "--vcs (4)"),
+    (["--speedup", "0"], 2, "argument --speedup: must be a positive integer, not 0"),
     (["--buffer-flits", "0"], 2, "argument --buffer-flits: must be a positive integer, not 0"),
     (["--outstanding", "0"], 2, "argument --outstanding: must be a positive integer, not 0"),
     (["--waves", "run.txt"], 2, "--waves run.txt: name a .vcd or .fst file"),
@@ -92,14 +95,16 @@ def test_router_and_dma_options_reach_the_run_and_the_header(monkeypatch, capsys
     seen = []
 
     def record(*args, **kwargs):
-        seen.append({name: kwargs.get(name) for name in ("chip", "vcs", "buffer_flits")})
+        seen.append({name: kwargs.get(name)
+                     for name in ("chip", "vcs", "buffer_flits", "speedup")})
         raise system.SystemRunError("stopped by the test")
     monkeypatch.setattr(system, "collective", record)
     assert cli.main(["system", "collective", "all_to_all", "--topology", "4x4",
-                     "--outstanding", "8", "--vcs", "4", "--buffer-flits", "72"]) == 1
-    assert [(c["chip"]["outstanding"], c["chip"]["network_ports"], c["vcs"], c["buffer_flits"])
-            for c in seen] == [(8, 4, 4, 72)]
-    assert "4 VCs of 72 flits a link" in capsys.readouterr().out
+                     "--outstanding", "8", "--vcs", "4", "--buffer-flits", "72",
+                     "--speedup", "2"]) == 1
+    assert [(c["chip"]["outstanding"], c["chip"]["network_ports"], c["vcs"], c["buffer_flits"],
+             c["speedup"]) for c in seen] == [(8, 4, 4, 72, 2)]
+    assert "4 VCs of 72 flits a link, speed-up 2;" in capsys.readouterr().out
 
 
 def test_waves_record_the_largest_size_only(monkeypatch, tmp_path, capsys):

@@ -79,6 +79,9 @@ def add_parser(subparsers, help):
     c.add_argument("--buffer-flits", type=positive, metavar="N",
                    help="flits of each VC buffer (default 8 with dor; 99, one and a "
                         "half packets, with adaptive)")
+    c.add_argument("--speedup", type=positive, default=1, metavar="K",
+                   help="routers' input speed-up: each input sends up to K flits a cycle, "
+                        "of K VC groups, 1 to --vcs (default 1)")
     c.add_argument("--backend", choices=("verilator", "amaranth", "icarus"),
                    default="verilator")
     c.add_argument("--seed", type=natural, default=0, help="seed of the data (default 0)")
@@ -236,11 +239,12 @@ def cmd_collective(args):
     # As sim.system.collective: the topology's routing goes with the topology's chip.
     routing = args.routing or collective_routing(topology, chip or None)
     vcs, flits = system.router_defaults(routing, args.vcs, args.buffer_flits)
-    _check_router_flags(routing, vcs, flits)
-    network = dict(vcs=vcs, buffer_flits=flits, routing=routing)
+    _check_router_flags(routing, vcs, flits, args.speedup)
+    network = dict(vcs=vcs, buffer_flits=flits, routing=routing, speedup=args.speedup)
     whole = collective_chip(topology, **chip)
     rng = np.random.default_rng(args.seed)
     whose = "given chips" if chip else "the topology"
+    speedup = f", speed-up {args.speedup}" if args.speedup > 1 else ""
     print(f"system {args.kind} on {topology.shape}{' twisted' if args.twist else ''}"
           f"{' failed ' + ','.join(map(str, args.fail)) if args.fail else ''} ({chips} chips, "
           f"{args.dtype}, numerics {args.numerics}, chunks {args.chunks}, seed {args.seed}, "
@@ -248,8 +252,8 @@ def cmd_collective(args):
           f"{whole['lanes']} lanes and {whole['vmem_lines'] * whole['lanes']:,} VMEM words"
           f"{'' if chip else ' (the default for the topology)'}, {routing} routing"
           f"{'' if args.routing else f' (the default for {whose})'} with {vcs} VCs of "
-          f"{flits} flits a link; B = {system.LINK_BYTES_PER_CYCLE} bytes/cycle per link "
-          f"direction", flush=True)
+          f"{flits} flits a link{speedup}; B = {system.LINK_BYTES_PER_CYCLE} bytes/cycle per "
+          f"link direction", flush=True)
     rows, last = [], None
     progress = ProgressLine(f"system {args.kind}", total=len(sizes), unit="sizes")
     try:
@@ -310,7 +314,7 @@ def stall_line(stalls, cycles):
     return f"sequencers stalled (mean over the chips, of the cycles): {parts}"
 
 
-def _check_router_flags(routing, vcs, flits):
+def _check_router_flags(routing, vcs, flits, speedup):
     """The routers' flags against ``routing``, as ``sim.system`` checks them, before any
     work, each error naming its flag."""
     from sim import system
@@ -324,6 +328,9 @@ def _check_router_flags(routing, vcs, flits):
         raise CommandError(f"--buffer-flits {flits}: adaptive routing cuts whole packets "
                            f"through, so a buffer must hold the longest, {longest} flits",
                            status=2)
+    if speedup > vcs:
+        raise CommandError(f"--speedup {speedup} needs as many VCs to deal to its groups: at "
+                           f"most --vcs ({vcs})", status=2)
 
 
 def cmd_step(args):
