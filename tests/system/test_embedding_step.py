@@ -16,6 +16,7 @@ from sim import system
 from hdl.sparsecore import WORK_FIELDS
 from hdl.tensorcore.sparse_issue import work_address
 from sim.kernels.embedding import FLAGS, plan_embedding
+from verif.bench.embedding import GATHER_BUNDLES
 
 from ..sparsecore import stimulus
 from ..support import assert_bits
@@ -159,6 +160,8 @@ def test_the_gather_item_waits_in_its_slot_for_the_ids(rng):
         stores = [line for line in lines[:ids] if line.startswith("sw s2, ")]
         assert stores == [f"sw s2, {slot + i}(s0)" for i in range(len(WORK_FIELDS))]
         assert lines[ids + 1:gather] == ["li s1, 1", f"sw s1, {len(plan.smem[chip]) - 1}(s0)"]
+        # The benchmark times the owner's gather by these bundles and the wait.
+        assert len(lines[ids + 1:gather + 1]) == GATHER_BUNDLES
 
 
 def _items(plan, chip):
