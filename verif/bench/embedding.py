@@ -236,7 +236,7 @@ def _markdown(r):
         f"`tpu-rtl bench embedding --seed {r['seed']}` ({SHAPE} torus, a table of {ROWS} x "
         f"{DIM} fp32, {BATCH} bags of {BAG} Zipf({ALPHA}) ids a chip, SGD, `mode=\"exact\"`, "
         f"`EMBEDDING_CHIP` with {CHIP['network_ports']} network ports, pushes dealt to an "
-        f"empty queue and HBM lines of {CHIP.get('words_per_cycle', 4)} words, {ROUTING} "
+        f"empty queue and HBM lines of {r['chip']['words_per_cycle']} words, {ROUTING} "
         f"routing with input speed-up {SPEEDUP}, Verilator; "
         f"bit-exact against `golden.embedding.step`, with and without dedup):",
         "",
@@ -251,7 +251,8 @@ def _markdown(r):
         "fraction could be) | most descriptors a chip | words per pair = formula |",
         "|---|---:|---:|---:|---:|---:|---:|---|",
         *(f"| {phase} | {a['words']:,} | {a['bound']:.0f} | {a['cycles']:,} | "
-          f"{a['fraction']:.3f} | {a['hbm_lines']:,} ({min(1, a['bound'] / a['hbm_lines']):.2f})"
+          f"{a['fraction']:.3f} | {a['hbm_lines']:,} "
+          f"({min(1, a['bound'] / max(a['hbm_lines'], 1)):.2f})"
           f" | {a['descriptors']} | {'yes' if a['formula'] else 'NO'} |"
           for phase, a in r["a2a"].items()),
         "",
