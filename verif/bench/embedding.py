@@ -49,9 +49,9 @@ SHAPE, ALPHA, ROWS, DIM, BATCH, BAG = "4x4", 1.05, 16384, 16, 128, 8
 #: speed-up: four push ports (a chip with a SparseCore has at most 5, as its flag bank takes
 #: 8 adders), pushes dealt to the first push port whose queue is empty
 #: (``push_dealing="empty"``), adaptive routing (its default 4 VCs), and each router input
-#: sending up to two flits a cycle (docs/system.md has what each did).
+#: sending up to four flits a cycle, one a VC (docs/system.md has what each did).
 CHIP = dict(network_ports=4, push_dealing="empty")
-ROUTING, SPEEDUP = "adaptive", 2
+ROUTING, SPEEDUP = "adaptive", 4
 #: The bundles an owner issues between its ids ``wait`` and the end of its gather ``wait``:
 #: the doorbell's ``li`` and ``sw``, and the ``wait`` (``sim.kernels.embedding``).
 GATHER_BUNDLES = 3
