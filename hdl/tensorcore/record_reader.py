@@ -23,8 +23,8 @@ class RecordReader(wiring.Component):
     it is first made when both ports are free, and ``words + 2`` when ``spare`` is taken
     (and always with ``ports=1``: ``smem`` alone). Records of a program sit one after
     another, so once a record is taken the reader reads the next (``address + words``)
-    ahead, when it lies in SMEM; a request for it then finds it read. Anything written to SMEM (``written``) makes the
-    record read stale: a request for it reads it again.
+    ahead, when it lies in SMEM; a request for it then finds it read. Anything written to
+    SMEM (``written``) makes the record read stale: a request for it reads it again.
 
     Parameters
     ----------
