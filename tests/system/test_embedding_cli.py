@@ -38,8 +38,30 @@ def test_a_wrong_word_fails_with_a_reproducer(monkeypatch, tmp_path, capsys):
     assert "tpu-rtl system embedding --topology 2x2 --rows 40" in captured.err
 
 
+def test_router_options_reach_the_step_and_the_header(monkeypatch, tmp_path, capsys):
+    seen = []
+
+    def record(*args, **kwargs):
+        seen.append({name: kwargs[name] for name in ("routing", "vcs", "buffer_flits",
+                                                     "speedup")})
+        raise system.SystemRunError("stopped by the test")
+    monkeypatch.setattr(system, "embedding_step", record)
+    assert cli.main(ARGS + ["--out", str(tmp_path)]) == 1
+    assert "dor routing with 2 VCs of 8 flits a link;" in capsys.readouterr().out
+    assert cli.main(ARGS + ["--routing", "adaptive", "--speedup", "4", "--out",
+                            str(tmp_path)]) == 1
+    assert "adaptive routing with 4 VCs of 99 flits a link, speed-up 4;" in \
+        capsys.readouterr().out
+    assert seen == [dict(routing="dor", vcs=2, buffer_flits=8, speedup=1),
+                    dict(routing="adaptive", vcs=4, buffer_flits=99, speedup=4)]
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--alpha", "-1"], "argument --alpha: must be a finite number >= 0, not -1"),
+    (["--speedup", "4"], "--speedup 4 needs as many VCs to deal to its groups: at most "
+                         "--vcs (2)"),
+    (["--routing", "adaptive", "--vcs", "2"], "--vcs 2: adaptive routing needs more than 2 "
+                                              "VCs (its escape VCs)"),
     (["--rows", "0"], "--rows"),
     (["--combiner", "max"], "--combiner"),
 ])

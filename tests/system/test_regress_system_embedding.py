@@ -26,7 +26,7 @@ def _bins(seed):
         yield dict(topology=coverage.topology_bin(b.shape, c.failed), combiner=c.combiner,
                    weighted=c.weighted, backward=c.backward, alpha=c.alpha, rows=c.rows,
                    width=c.width, capacity=capacity, edge=c.edge, numerics=b.numerics,
-                   failed=c.failed, hbm="jitter" if b.jitter else "fixed")
+                   failed=c.failed, hbm="jitter" if b.jitter else "fixed", router=b.router)
 
 
 def test_seeds_1_to_4_reach_every_bin_and_fit_one_build_each():
@@ -47,6 +47,7 @@ def test_seeds_1_to_4_reach_every_bin_and_fit_one_build_each():
     assert seen["numerics"] == {"tpu", "ieee"}
     assert seen["failed"] == {None, 0, 1, 2, 3}
     assert seen["hbm"] == set(coverage.HBM_LATENCIES)
+    assert seen["router"] == set(coverage.ROUTER_BINS)
     # One build a seed: the cases are sized to fit its fixed chips (stimulus.case shrinks
     # them until stimulus.fits), and the fit is exact: a plan of the build's own sizes.
     b = stimulus.build(1)

@@ -189,7 +189,9 @@ def _step_on_the_golden_system(corrupt=0):
     from sim.kernels.data_parallel import plan_data_parallel
 
     def step(shards, w, *, topology, activation, numerics, chunks, backend, seed, waves,
-             progress):
+             progress, routing, vcs, buffer_flits, speedup):
+        step.routers = dict(routing=routing, vcs=vcs, buffer_flits=buffer_flits,
+                            speedup=speedup)
         plan = plan_data_parallel(shards, w, topology=topology, activation=activation,
                                   chunks=chunks)
         run = run_system(plan.programs, vmem=plan.vmem, smem=plan.smem, hbm=plan.hbm,
@@ -223,8 +225,23 @@ def test_a_wrong_step_word_fails_with_a_reproducer(monkeypatch, tmp_path, capsys
            "--chunks 1 --seed 7" in err
 
 
+def test_router_options_reach_the_step_its_header_and_its_reproducer(monkeypatch, tmp_path,
+                                                                     capsys):
+    step = _step_on_the_golden_system(corrupt=1)
+    monkeypatch.setattr(system, "data_parallel_step", step)
+    assert cli.main(["system", "step", "--routing", "adaptive", "--speedup", "2", "--out",
+                     str(tmp_path)]) == 1
+    assert step.routers == dict(routing="adaptive", vcs=4, buffer_flits=99, speedup=2)
+    captured = capsys.readouterr()
+    assert "adaptive routing with 4 VCs of 99 flits a link, speed-up 2;" in captured.out
+    # The reproducer names the options given (their defaults follow from them).
+    assert "--chunks 1 --routing adaptive --speedup 2 --seed 0" in captured.err
+
+
 @pytest.mark.parametrize("args, status, message", [
     (["--batch", "0"], 2, "argument --batch: must be a positive integer, not 0"),
+    (["--speedup", "3"], 2, "--speedup 3 needs as many VCs to deal to its groups: at most "
+                            "--vcs (2)"),
     (["--batch", "3"], 2, "the all-reduce of 3x8 products"),
     (["--topology", "2by2"], 2, "--topology looks like 4x4"),
 ])

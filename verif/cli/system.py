@@ -26,6 +26,10 @@ update unless ``--forward``) of a table sharded over the chips, each chip's bags
 against ``golden.embedding.step``, prints the verdict, the cycles, the HBM row reads against
 the ids (what dedup saved), the ICI words against a step that sends every occurrence, and
 writes the heat map. A mismatch prints the command that reproduces it.
+
+The three take the routers' options (``--routing``, ``--vcs``, ``--buffer-flits``,
+``--speedup``): ``collective``'s routing defaults to its topology's, ``step``'s and
+``embedding``'s to dimension order, as ``sim.system``'s functions do.
 """
 
 import argparse
@@ -70,18 +74,8 @@ def add_parser(subparsers, help):
                                                   "so that the reduce keeps up with the ports)")
     c.add_argument("--outstanding", type=positive, metavar="N",
                    help="DMA descriptors in flight a chip (default 4)")
-    c.add_argument("--routing", choices=("dor", "adaptive"),
-                   help="the routers' routing (default: with the topology's default chip, "
-                        "adaptive on a topology with a ring of two chips, else dor; with chip "
-                        "options, dor)")
-    c.add_argument("--vcs", type=positive, metavar="N",
-                   help="virtual channels a link (default 2 with dor, 4 with adaptive)")
-    c.add_argument("--buffer-flits", type=positive, metavar="N",
-                   help="flits of each VC buffer (default 8 with dor; 99, one and a "
-                        "half packets, with adaptive)")
-    c.add_argument("--speedup", type=positive, default=1, metavar="K",
-                   help="routers' input speed-up: each input sends up to K flits a cycle, "
-                        "of K VC groups, 1 to --vcs (default 1)")
+    _add_router(c, "default: with the topology's default chip, adaptive on a topology with "
+                   "a ring of two chips, else dor; with chip options, dor")
     c.add_argument("--backend", choices=("verilator", "amaranth", "icarus"),
                    default="verilator")
     c.add_argument("--seed", type=natural, default=0, help="seed of the data (default 0)")
@@ -109,6 +103,7 @@ def add_parser(subparsers, help):
     s.add_argument("--numerics", choices=("tpu", "ieee"), default="tpu")
     s.add_argument("--chunks", type=positive, default=1, help="the all-reduce's pieces per "
                                                          "transfer (default 1)")
+    _add_router(s, "default dor")
     s.add_argument("--backend", choices=("verilator", "amaranth", "icarus"),
                    default="verilator")
     s.add_argument("--seed", type=natural, default=0, help="seed of the data (default 0)")
@@ -142,6 +137,7 @@ def add_parser(subparsers, help):
     e.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01)")
     e.add_argument("--forward", action="store_true", help="the forward only")
     e.add_argument("--numerics", choices=("tpu", "ieee"), default="tpu")
+    _add_router(e, "default dor; tpu-rtl bench embedding runs --routing adaptive --speedup 4")
     e.add_argument("--backend", choices=("verilator", "amaranth", "icarus"),
                    default="verilator")
     e.add_argument("--seed", type=natural, default=0, help="seed of the data (default 0)")
@@ -169,6 +165,44 @@ def _add_topology(parser):
     parser.add_argument("--twist", action="store_true", help="twisted torus (k x k x 2k or "
                                                              "k x 2k x 2k shapes)")
     add_fail(parser)
+
+
+def _add_router(parser, routing_default):
+    """The routers' options: ``--routing`` (its default described by ``routing_default``),
+    ``--vcs``, ``--buffer-flits`` and ``--speedup``."""
+    parser.add_argument("--routing", choices=("dor", "adaptive"),
+                        help=f"the routers' routing ({routing_default})")
+    parser.add_argument("--vcs", type=positive, metavar="N",
+                        help="virtual channels a link (default 2 with dor, 4 with adaptive)")
+    parser.add_argument("--buffer-flits", type=positive, metavar="N",
+                        help="flits of each VC buffer (default 8 with dor; 99, one and a "
+                             "half packets, with adaptive)")
+    parser.add_argument("--speedup", type=positive, default=1, metavar="K",
+                        help="routers' input speed-up: each input sends up to K flits a "
+                             "cycle, of K VC groups, 1 to --vcs (default 1)")
+
+
+def _network(args, routing):
+    """The routers' keyword arguments of ``sim.system`` for ``routing`` and the options,
+    the defaults filled in, checked before any work."""
+    from sim import system
+    vcs, flits = system.router_defaults(routing, args.vcs, args.buffer_flits)
+    _check_router_flags(routing, vcs, flits, args.speedup)
+    return dict(vcs=vcs, buffer_flits=flits, routing=routing, speedup=args.speedup)
+
+
+def _router_phrase(network):
+    """The header's words for the routers of ``network`` (:func:`_network`)."""
+    speedup = f", speed-up {network['speedup']}" if network["speedup"] > 1 else ""
+    return (f"{network['vcs']} VCs of {network['buffer_flits']} flits a link{speedup}")
+
+
+def _router_flags(args, network):
+    """The router options of a reproduce command: those given, with their values."""
+    given = {"routing": args.routing, "vcs": args.vcs, "buffer_flits": args.buffer_flits,
+             "speedup": args.speedup if args.speedup > 1 else None}
+    return "".join(f" --{name.replace('_', '-')} {network[name]}"
+                   for name, value in given.items() if value is not None)
 
 
 def cmd_bench(args):
@@ -238,21 +272,18 @@ def cmd_collective(args):
             if value is not None}
     # As sim.system.collective: the topology's routing goes with the topology's chip.
     routing = args.routing or collective_routing(topology, chip or None)
-    vcs, flits = system.router_defaults(routing, args.vcs, args.buffer_flits)
-    _check_router_flags(routing, vcs, flits, args.speedup)
-    network = dict(vcs=vcs, buffer_flits=flits, routing=routing, speedup=args.speedup)
+    network = _network(args, routing)
     whole = collective_chip(topology, **chip)
     rng = np.random.default_rng(args.seed)
     whose = "given chips" if chip else "the topology"
-    speedup = f", speed-up {args.speedup}" if args.speedup > 1 else ""
     print(f"system {args.kind} on {topology.shape}{' twisted' if args.twist else ''}"
           f"{' failed ' + ','.join(map(str, args.fail)) if args.fail else ''} ({chips} chips, "
           f"{args.dtype}, numerics {args.numerics}, chunks {args.chunks}, seed {args.seed}, "
           f"backend {args.backend}); chips of {whole['network_ports']} network ports, "
           f"{whole['lanes']} lanes and {whole['vmem_lines'] * whole['lanes']:,} VMEM words"
           f"{'' if chip else ' (the default for the topology)'}, {routing} routing"
-          f"{'' if args.routing else f' (the default for {whose})'} with {vcs} VCs of "
-          f"{flits} flits a link{speedup}; B = {system.LINK_BYTES_PER_CYCLE} bytes/cycle per "
+          f"{'' if args.routing else f' (the default for {whose})'} with "
+          f"{_router_phrase(network)}; B = {system.LINK_BYTES_PER_CYCLE} bytes/cycle per "
           f"link direction", flush=True)
     rows, last = [], None
     progress = ProgressLine(f"system {args.kind}", total=len(sizes), unit="sizes")
@@ -342,6 +373,7 @@ def cmd_step(args):
     from verif.suites.mxu.scenarios import bf16_matrix
 
     topology = _topology(args)
+    network = _network(args, args.routing or "dor")
     chips = int(topology.alive.sum())
     m, k, n = args.batch, args.k, args.n
     rng = np.random.default_rng(args.seed)
@@ -352,13 +384,14 @@ def cmd_step(args):
           f"{' failed ' + ','.join(map(str, args.fail)) if args.fail else ''} ({chips} chips, "
           f"{m}x{k} @ {k}x{n} a chip{', ReLU' if args.relu else ''}, numerics "
           f"{args.numerics}, chunks {args.chunks}, seed {args.seed}, backend {args.backend}; "
-          f"the first run of a shape builds the system, a few minutes)", flush=True)
+          f"{network['routing']} routing with {_router_phrase(network)}; the first run of a "
+          f"shape builds the system, a few minutes)", flush=True)
     progress = progress_printer("system step")
     try:
         run = system.data_parallel_step(shards, w, topology=topology, activation=activation,
                                         numerics=args.numerics, chunks=args.chunks,
                                         backend=args.backend, seed=args.seed,
-                                        waves=args.waves, progress=progress)
+                                        waves=args.waves, progress=progress, **network)
     except system.SystemRunError as error:
         raise CommandError(str(error)) from None
     finally:
@@ -385,8 +418,8 @@ def cmd_step(args):
         again = ("tpu-rtl system step"
                  + _topology_flags(args)
                  + f" --batch {m} --k {k} --n {n}{' --relu' if args.relu else ''} --numerics "
-                   f"{args.numerics} --chunks {args.chunks} --seed {args.seed} --backend "
-                   f"{args.backend}")
+                   f"{args.numerics} --chunks {args.chunks}{_router_flags(args, network)} "
+                   f"--seed {args.seed} --backend {args.backend}")
         raise CommandError(f"mismatch: {wrong_products} wrong product words, {wrong} wrong "
                            f"all-reduce words (reproduce: {again})")
 
@@ -399,6 +432,7 @@ def cmd_embedding(args):
     from verif.cli.common import CommandError, progress_printer
 
     topology = _topology(args)
+    network = _network(args, args.routing or "dor")
     chips = int(topology.alive.sum())
     rng = np.random.default_rng(args.seed)
     table, indices, offsets, weights, grads = embedding_inputs(
@@ -413,13 +447,14 @@ def cmd_embedding(args):
           f"{' failed ' + ','.join(map(str, args.fail)) if args.fail else ''} ({chips} chips, "
           f"table {args.rows}x{args.dim}, {args.batch} bags of {args.bag} Zipf({args.alpha}) "
           f"ids a chip, {args.combiner}, {backward}, numerics {args.numerics}, seed {args.seed}, "
-          f"backend {args.backend}; the first run of a shape builds the system, minutes)",
+          f"backend {args.backend}; {network['routing']} routing with "
+          f"{_router_phrase(network)}; the first run of a shape builds the system, minutes)",
           flush=True)
     want = ge.step(table, indices, offsets, **kwargs)
     progress = progress_printer("system embedding")
     try:
         run = system.embedding_step(table, indices, offsets, backend=args.backend,
-                                    seed=args.seed, progress=progress, **kwargs)
+                                    seed=args.seed, progress=progress, **network, **kwargs)
     except system.SystemRunError as error:
         raise CommandError(str(error)) from None
     finally:
@@ -447,7 +482,8 @@ def cmd_embedding(args):
                  + f" --rows {args.rows} --dim {args.dim} --batch {args.batch} --bag "
                    f"{args.bag} --alpha {args.alpha} --combiner {args.combiner} --optimizer "
                    f"{args.optimizer} --mode {args.mode} --lr {args.lr}"
-                   f"{' --forward' if args.forward else ''} --numerics {args.numerics} "
-                   f"--seed {args.seed} --backend {args.backend}")
+                   f"{' --forward' if args.forward else ''} --numerics {args.numerics}"
+                   f"{_router_flags(args, network)} --seed {args.seed} --backend "
+                   f"{args.backend}")
         raise CommandError(f"mismatch: {wrong} wrong words against golden.embedding "
                            f"(reproduce: {again})")

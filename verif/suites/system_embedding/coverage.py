@@ -18,6 +18,8 @@ Items, named ``system_embedding.*``:
 * ``numerics``: tpu, ieee.
 * ``failed_chip``: which chip of the 2x2 was failed (0 to 3).
 * ``hbm``: the build's HBM latency, ``fixed`` or with ``jitter`` (:data:`.stimulus.JITTER`).
+* ``router``: the build's routers (:data:`.stimulus.ROUTERS`): dimension order, adaptive,
+  or adaptive with an input speed-up (:data:`ROUTER_BINS`).
 """
 
 from cocotb_coverage.coverage import CoverCross, CoverPoint, coverage_section
@@ -27,10 +29,12 @@ from golden.sparsecore import COMBINERS
 
 from .stimulus import ALPHAS, BACKWARDS, CAPACITIES, EDGES, ROW_CLASSES, SHAPES, WIDTHS
 
-__all__ = ["TOPOLOGIES", "HBM_LATENCIES", "sampler", "topology_bin"]
+__all__ = ["TOPOLOGIES", "HBM_LATENCIES", "ROUTER_BINS", "sampler", "topology_bin"]
 
 #: HBM latency bins: a build's fixed latency, or with jitter.
 HBM_LATENCIES = ("fixed", "jitter")
+#: Router bins: ``Build.router`` of the builds of :data:`.stimulus.ROUTERS`.
+ROUTER_BINS = ("dor", "adaptive", "adaptive, speed-up 4")
 #: Topology bins.
 TOPOLOGIES = (*(name for name, _, _ in SHAPES), "2x2 failed")
 
@@ -47,7 +51,7 @@ def _field(name):
 def sampler():
     """A fresh model (after ``coverage_db.clear()``); returns ``sample(dict)`` taking a
     case's ``topology``, ``combiner``, ``weighted``, ``backward``, ``alpha``, ``rows``,
-    ``width``, ``capacity``, ``edge``, ``numerics``, ``failed`` and ``hbm``."""
+    ``width``, ``capacity``, ``edge``, ``numerics``, ``failed``, ``hbm`` and ``router``."""
     @coverage_section(
         CoverPoint("system_embedding.topology", xf=_field("topology"), bins=list(TOPOLOGIES)),
         CoverPoint("system_embedding.pooling", xf=_field("combiner"), bins=list(COMBINERS)),
@@ -62,7 +66,8 @@ def sampler():
         CoverPoint("system_embedding.edge", xf=_field("edge"), bins=list(EDGES)),
         CoverPoint("system_embedding.numerics", xf=_field("numerics"), bins=list(NUMERICS)),
         CoverPoint("system_embedding.failed_chip", xf=_field("failed"), bins=[0, 1, 2, 3]),
-        CoverPoint("system_embedding.hbm", xf=_field("hbm"), bins=list(HBM_LATENCIES)))
+        CoverPoint("system_embedding.hbm", xf=_field("hbm"), bins=list(HBM_LATENCIES)),
+        CoverPoint("system_embedding.router", xf=_field("router"), bins=list(ROUTER_BINS)))
     def sample(case):
         pass
 

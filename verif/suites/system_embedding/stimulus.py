@@ -8,16 +8,18 @@ sized so that its plan fits them (:func:`fits`), since a plan that needs more gr
 chips and makes another build (SPEC section 5: one build per configuration). The build
 is dealt by seed, so that seeds 1 to 4 have every shape:
 
-========  ==================  ========
-seed      shape               numerics
-========  ==================  ========
-1         2x2                 tpu
-2         1x4                 ieee
-3         2x2x2               tpu
-4         2x2x4, twisted      ieee
-========  ==================  ========
+========  ==================  ========  =================================
+seed      shape               numerics  routers (:data:`ROUTERS`)
+========  ==================  ========  =================================
+1         2x2                 tpu       dimension order
+2         1x4                 ieee      dimension order
+3         2x2x2               tpu       adaptive, speed-up 4
+4         2x2x4, twisted      ieee      adaptive
+========  ==================  ========  =================================
 
-and from seed 5 on the round repeats with the numerics flipped every round.
+and from seed 5 on the round repeats with the numerics flipped every round. The 2x2x2
+has the routers of ``tpu-rtl bench embedding`` (adaptive, each of the 4 VCs its own
+switch input), so that the regression checks the configuration the benchmark measures.
 
 A seed's **cases** (:func:`plan`, :func:`case`) share its build: :data:`CASES` steps,
 and on a 2x2 build :data:`FAILED_CASES` more with one chip failed (each chip in turn; a
@@ -50,7 +52,7 @@ from sim.kernels.embedding import plan_embedding
 from sim.system import EMBEDDING_CHIP
 from verif.suites.sparsecore.stimulus import fp32_values, zipf_ids
 
-__all__ = ["SHAPES", "DEAL", "LINKS", "JITTER", "CASES", "FAILED_CASES", "ALPHAS", "ROW_CLASSES",
+__all__ = ["SHAPES", "DEAL", "LINKS", "JITTER", "ROUTERS", "CASES", "FAILED_CASES", "ALPHAS", "ROW_CLASSES",
            "WIDTHS", "BACKWARDS", "CAPACITIES", "EDGES", "TILE", "Build", "Case", "build",
            "build_chip", "topology_of", "plan", "case", "cases", "inputs_of", "fits"]
 
@@ -65,6 +67,10 @@ LINKS = {"2x2": 2, "1x4": 5, "2x2x2": 3, "2x2x4 twisted": 2}
 #: ``read_latency``): seed 1's 2x2 and seed 4's twisted 2x2x4 have it, so that seeds 1 to
 #: 4 reach both bins; the 1x4 and the 2x2x2 keep the fixed latency.
 JITTER = {"2x2": 8, "1x4": 0, "2x2x2": 0, "2x2x4 twisted": 8}
+#: Routers of each shape's build: (routing, input speed-up), with ``sim.system``'s
+#: default VCs and buffers for the routing.
+ROUTERS = {"2x2": ("dor", 1), "1x4": ("dor", 1), "2x2x2": ("adaptive", 4),
+           "2x2x4 twisted": ("adaptive", 1)}
 #: Steps a seed runs on its topology, and more with a chip failed on a 2x2 build.
 CASES = 10
 FAILED_CASES = 4
@@ -112,9 +118,31 @@ class Build:
     def jitter(self):
         return JITTER[self.shape]
 
+    @property
+    def routing(self):
+        return ROUTERS[self.shape][0]
+
+    @property
+    def speedup(self):
+        return ROUTERS[self.shape][1]
+
+    @property
+    def router(self):
+        """The ``router`` coverage bin (``coverage.ROUTER_BINS``)."""
+        return self.routing + (f", speed-up {self.speedup}" if self.speedup > 1 else "")
+
+    @property
+    def system(self):
+        """``sim.system.embedding_step``'s keyword arguments of the build's system."""
+        return dict(chip=self.chip, link_latency=self.link_latency, routing=self.routing,
+                    speedup=self.speedup)
+
     def describe(self):
         hbm = f"HBM jitter of up to {self.jitter} cycles" if self.jitter else "fixed HBM latency"
-        return f"{self.shape}, {self.numerics}, {self.link_latency}-cycle links, {hbm}"
+        router = {"dor": "dimension-order", "adaptive": "adaptive"}[self.routing]
+        speedup = f" with speed-up {self.speedup}" if self.speedup > 1 else ""
+        return (f"{self.shape}, {self.numerics}, {self.link_latency}-cycle links, {hbm}, "
+                f"{router} routers{speedup}")
 
 
 def build(seed, backend="verilator"):

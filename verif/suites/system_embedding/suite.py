@@ -3,8 +3,8 @@ SparseCore, every output word, the whole table and the whole state against
 ``golden.embedding.step``.
 
 A seed is one system build (:func:`.stimulus.build`: a topology shape and a numerics
-mode, dealt by seed: 2x2, 1x4, 2x2x2 and a twisted 2x2x4; the chips are
-:func:`.stimulus.build_chip`'s) and its cases (:func:`.stimulus.case`) are steps on it, one
+mode, dealt by seed: 2x2, 1x4, 2x2x2 and a twisted 2x2x4, each with its routers; the
+chips are :func:`.stimulus.build_chip`'s) and its cases (:func:`.stimulus.case`) are steps on it, one
 :class:`~..case.WholeCase` each, named ``caseNN.<combiner>.<backward>[.failed<chip>]`` so
 that ``--only caseNN.`` runs one alone. Each case runs ``sim.system.embedding_step`` on
 the regression's simulator and compares, as bit patterns, every chip's lookups, the whole
@@ -88,8 +88,8 @@ def check_case(seed, case, *, backend, coverage=None, waves=None, inject=None):
         # capacity, so that the case still runs the RTL.
         try:
             sim_system.embedding_step(table, indices, offsets, backend=backend,
-                                      seed=case.data_seed, chip=b.chip,
-                                      link_latency=b.link_latency, waves=waves, **kwargs)
+                                      seed=case.data_seed, waves=waves, **b.system,
+                                      **kwargs)
         except golden.CapacityOverflow as error:
             overflowed = True
             if expected_error != str(error):
@@ -103,8 +103,8 @@ def check_case(seed, case, *, backend, coverage=None, waves=None, inject=None):
             want.table.view(np.uint32).reshape(-1)[0] ^= 1
     try:
         run = sim_system.embedding_step(table, indices, offsets, backend=backend,
-                                        seed=case.data_seed, chip=b.chip,
-                                        link_latency=b.link_latency, waves=waves, **kwargs)
+                                        seed=case.data_seed, waves=waves, **b.system,
+                                        **kwargs)
     except sim_system.SystemRunError as error:      # a chip faulted, or the system hung
         record["mismatches"] = 1
         problems.append(str(error))
@@ -139,7 +139,7 @@ def check_case(seed, case, *, backend, coverage=None, waves=None, inject=None):
                         capacity="overflow" if overflowed else
                         ("none" if case.capacity == "none" else "tight"),
                         edge=case.edge, numerics=b.numerics, failed=case.failed,
-                        hbm="jitter" if b.jitter else "fixed"))
+                        hbm="jitter" if b.jitter else "fixed", router=b.router))
         coverage_db.export_to_xml(str(coverage))
     return record
 
