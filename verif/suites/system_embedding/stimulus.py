@@ -21,18 +21,18 @@ and from seed 5 on the round repeats with the numerics flipped every round. The 
 has the routers of ``tpu-rtl bench embedding`` (adaptive, each of the 4 VCs its own
 switch input), so that the regression checks the configuration the benchmark measures.
 
-A seed's **cases** (:func:`plan`, :func:`case`) share its build: :data:`CASES` steps,
-and on a 2x2 build :data:`FAILED_CASES` more with one chip failed (each chip in turn; a
-failed chip is only routing tables and the ``alive`` mask streamed in). A case's
-choices are dealt from its index and seed so that a handful of seeds reach every bin:
-combiner and weights, the backward (forward only, or ``sgd``/``adagrad``/
-``rowwise_adagrad`` in mode ``exact``/``prereduced``), the Zipf exponent of the ids (:data:`ALPHAS`), the table's
-rows and width classes (:data:`ROW_CLASSES`, :data:`WIDTHS`), the capacity (none, the
-tightest that passes, or one below it, which must raise ``CapacityOverflow`` naming the
-pair on both sides before anything runs), and an edge (an empty bag, a bag of one
-``-0.0`` row, an id hot on every chip, or none). The values (table, state, weights,
-gradients, about 5% special: NaN, infinities, subnormals, signed zeros) and the bag
-lengths are drawn from ``numpy.random.default_rng([seed, index, ...])``.
+A seed's **cases** (:func:`plan`, :func:`case`) share its build: :data:`CASES` steps, and on
+a 2x2 build :data:`FAILED_CASES` more with one chip failed (each chip in turn; a failed chip
+is only routing tables and the ``alive`` mask streamed in). A case's choices are dealt from
+its index and seed so that a handful of seeds reach every bin: combiner and weights, the
+backward (forward only, or ``sgd``/``adagrad``/``rowwise_adagrad`` in mode
+``exact``/``prereduced``), the Zipf exponent of the ids (:data:`ALPHAS`), the table's rows
+and width classes (:data:`ROW_CLASSES`, :data:`WIDTHS`), the capacity (none, the tightest
+that passes, or one below it, which must raise ``CapacityOverflow`` naming the pair on both
+sides before anything runs), and an edge (an empty bag, a bag of one ``-0.0`` row, an id hot
+on every chip, or none). The values (table, state, weights, gradients, about 5% special:
+NaN, infinities, subnormals, signed zeros) and the bag lengths are drawn from
+``numpy.random.default_rng([seed, index, ...])``.
 
 The timing differs between builds: the link latencies (:data:`LINKS`), and the HBM's read
 latency, fixed or with up to :data:`JITTER` cycles of jitter (``hdl.tensorcore.
@@ -52,8 +52,8 @@ from sim.kernels.embedding import plan_embedding
 from sim.system import EMBEDDING_CHIP
 from verif.suites.sparsecore.stimulus import fp32_values, zipf_ids
 
-__all__ = ["SHAPES", "DEAL", "LINKS", "JITTER", "ROUTERS", "CASES", "FAILED_CASES", "ALPHAS", "ROW_CLASSES",
-           "WIDTHS", "BACKWARDS", "CAPACITIES", "EDGES", "TILE", "Build", "Case", "build",
+__all__ = ["SHAPES", "DEAL", "LINKS", "JITTER", "ROUTERS", "CASES", "FAILED_CASES", "ALPHAS",
+           "ROW_CLASSES", "WIDTHS", "BACKWARDS", "CAPACITIES", "EDGES", "TILE", "Build", "Case", "build",
            "build_chip", "topology_of", "plan", "case", "cases", "inputs_of", "fits"]
 
 #: Topology shapes of the builds: (name, shape, twisted).

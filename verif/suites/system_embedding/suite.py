@@ -4,9 +4,9 @@ SparseCore, every output word, the whole table and the whole state against
 
 A seed is one system build (:func:`.stimulus.build`: a topology shape and a numerics
 mode, dealt by seed: 2x2, 1x4, 2x2x2 and a twisted 2x2x4, each with its routers; the
-chips are :func:`.stimulus.build_chip`'s) and its cases (:func:`.stimulus.case`) are steps on it, one
-:class:`~..case.WholeCase` each, named ``caseNN.<combiner>.<backward>[.failed<chip>]`` so
-that ``--only caseNN.`` runs one alone. Each case runs ``sim.system.embedding_step`` on
+chips are :func:`.stimulus.build_chip`'s) and its cases (:func:`.stimulus.case`) are steps
+on it, one :class:`~..case.WholeCase` each, named
+``caseNN.<combiner>.<backward>[.failed<chip>]`` so that ``--only caseNN.`` runs one alone. Each case runs ``sim.system.embedding_step`` on
 the regression's simulator and compares, as bit patterns, every chip's lookups, the whole
 table and the whole optimizer state with ``golden.embedding.step`` of the same inputs,
 and ``hbm_reads`` (counted by the RTL) and ``ici_words`` with golden's. A case whose
