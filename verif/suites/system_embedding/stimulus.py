@@ -53,8 +53,8 @@ from sim.system import EMBEDDING_CHIP
 from verif.suites.sparsecore.stimulus import fp32_values, zipf_ids
 
 __all__ = ["SHAPES", "DEAL", "LINKS", "JITTER", "ROUTERS", "CASES", "FAILED_CASES", "ALPHAS",
-           "ROW_CLASSES", "WIDTHS", "BACKWARDS", "CAPACITIES", "EDGES", "TILE", "Build", "Case", "build",
-           "build_chip", "topology_of", "plan", "case", "cases", "inputs_of", "fits"]
+           "ROW_CLASSES", "WIDTHS", "BACKWARDS", "CAPACITIES", "EDGES", "TILE", "Build", "Case",
+           "build", "build_chip", "topology_of", "plan", "case", "cases", "inputs_of", "fits"]
 
 #: Topology shapes of the builds: (name, shape, twisted).
 SHAPES = (("2x2", "2x2", False), ("1x4", "1x4", False), ("2x2x2", "2x2x2", False),

@@ -2,20 +2,19 @@
 SparseCore, every output word, the whole table and the whole state against
 ``golden.embedding.step``.
 
-A seed is one system build (:func:`.stimulus.build`: a topology shape and a numerics
-mode, dealt by seed: 2x2, 1x4, 2x2x2 and a twisted 2x2x4, each with its routers; the
-chips are :func:`.stimulus.build_chip`'s) and its cases (:func:`.stimulus.case`) are steps
-on it, one :class:`~..case.WholeCase` each, named
-``caseNN.<combiner>.<backward>[.failed<chip>]`` so that ``--only caseNN.`` runs one alone. Each case runs ``sim.system.embedding_step`` on
-the regression's simulator and compares, as bit patterns, every chip's lookups, the whole
-table and the whole optimizer state with ``golden.embedding.step`` of the same inputs,
-and ``hbm_reads`` (counted by the RTL) and ``ici_words`` with golden's. A case whose
-capacity is one below its largest pair's unique ids must raise
-``golden.embedding.CapacityOverflow`` on both sides, with the same message, before
-anything is built or run; the case then runs the same step without a capacity, so that
-every case runs the RTL. A chip fault or a hang (``sim.system.SystemRunError``) fails
-the case with its message. A failure names the seed, the build, the case and the command
-that reproduces it.
+A seed is one system build (:func:`.stimulus.build`: a topology shape and a numerics mode,
+dealt by seed: 2x2, 1x4, 2x2x2 and a twisted 2x2x4, each with its routers; the chips are
+:func:`.stimulus.build_chip`'s) and its cases (:func:`.stimulus.case`) are steps on it, one
+:class:`~..case.WholeCase` each, named ``caseNN.<combiner>.<backward>[.failed<chip>]`` so
+that ``--only caseNN.`` runs one alone. Each case runs ``sim.system.embedding_step`` on the
+regression's simulator and compares, as bit patterns, every chip's lookups, the whole table
+and the whole optimizer state with ``golden.embedding.step`` of the same inputs, and
+``hbm_reads`` (counted by the RTL) and ``ici_words`` with golden's. A case whose capacity is
+one below its largest pair's unique ids must raise ``golden.embedding.CapacityOverflow`` on
+both sides, with the same message, before anything is built or run; the case then runs the
+same step without a capacity, so that every case runs the RTL. A chip fault or a hang
+(``sim.system.SystemRunError``) fails the case with its message. A failure names the seed,
+the build, the case and the command that reproduces it.
 
 The Amaranth simulator and Icarus run a 2x2 build only, and only the first two cases of
 a seed (the others return a record with nothing checked): a system of chips with a
