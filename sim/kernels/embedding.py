@@ -19,8 +19,8 @@ over the ICI and sync flags:
    another gather item, ``from_spmem``, on ``F_PACK``: no table row is read again), and the
    owner pushes each source its rows (``D`` words a row, strided over the padded rows)
    into the source's *received table* (its own rows locally), on the source's flag
-   ``F_ROWS``: sources from the next rank on (:func:`_peers`), in pieces a push port's
-   queue holds, dealt round (:func:`_dealt`).
+   ``F_ROWS``: sources from the next rank on (:func:`_peers`), in pieces of half what a
+   push port's queue holds (:data:`PIECE_BEATS`), dealt round (:func:`_dealt`).
 4. *Combine.* Chip c's SparseCore runs a lookup on its received table, each id renamed to
    its row there (owners in rank order, then the id's place in the owner's message),
    writing the bags' rows: ``golden.sparsecore.lookup`` on the whole table, bit for bit.
@@ -76,8 +76,12 @@ FLAGS = dict(ids=1, gather=2, rows=3, lookup=4, grads=5, update=6, partials=7, p
 PHASES = ("ids", "gather", "pack", "rows", "combine", "grads", "update")
 _IMM = 1 << 15            # a wait's operand and an SMEM address are signed 16-bit
 _MIN = 16                 # the smallest tile capacity, so that small steps share a build
-#: Beats of a push piece (``_dealt``): a push port's whole queue.
-PIECE_BEATS = DEFAULT_PUSH_BEATS
+#: Beats of a push piece (``_dealt``): half a push port's queue, as the collectives' pushes
+#: (``sim.system_chip``). With the whole queue, a 4x4 benchmark step's rows all-to-all
+#: took 5,284 cycles; with half, 4,818 (docs/system.md, "Benchmarks"): a port's
+#: queue then holds a piece while the one before it leaves, and the messages' pieces go
+#: round finer, so a long message holds a port for less.
+PIECE_BEATS = DEFAULT_PUSH_BEATS // 2
 
 
 def _pow2(n, least=_MIN):
@@ -342,8 +346,8 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
         spmem_rows=_pow2(max(staged))))
     rows, Dp = tile["rows"], tile["row_words"]
     per_line = chip.get("words_per_cycle", 1)
-    # Rows a push piece carries: what a push port's queue holds (``_dealt``); with one
-    # port the DMA has no queue, and a message goes whole.
+    # Rows a push piece carries: half what a push port's queue holds (``_dealt``); with
+    # one port the DMA has no queue, and a message goes whole.
     piece_rows = V if chip.get("network_ports", 1) == 1 else \
         max(1, PIECE_BEATS * per_line // D)
 

@@ -115,9 +115,9 @@ def test_without_dedup_every_occurrence_is_pushed_and_read_and_phases_cut_progra
                        mode="prereduced", chip=dict(system.EMBEDDING_CHIP), dedup=False)
 
 
-def test_rows_go_round_from_the_next_rank_in_pieces_a_push_queue_holds(rng):
-    # Messages larger than a push port's queue (64 beats of 4 words on EMBEDDING_CHIP)
-    # are cut into pieces of at most 256 words, every message's first piece before any
+def test_rows_go_round_from_the_next_rank_in_pieces_of_half_a_push_queue(rng):
+    # Messages larger than half a push port's queue (64 beats of 4 words on EMBEDDING_CHIP)
+    # are cut into pieces of at most 128 words, every message's first piece before any
     # second; each chip's first push goes to the next rank, not all to rank 0; the rows
     # go through the owner's Spmem (the gather to it, the pack from it).
     topology = torus("2x2")
@@ -133,7 +133,7 @@ def test_rows_go_round_from_the_next_rank_in_pieces_a_push_queue_holds(rng):
             heads = {at for name, at in plan.areas[chip].items()
                      if name.startswith("send_head")}
             pieces = [d for d in descriptors if d.flag == flag and d.src[1] not in heads]
-            assert all(np.prod(d.counts) <= 256 for d in pieces)
+            assert all(np.prod(d.counts) <= 128 for d in pieces)
             to = [d.dst[1] if d.remote else chip for d in pieces]
             ordinal = [to[:k].count(t) for k, t in enumerate(to)]
             assert ordinal == sorted(ordinal), ordinal
