@@ -72,8 +72,11 @@ __all__ = ["EmbeddingPlan", "plan_embedding", "FLAGS", "PHASES"]
 #: The flags of the step's programs.
 FLAGS = dict(ids=1, gather=2, rows=3, lookup=4, grads=5, update=6, partials=7, pack=8,
              pack_grads=9)
-#: The step's phases, in program order (the last two with ``grads`` only).
-PHASES = ("ids", "gather", "pack", "rows", "combine", "grads", "update")
+#: The step's phases, in program order (the last three with ``grads`` only). As the rows'
+#: ``pack`` is apart from their all-to-all, ``pack_grads`` is the gradients' messages made
+#: before any is pushed (with ``mode="exact"`` the bag rows packed by owner, with
+#: ``"prereduced"`` the partials' lookup), and ``grads`` their all-to-all alone.
+PHASES = ("ids", "gather", "pack", "rows", "combine", "pack_grads", "grads", "update")
 _IMM = 1 << 15            # a wait's operand and an SMEM address are signed 16-bit
 _MIN = 16                 # the smallest tile capacity, so that small steps share a build
 #: Beats of a push piece (``_dealt``): half a push port's queue, as the collectives' pushes
@@ -468,6 +471,7 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
                              ends=w.areas["part_ends"], grads=0, out=w.areas["partials"],
                              flag=FLAGS["partials"], per_line=per_line),
                        FLAGS["partials"], 1)
+            w.mark("pack_grads")
             pushes = []
             for o in _peers(c, C):
                 dst_at = work[o].areas["own_grads"] + int(p.unique[:c, o].sum()) * Dp
@@ -497,6 +501,7 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
                              n_bags=0, table=0, ids=w.areas["gpack_ids"], weights=0,
                              ends=0, grads=0, out=w.areas["gbox"], flag=FLAGS["pack_grads"],
                              per_line=per_line), FLAGS["pack_grads"], n_bags + packed)
+            w.mark("pack_grads")
             pushes = []
             for o in _peers(c, C):
                 bags, _ = sub[c, o]

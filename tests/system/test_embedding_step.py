@@ -105,11 +105,17 @@ def test_without_dedup_every_occurrence_is_pushed_and_read_and_phases_cut_progra
                       dedup=False)
     assert plan.ici_words == want.total
     # The phases cut each program after its phase's wait, and halt.
-    for phase in ("ids", "gather", "pack", "rows", "combine", "grads", "update"):
+    for phase in ("ids", "gather", "pack", "rows", "combine", "pack_grads", "grads",
+                  "update"):
         cut = plan.programs_until(phase)
         assert all(text.endswith("halt") and len(text) <= len(full)
                    for text, full in zip(cut, plan.programs))
     assert plan.programs_until("update") == plan.programs
+    # The gradients' pack issues no push: their all-to-all is the grads phase alone.
+    pushes = {phase: [text.count("dma ") for text in plan.programs_until(phase)]
+              for phase in ("combine", "pack_grads", "grads")}
+    assert pushes["combine"] == pushes["pack_grads"]
+    assert all(a < b for a, b in zip(pushes["pack_grads"], pushes["grads"]))
     with pytest.raises(ValueError, match="prereduced"):
         plan_embedding(table, indices, offsets, grads=grads, topology=topology,
                        mode="prereduced", chip=dict(system.EMBEDDING_CHIP), dedup=False)
