@@ -62,6 +62,7 @@ def test_router_options_reach_the_step_and_the_header(monkeypatch, tmp_path, cap
                          "--vcs (2)"),
     (["--routing", "adaptive", "--vcs", "2"], "--vcs 2: adaptive routing needs more than 2 "
                                               "VCs (its escape VCs)"),
+    (["--vcs", "9"], "--vcs 9: vcs must be at least 2, at most 8"),
     (["--rows", "0"], "--rows"),
     (["--combiner", "max"], "--combiner"),
 ])

@@ -50,7 +50,7 @@ def test_a_wrong_word_fails_the_command_with_a_reproducer(monkeypatch, tmp_path,
     (["--twist"], 2, "a twisted torus is"),
     (["--network-ports", "13"], 2, "network_ports must be at most 12, not 13"),
     (["--network-ports", "0"], 2, "argument --network-ports: must be a positive integer, not 0"),
-    (["--routing", "dor", "--vcs", "1"], 2, "vcs must be at least 2, not 1"),
+    (["--routing", "dor", "--vcs", "1"], 2, "--vcs 1: vcs must be at least 2, at most 8"),
     # The 2x2's default chip routes adaptively (a ring of two chips on each axis).
     (["--vcs", "2"], 2, "--vcs 2: adaptive routing needs more than 2 VCs (its escape VCs)"),
     (["--buffer-flits", "64"], 2, "--buffer-flits 64: adaptive routing cuts whole packets "

@@ -194,7 +194,7 @@ def _network(args, routing):
 def _router_phrase(network):
     """The header's words for the routers of ``network`` (:func:`_network`)."""
     speedup = f", speed-up {network['speedup']}" if network["speedup"] > 1 else ""
-    return (f"{network['vcs']} VCs of {network['buffer_flits']} flits a link{speedup}")
+    return f"{network['vcs']} VCs of {network['buffer_flits']} flits a link{speedup}"
 
 
 def _router_flags(args, network):
@@ -352,6 +352,9 @@ def _check_router_flags(routing, vcs, flits, speedup):
 
     from verif.cli.common import CommandError
     escape, longest = system.ADAPTIVE_ESCAPE_VCS, system.LONGEST_PACKET_FLITS
+    if not 2 <= vcs <= system.MAX_VCS:
+        raise CommandError(f"--vcs {vcs}: vcs must be at least 2, at most {system.MAX_VCS}",
+                           status=2)
     if routing == "adaptive" and vcs <= escape:
         raise CommandError(f"--vcs {vcs}: adaptive routing needs more than {escape} VCs (its "
                            f"escape VCs)", status=2)
