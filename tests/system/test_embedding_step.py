@@ -122,10 +122,10 @@ def test_without_dedup_every_occurrence_is_pushed_and_read_and_phases_cut_progra
 
 
 def test_rows_go_round_from_the_next_rank_in_pieces_of_half_a_push_queue(rng):
-    # Messages larger than half a push port's queue (64 beats of 4 words on EMBEDDING_CHIP)
-    # are cut into pieces of at most 128 words, every message's first piece before any
-    # second; each chip's first push goes to the next rank, not all to rank 0; the rows
-    # go through the owner's Spmem (the gather to it, the pack from it).
+    # Messages larger than half a push port's queue (a queue is 64 beats of 4 words on
+    # EMBEDDING_CHIP) are cut into pieces of at most 128 words, every message's first
+    # piece before any second; each chip's first push goes to the next rank, not all to
+    # rank 0; the rows go through the owner's Spmem (the gather to it, the pack from it).
     topology = torus("2x2")
     table, indices, offsets, _, grads = _step(rng, 4, rows=400, width=16, bags=48, longest=8)
     plan = plan_embedding(table, indices, offsets, grads=grads, topology=topology,
