@@ -47,7 +47,8 @@ def test_seeds_1_to_4_reach_every_bin_and_fit_one_build_each():
     assert seen["numerics"] == {"tpu", "ieee"}
     assert seen["failed"] == {None, 0, 1, 2, 3}
     assert seen["hbm"] == set(coverage.HBM_LATENCIES)
-    assert seen["router"] == set(coverage.ROUTER_BINS)
+    assert seen["router"] == set(coverage.ROUTER_BINS) == \
+        {"dor", "adaptive", "adaptive, speed-up 4"}     # the benchmark's routers among them
     # One build a seed: the cases are sized to fit its fixed chips (stimulus.case shrinks
     # them until stimulus.fits), and the fit is exact: a plan of the build's own sizes.
     b = stimulus.build(1)

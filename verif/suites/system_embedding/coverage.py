@@ -27,14 +27,14 @@ from cocotb_coverage.coverage import CoverCross, CoverPoint, coverage_section
 from golden.formats import NUMERICS
 from golden.sparsecore import COMBINERS
 
-from .stimulus import ALPHAS, BACKWARDS, CAPACITIES, EDGES, ROW_CLASSES, SHAPES, WIDTHS
+from .stimulus import ALPHAS, BACKWARDS, CAPACITIES, EDGES, ROW_CLASSES, SHAPES, WIDTHS, Build
 
 __all__ = ["TOPOLOGIES", "HBM_LATENCIES", "ROUTER_BINS", "sampler", "topology_bin"]
 
 #: HBM latency bins: a build's fixed latency, or with jitter.
 HBM_LATENCIES = ("fixed", "jitter")
-#: Router bins: ``Build.router`` of the builds of :data:`.stimulus.ROUTERS`.
-ROUTER_BINS = ("dor", "adaptive", "adaptive, speed-up 4")
+#: Router bins: the ``Build.router`` of each shape's build (:data:`.stimulus.ROUTERS`).
+ROUTER_BINS = tuple(dict.fromkeys(Build(name, "tpu").router for name, _, _ in SHAPES))
 #: Topology bins.
 TOPOLOGIES = (*(name for name, _, _ in SHAPES), "2x2 failed")
 
