@@ -78,6 +78,13 @@ def _layer(item):
     return "rtl" if floors - {"golden"} else "golden"
 
 
+@functools.cache
+def _runs_compiled(function):
+    """Whether ``function``'s source names Verilator or Icarus: read once for all of a
+    parametrized test's items (reading it per item was half of the suite's collection)."""
+    return bool(_COMPILED.search(inspect.getsource(function)))
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark every test with its layer (``golden``, ``rtl`` or ``cli``, and ``compiled`` where
     it runs Verilator or Icarus), so ``pytest -m golden`` runs the reference models alone.
@@ -88,8 +95,7 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         item.add_marker(_layer(item))
         function = getattr(item, "function", None)
-        if _COMPILED.search(item.nodeid) or (
-                function is not None and _COMPILED.search(inspect.getsource(function))):
+        if _COMPILED.search(item.nodeid) or (function is not None and _runs_compiled(function)):
             item.add_marker("compiled")
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
