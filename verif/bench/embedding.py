@@ -15,7 +15,9 @@ chip's lookups), and the figures are:
   chip's one HBM port must move in the phase at least: the words it pushes (read by its
   DMA) and the words that land on it (written by its receive engines), over the words a
   line; the bound over those lines is the most of the bisection bound the phase could
-  reach with that port alone;
+  reach with that port alone. And the busiest link's share of the phase's cycles (the
+  most flits one link direction sent in it, over its cycles): near 1, that link, on the
+  routes the routers took, held the phase whatever the cut;
 * the gather against the HBM bandwidth: the rows the busiest owner read into its Spmem, in
   HBM lines, over the cycles of its own gather (one line a cycle is the port's bandwidth;
   goal >= 0.90): from the end of its ids ``wait`` to the end of its gather ``wait``, which
@@ -27,10 +29,13 @@ chip's lookups), and the figures are:
   owner serves, counted here, and each pair's pushed words (from the programs'
   descriptors) against ``golden.embedding.traffic``'s formula;
 * dedup's speed-up: the same step planned without dedup (``plan_embedding(dedup=False)``:
-  every occurrence sent and read), its cycles and ICI words against the step's.
+  every occurrence sent and read), its cycles and ICI words against the step's;
+* the step in ``mode="prereduced"`` (each source sends one partial gradient per unique id
+  it holds): its backward phases, its gradients' all-to-all as above, its cycles and ICI
+  words. Its forward is the step's (the same programs until the combine).
 
-The dedup and no-dedup programs share one build: the chip's memories and SparseCore are
-sized for the larger of the two plans.
+The three plans share one build: the chip's memories and SparseCore are sized for the
+largest.
 """
 
 import time
@@ -132,6 +137,39 @@ def _check(run, plan, want, inputs, what):
         raise RuntimeError(f"bench embedding, {what}: {', '.join(bad)} differ from golden")
 
 
+def _split(phases, cycles, flits):
+    """Each phase's own cycles, and the busiest link's share of them: the cycles and link
+    flits of the run cut after it, less those of the run cut after the phase before."""
+    split, busiest = {}, {}
+    for before, phase in zip((None, *phases), phases):
+        split[phase] = cycles[phase] - (cycles[before] if before else 0)
+        own = flits[phase] - (flits[before] if before else 0)
+        busiest[phase] = float(own.max()) / max(split[phase], 1)
+    return split, busiest
+
+
+def _descriptors(plan, phase):
+    """The most DMA descriptors a chip issues in ``phase``."""
+    from sim.kernels.embedding import PHASES
+    at = PHASES.index(phase)
+    return max(plan.programs_until(phase)[chip].count("dma ") -
+               (plan.programs_until(PHASES[at - 1])[chip].count("dma ") if at else 0)
+               for chip in plan.chips)
+
+
+def _all_to_all(topology, plan, phase, cycles, busiest, formula):
+    """The figures of ``plan``'s all-to-all ``phase`` (module docstring), which took
+    ``cycles`` with its busiest link sending a flit in ``busiest`` of them."""
+    from sim.kernels.embedding import FLAGS
+    pushed = _pair_words(plan, {FLAGS[phase]})
+    bound = bisection_bound(topology, pushed)
+    return dict(words=int(pushed.sum()), bound=bound,
+                hbm_lines=hbm_lines(pushed, plan.chip["words_per_cycle"]),
+                descriptors=_descriptors(plan, phase), cycles=cycles,
+                fraction=bound / max(cycles, 1), busiest_link=busiest,
+                formula=bool(np.array_equal(pushed, formula)))
+
+
 def measure(path=Path("docs/system.md"), *, seed=1, out=print):
     """Run the benchmark (module docstring), print its rows, write the section into
     ``path``; returns the figures as a dict."""
@@ -150,11 +188,14 @@ def measure(path=Path("docs/system.md"), *, seed=1, out=print):
         rng, chips, rows=ROWS, dim=DIM, batch=BATCH, bag=BAG, alpha=ALPHA)
     kwargs = dict(grads=grads, topology=topology, optimizer="sgd", lr=0.125)
     want = ge.step(table, indices, offsets, **kwargs)
+    want_prereduced = ge.step(table, indices, offsets, mode="prereduced", **kwargs)
+    # The three plans: the step, the step without dedup, and the step in "prereduced" mode.
+    variants = (dict(dedup=True), dict(dedup=False), dict(mode="prereduced"))
 
-    # One build for both plans: the larger of each size.
+    # One build for the three plans: the larger of each size.
     chip = dict(EMBEDDING_CHIP, **CHIP)
-    first = [plan_embedding(table, indices, offsets, chip=chip, dedup=d, **kwargs)
-             for d in (True, False)]
+    first = [plan_embedding(table, indices, offsets, chip=chip, **v, **kwargs)
+             for v in variants]
     tile = {k: max(p.chip["sparsecore"][k] for p in first)
             for k in ("rows", "row_words", "max_ids", "max_bags", "spmem_rows")}
     chip |= dict(sparsecore=dict(first[0].chip["sparsecore"], **tile),
@@ -162,16 +203,16 @@ def measure(path=Path("docs/system.md"), *, seed=1, out=print):
                  smem_words=max(p.chip["smem_words"] for p in first),
                  imem_depth=max(memory_depth(len(tc.program_words(text)))
                                 for p in first for text in p.programs))
-    plan, flat = (plan_embedding(table, indices, offsets, chip=chip, dedup=d, **kwargs)
-                  for d in (True, False))
-    assert plan.chip == flat.chip
+    plan, flat, prereduced = (plan_embedding(table, indices, offsets, chip=chip, **v,
+                                             **kwargs) for v in variants)
+    assert plan.chip == flat.chip == prereduced.chip
 
     started = time.perf_counter()
-    cycles, stalls = {}, {}
+    cycles, stalls, flits = {}, {}, {}
     for phase in PHASES:
         run = _run(f"embedding {SHAPE} until {phase}", topology, plan.programs_until(phase),
                    plan, seed=seed)
-        cycles[phase] = run.cycles
+        cycles[phase], flits[phase] = run.cycles, run.link_flits
         stalls[phase] = sum(run.stalls.values())
         out(f"  until the end of {phase}: {run.cycles:,} cycles")
     _check(run, plan, want, (table, indices, offsets), "the step")
@@ -181,34 +222,30 @@ def measure(path=Path("docs/system.md"), *, seed=1, out=print):
                     seed=seed)
     _check(flat_run, flat, want, (table, indices, offsets), "the step without dedup")
     flat_reads = flat_run.flags[flat.chips, FLAGS["gather"]].astype(np.int64)
+    # "prereduced" differs from the step from its gradients on: its forward is the step's.
+    backward = PHASES[PHASES.index("combine"):]
+    pre_cycles, pre_flits = {}, {}
+    for phase in backward:
+        run = _run(f"embedding {SHAPE} prereduced until {phase}", topology,
+                   prereduced.programs_until(phase), prereduced, seed=seed)
+        pre_cycles[phase], pre_flits[phase] = run.cycles, run.link_flits
+        out(f"  prereduced, until the end of {phase}: {run.cycles:,} cycles")
+    _check(run, prereduced, want_prereduced, (table, indices, offsets),
+           "the step in prereduced mode")
 
-    split, before = {}, 0
-    for phase in PHASES:
-        split[phase] = cycles[phase] - before
-        before = cycles[phase]
+    split, busiest = _split(PHASES, cycles, flits)
+    pre_split, pre_busiest = _split(backward, pre_cycles, pre_flits)
     served = [len({int(v) for ids in indices for v in ids if v % chips == o})
               for o in range(chips)]
     traffic = ge.traffic(ge.plan(indices, offsets, num_rows=ROWS, n_chips=chips), DIM,
                          backward=True)
-    pushed = {"ids": _pair_words(plan, {FLAGS["ids"]}),
-              "rows": _pair_words(plan, {FLAGS["rows"]}),
-              "grads": _pair_words(plan, {FLAGS["grads"]})}
-    def descriptors(phase):
-        """The most DMA descriptors a chip issues in ``phase``."""
-        at = PHASES.index(phase)
-        count = [plan.programs_until(phase)[chip].count("dma ") -
-                 (plan.programs_until(PHASES[at - 1])[chip].count("dma ") if at else 0)
-                 for chip in plan.chips]
-        return max(count)
-    a2a = {}
-    for phase in ("ids", "rows", "grads"):
-        bound = bisection_bound(topology, pushed[phase])
-        a2a[phase] = dict(words=int(pushed[phase].sum()), bound=bound,
-                          hbm_lines=hbm_lines(pushed[phase], plan.chip["words_per_cycle"]),
-                          descriptors=descriptors(phase),
-                          cycles=split[phase], fraction=bound / max(split[phase], 1),
-                          formula=bool(np.array_equal(pushed[phase],
-                                                      getattr(traffic, phase))))
+    pre_traffic = ge.traffic(ge.plan(indices, offsets, num_rows=ROWS, n_chips=chips), DIM,
+                             backward=True, mode="prereduced")
+    a2a = {phase: _all_to_all(topology, plan, phase, split[phase], busiest[phase],
+                              getattr(traffic, phase))
+           for phase in ("ids", "rows", "grads")}
+    a2a["grads, prereduced"] = _all_to_all(topology, prereduced, "grads", pre_split["grads"],
+                                           pre_busiest["grads"], pre_traffic.grads)
     wpc = plan.chip["words_per_cycle"]
     busiest = int(np.argmax(hbm_reads))
     lines = int(hbm_reads[busiest]) * plan.row_words // wpc
@@ -223,6 +260,8 @@ def measure(path=Path("docs/system.md"), *, seed=1, out=print):
         reads_exact=hbm_reads.tolist() == served, ids=int(sum(len(i) for i in indices)),
         ici_words=plan.ici_words, flat_cycles=flat_run.cycles, flat_ici_words=flat.ici_words,
         flat_reads=int(flat_reads.sum()), link_peak=float(utilization.max()),
+        prereduced=dict(split={phase: pre_split[phase] for phase in backward[1:]},
+                        cycles=pre_cycles["update"], ici_words=prereduced.ici_words),
         seconds=time.perf_counter() - started, seed=seed, chip=plan.chip)
     text = _markdown(result)
     write_marked(Path(path), text, begin=BEGIN, end=END)
@@ -231,7 +270,7 @@ def measure(path=Path("docs/system.md"), *, seed=1, out=print):
 
 
 def _markdown(r):
-    split = r["split"]
+    split, pre = r["split"], r["prereduced"]
     lines = [
         f"`tpu-rtl bench embedding --seed {r['seed']}` ({SHAPE} torus, a table of {ROWS} x "
         f"{DIM} fp32, {BATCH} bags of {BAG} Zipf({ALPHA}) ids a chip, SGD, `mode=\"exact\"`, "
@@ -247,15 +286,21 @@ def _markdown(r):
         f"| **step** | **{r['cycles']:,}** | |",
         "",
         "| all-to-all | words between chips | bisection bound (cycles) | phase cycles | "
-        f"fraction (goal {GOALS['all_to_all']}) | HBM lines, busiest chip (the most the "
-        "fraction could be) | most descriptors a chip | words per pair = formula |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        f"fraction (goal {GOALS['all_to_all']}) | busiest link busy | HBM lines, busiest "
+        "chip (the most the fraction could be) | most descriptors a chip | words per pair "
+        "= formula |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
         *(f"| {phase} | {a['words']:,} | {a['bound']:.0f} | {a['cycles']:,} | "
-          f"{a['fraction']:.3f} | {a['hbm_lines']:,} "
+          f"{a['fraction']:.3f} | {a['busiest_link']:.2f} | {a['hbm_lines']:,} "
           f"({min(1, a['bound'] / max(a['hbm_lines'], 1)):.2f})"
           f" | {a['descriptors']} | {'yes' if a['formula'] else 'NO'} |"
           for phase, a in r["a2a"].items()),
         "",
+        f"- `mode=\"prereduced\"` (each source sends one partial gradient per unique id, "
+        f"bit-exact against its golden): the same forward, then "
+        + ", ".join(f"{phase} {cycles:,}" for phase, cycles in pre["split"].items())
+        + f" cycles; the step {pre['cycles']:,} cycles and {pre['ici_words']:,} ICI "
+        f"words, against {r['cycles']:,} and {r['ici_words']:,} in `\"exact\"` mode.",
         f"- Gather: the busiest owner (rank {r['gather']['owner']}) read "
         f"{r['gather']['rows']} rows, {r['gather']['lines']:,} HBM lines, into its Spmem in "
         f"{r['gather']['cycles']:,} cycles from its ids to its gather flag (the system's "

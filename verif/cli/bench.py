@@ -35,8 +35,8 @@ SECTIONS = {
     "collectives": ("collectives through sim.system.collective's defaults: the goals, and "
                     "busbw against size on the 4x4 (a section of system.md)", "system.md"),
     "embedding": ("the embedding step on the 4x4 torus: cycles by phase, the all-to-alls "
-                  "against the bisection bound, the gather against the HBM, dedup's speed-up "
-                  "(a section of system.md)", "system.md"),
+                  "against the bisection bound, the gather against the HBM, dedup's speed-up, "
+                  "the prereduced mode's gradients (a section of system.md)", "system.md"),
     "network": ("latency-load curves and the twisted torus against the regular one",
                 "network.md"),
     "regression": ("seeds per minute on the local executor and a Dask LocalCluster (a "
