@@ -1,8 +1,9 @@
 """``tpu-rtl bench embedding``'s arithmetic, without a simulator: the bisection bound of an
-all-to-all, counted by hand on a ring and a 4x4 torus, a chip's HBM lines in one, and each
+all-to-all, counted by hand on a ring and a 4x4 torus, a chip's HBM lines in one, each
 pair's pushed words read from the programs' descriptors, equal to
-golden.embedding.traffic's formula (the runs themselves are the benchmark's: ``tpu-rtl
-bench embedding``)."""
+golden.embedding.traffic's formula in both modes, and a phase's cycles and busiest link
+from the runs cut around it (the runs themselves are the benchmark's: ``tpu-rtl bench
+embedding``)."""
 
 import numpy as np
 import pytest

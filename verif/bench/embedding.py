@@ -192,7 +192,7 @@ def measure(path=Path("docs/system.md"), *, seed=1, out=print):
     # The three plans: the step, the step without dedup, and the step in "prereduced" mode.
     variants = (dict(dedup=True), dict(dedup=False), dict(mode="prereduced"))
 
-    # One build for the three plans: the larger of each size.
+    # One build for the three plans: the largest of each size.
     chip = dict(EMBEDDING_CHIP, **CHIP)
     first = [plan_embedding(table, indices, offsets, chip=chip, **v, **kwargs)
              for v in variants]
@@ -223,6 +223,8 @@ def measure(path=Path("docs/system.md"), *, seed=1, out=print):
     _check(flat_run, flat, want, (table, indices, offsets), "the step without dedup")
     flat_reads = flat_run.flags[flat.chips, FLAGS["gather"]].astype(np.int64)
     # "prereduced" differs from the step from its gradients on: its forward is the step's.
+    # Its runs start with the combine's, the forward's end, so that the phases after it are
+    # split from it; the combine's own split would be the whole forward, and is not given.
     backward = PHASES[PHASES.index("combine"):]
     pre_cycles, pre_flits = {}, {}
     for phase in backward:
@@ -233,19 +235,18 @@ def measure(path=Path("docs/system.md"), *, seed=1, out=print):
     _check(run, prereduced, want_prereduced, (table, indices, offsets),
            "the step in prereduced mode")
 
-    split, busiest = _split(PHASES, cycles, flits)
-    pre_split, pre_busiest = _split(backward, pre_cycles, pre_flits)
+    split, link_busy = _split(PHASES, cycles, flits)
+    pre_split, pre_link_busy = _split(backward, pre_cycles, pre_flits)
     served = [len({int(v) for ids in indices for v in ids if v % chips == o})
               for o in range(chips)]
-    traffic = ge.traffic(ge.plan(indices, offsets, num_rows=ROWS, n_chips=chips), DIM,
-                         backward=True)
-    pre_traffic = ge.traffic(ge.plan(indices, offsets, num_rows=ROWS, n_chips=chips), DIM,
-                             backward=True, mode="prereduced")
-    a2a = {phase: _all_to_all(topology, plan, phase, split[phase], busiest[phase],
+    golden_plan = ge.plan(indices, offsets, num_rows=ROWS, n_chips=chips)
+    traffic = ge.traffic(golden_plan, DIM, backward=True)
+    pre_traffic = ge.traffic(golden_plan, DIM, backward=True, mode="prereduced")
+    a2a = {phase: _all_to_all(topology, plan, phase, split[phase], link_busy[phase],
                               getattr(traffic, phase))
            for phase in ("ids", "rows", "grads")}
     a2a["grads, prereduced"] = _all_to_all(topology, prereduced, "grads", pre_split["grads"],
-                                           pre_busiest["grads"], pre_traffic.grads)
+                                           pre_link_busy["grads"], pre_traffic.grads)
     wpc = plan.chip["words_per_cycle"]
     busiest = int(np.argmax(hbm_reads))
     lines = int(hbm_reads[busiest]) * plan.row_words // wpc
