@@ -137,6 +137,18 @@ def _check(run, plan, want, inputs, what):
         raise RuntimeError(f"bench embedding, {what}: {', '.join(bad)} differ from golden")
 
 
+def _phase_runs(topology, plan, phases, *, seed, out, mode=None):
+    """The runs of ``plan``'s programs cut after each of ``phases``, by phase, each
+    printed as it ends; ``mode`` names a plan other than the step's."""
+    runs = {}
+    for phase in phases:
+        runs[phase] = run = _run(f"embedding {SHAPE} {mode + ' ' if mode else ''}until "
+                                 f"{phase}", topology, plan.programs_until(phase), plan,
+                                 seed=seed)
+        out(f"  {mode + ', ' if mode else ''}until the end of {phase}: {run.cycles:,} cycles")
+    return runs
+
+
 def _split(phases, cycles, flits):
     """Each phase's own cycles, and the busiest link's share of them: the cycles and link
     flits of the run cut after it, less those of the run cut after the phase before."""
@@ -208,13 +220,10 @@ def measure(path=Path("docs/system.md"), *, seed=1, out=print):
     assert plan.chip == flat.chip == prereduced.chip
 
     started = time.perf_counter()
-    cycles, stalls, flits = {}, {}, {}
-    for phase in PHASES:
-        run = _run(f"embedding {SHAPE} until {phase}", topology, plan.programs_until(phase),
-                   plan, seed=seed)
-        cycles[phase], flits[phase] = run.cycles, run.link_flits
-        stalls[phase] = sum(run.stalls.values())
-        out(f"  until the end of {phase}: {run.cycles:,} cycles")
+    runs = _phase_runs(topology, plan, PHASES, seed=seed, out=out)
+    run = runs[PHASES[-1]]
+    cycles = {phase: r.cycles for phase, r in runs.items()}
+    stalls = {phase: sum(r.stalls.values()) for phase, r in runs.items()}
     _check(run, plan, want, (table, indices, offsets), "the step")
     hbm_reads = run.flags[plan.chips, FLAGS["gather"]].astype(np.int64)
     utilization = run.link_flits / max(run.cycles, 1)
@@ -226,17 +235,15 @@ def measure(path=Path("docs/system.md"), *, seed=1, out=print):
     # Its runs start with the combine's, the forward's end, so that the phases after it are
     # split from it; the combine's own split would be the whole forward, and is not given.
     backward = PHASES[PHASES.index("combine"):]
-    pre_cycles, pre_flits = {}, {}
-    for phase in backward:
-        run = _run(f"embedding {SHAPE} prereduced until {phase}", topology,
-                   prereduced.programs_until(phase), prereduced, seed=seed)
-        pre_cycles[phase], pre_flits[phase] = run.cycles, run.link_flits
-        out(f"  prereduced, until the end of {phase}: {run.cycles:,} cycles")
-    _check(run, prereduced, want_prereduced, (table, indices, offsets),
+    pre_runs = _phase_runs(topology, prereduced, backward, seed=seed, out=out,
+                           mode="prereduced")
+    pre_cycles = {phase: r.cycles for phase, r in pre_runs.items()}
+    _check(pre_runs[backward[-1]], prereduced, want_prereduced, (table, indices, offsets),
            "the step in prereduced mode")
 
-    split, link_busy = _split(PHASES, cycles, flits)
-    pre_split, pre_link_busy = _split(backward, pre_cycles, pre_flits)
+    split, link_busy = _split(PHASES, cycles, {p: r.link_flits for p, r in runs.items()})
+    pre_split, pre_link_busy = _split(backward, pre_cycles,
+                                      {p: r.link_flits for p, r in pre_runs.items()})
     served = [len({int(v) for ids in indices for v in ids if v % chips == o})
               for o in range(chips)]
     golden_plan = ge.plan(indices, offsets, num_rows=ROWS, n_chips=chips)
