@@ -5,22 +5,23 @@ here."""
 import re
 
 import numpy as np
-from amaranth.sim import Simulator
 
-__all__ = ["CLOCK", "simulate", "words", "assert_bits", "pack_lines", "unpack_lines",
-           "error_lines"]
+from sim.backends.kept_simulations import KeptSimulation, kept_simulation, run_kept
 
-#: The clock period of every Amaranth simulation here (its value is not observable).
-CLOCK = 1e-8
+__all__ = ["simulate", "words", "assert_bits", "pack_lines", "unpack_lines", "error_lines"]
 
 
 def simulate(dut, *testbenches):
-    """Run ``dut`` with the given ``async def tb(ctx)`` testbenches until they return."""
-    sim = Simulator(dut)
-    sim.add_clock(CLOCK)
-    for tb in testbenches:
-        sim.add_testbench(tb)
-    sim.run()
+    """Run ``dut`` with the given ``async def tb(ctx)`` testbenches until they return.
+
+    Compiling ``dut`` is most of a short run's time, so a later run of the same object
+    resets and reuses its simulation (:mod:`sim.backends.kept_simulations`: every signal
+    and memory back to its initial value; a run that raises is not kept). Tests that run
+    one design several times therefore build it once and pass the same object.
+    """
+    # The kept simulation holds ``dut``, so its id names no other object while kept.
+    key = ("tests.support.simulate", id(dut))
+    run_kept(key, kept_simulation(key, lambda: KeptSimulation(dut)), *testbenches)
 
 
 def words(values):

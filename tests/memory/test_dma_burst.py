@@ -5,6 +5,8 @@ request, misaligned source and destination rotated and merged, runs crossing lin
 pair of spaces, negative and zero strides, overlap; the number of requests that takes; and
 the exact cycles of the latency figures."""
 
+import functools
+
 import numpy as np
 import pytest
 from amaranth.hdl import Const, Module
@@ -62,7 +64,9 @@ CASES = {
 }
 
 
+@functools.cache
 def _system(config, **extra):
+    # One object per configuration: its runs share one compiled simulation (support.simulate).
     return DmaSystem(**CONFIGS[config], n_flags=N_FLAGS, **extra)
 
 

@@ -3,6 +3,8 @@
 """The DMA system RTL against golden.memory.run: whole HBM and VMEM images, flags and error
 records, on random batches and on the directed cases DMA engines are known to get wrong."""
 
+import functools
+
 import numpy as np
 import pytest
 from amaranth.back import rtlil
@@ -24,7 +26,9 @@ CONFIGS = {
 }
 
 
+@functools.cache
 def _system(config, **extra):
+    # One object per configuration: its runs share one compiled simulation (support.simulate).
     return DmaSystem(**CONFIGS[config], n_flags=N_FLAGS, **extra)
 
 

@@ -6,9 +6,9 @@ under test: the model predicts every delivery from the maps the test chose."""
 from hdl.ocs import STATUSES, config_beats
 from verif.suites.network.ocs_ports import Routers, random_map, send_beats
 
-from ..support import CLOCK, simulate
+from ..support import simulate
 
-__all__ = ["CLOCK", "Routers", "configure", "random_map", "send_beats", "simulate"]
+__all__ = ["Routers", "configure", "random_map", "send_beats", "simulate"]
 
 
 async def configure(ctx, ocs, new, current=None):
