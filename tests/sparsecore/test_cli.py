@@ -1,9 +1,9 @@
 """``tpu-rtl sparsecore`` and the SparseCore section of ``tpu-rtl bench``, on tiny batches.
 
-Every run is on Amaranth's simulator with a few ids (seconds each). The verdicts come
-from the command; the counts they are checked against here (unique ids, ids per bag,
-the Zipf law's probabilities) are computed independently, from the batch the command's
-seed makes.
+Every run is on Amaranth's simulator with a few ids (seconds each), but for one slow test's
+on Verilator. The verdicts come from the command; the counts they are checked against here
+(unique ids, ids per bag, the Zipf law's probabilities) are computed independently, from
+the batch the command's seed makes.
 """
 
 import dataclasses
@@ -167,3 +167,23 @@ def test_write_bound_counts_slots_against_writes():
     assert verif.bench.blocks._write_bound(batch, "adagrad", 8) == 5 / (3 + 2 + 2)
     assert verif.bench.blocks._write_bound(batch, "adagrad", 4) == 5 / (4 + 4 + 4)
     assert verif.bench.blocks._write_bound(batch, "sgd", 8) == 1.0
+
+
+@pytest.mark.slow         # a Verilator build of the tile (40 s)
+def test_verilator_runs_both_operations_on_one_build_in_amaranth_s_cycles(seed, tmp_path,
+                                                                          monkeypatch, capsys):
+    """On a compiled backend the lookup and the update share one build of a tile with both
+    operations (``shared_tile``), and take the cycles Amaranth's tiles, each built for one
+    operation, take."""
+    monkeypatch.setenv("TPU_RTL_CACHE", str(tmp_path / "cache"))
+    args = [*TINY, "--combiner", "mean", "--optimizer", "adagrad", "--seed", str(seed)]
+    cycles = {}
+    for backend in ("amaranth", "verilator"):
+        assert cli.main(["sparsecore", *args, "--backend", backend]) == 0
+        out = capsys.readouterr().out
+        cycles[backend] = re.findall(r"(lookup|update) \S+ .* cycles +(\d+)", out)
+        assert [op for op, _ in cycles[backend]] == ["lookup", "update"], out
+    assert cycles["verilator"] == cycles["amaranth"]
+    builds = [p for p in (tmp_path / "cache" / "whole-verilator").glob("sparsecore-*")
+              if p.is_dir()]
+    assert len(builds) == 1, builds

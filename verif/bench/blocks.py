@@ -499,7 +499,8 @@ class _SparseResult:
 def _sparsecore(bench, seed):
     """Measure :class:`SparseBench` ``bench`` on the RTL; a :class:`_SparseResult`."""
     from sim.sparsecore import gather_curve
-    from verif.suites.sparsecore.batch import check_lookup, check_update, make_batch
+    from verif.suites.sparsecore.batch import (check_lookup, check_update, make_batch,
+                                               shared_tile)
     curves = {latency: gather_curve(bench.row_widths, ids=bench.gather_ids, bag=bench.bag,
                                     words_per_cycle=bench.words_per_cycle,
                                     read_latency=latency, backend=bench.backend, seed=seed)
@@ -511,7 +512,8 @@ def _sparsecore(bench, seed):
                            width=bench.zipf_width, batch=bench.zipf_bags, bag=bench.bag,
                            alpha=alpha)
         timing = dict(backend=bench.backend, seed=seed, words_per_cycle=bench.words_per_cycle,
-                      read_latency=bench.read_latencies[0])
+                      read_latency=bench.read_latencies[0],
+                      tile=shared_tile("sum", bench.optimizer, bench.backend))
         zipf.append((alpha, batch, check_lookup(batch, **timing),
                      check_update(batch, optimizer=bench.optimizer, lr=bench.lr, **timing)))
     return _SparseResult(bench, seed, curves, zipf)

@@ -23,7 +23,8 @@ import numpy as np
 from verif.cli.common import (CommandError, add_backend, add_gaps, check_outputs, exponent,
                               flushed, fraction, natural, positive)
 from verif.progress import ProgressLine
-from verif.suites.sparsecore.batch import Batch, OpCheck, check_lookup, check_update, make_batch
+from verif.suites.sparsecore.batch import (Batch, OpCheck, check_lookup, check_update, make_batch,
+                                           shared_tile)
 
 
 #: The options that shape a run, in the order the reproduce command lists them.
@@ -107,7 +108,8 @@ def run_command(args, *, out=print):
         f"Zipf alpha {args.alpha:g}) over a {args.rows}x{args.width} table (numerics "
         f"{args.numerics}, seed {args.seed}, backend {args.backend})")
     hbm = dict(seed=args.seed, jitter=args.jitter, read_latency=args.read_latency,
-               words_per_cycle=args.words_per_cycle, idle=args.idle)
+               words_per_cycle=args.words_per_cycle, idle=args.idle,
+               tile=shared_tile(args.combiner, args.optimizer, args.backend))
     # A Verilator build takes minutes: the line names it and beats while it runs.
     line = ProgressLine("sparsecore")
     try:

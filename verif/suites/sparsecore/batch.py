@@ -18,7 +18,7 @@ from verif.scoreboard import Scoreboard
 from verif.suites.mxu.scenarios import fp32_matrix
 from verif.suites.sparsecore.stimulus import zipf_ids
 
-__all__ = ["Batch", "make_batch", "OpCheck", "check_lookup", "check_update"]
+__all__ = ["Batch", "make_batch", "OpCheck", "shared_tile", "check_lookup", "check_update"]
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,16 @@ def _board(name, want, got, label):
         board = Scoreboard(name, want, where=lambda i: f"{label}[{i // width}, {i % width}]")
     board.check_all(np.asarray(got).view(np.uint32))
     return board
+
+
+def shared_tile(combiner, optimizer, backend):
+    """The ``tile`` under which a lookup with ``combiner`` and an update with ``optimizer``
+    share one compiled build (minutes on Verilator): a tile with both operations, which
+    takes the cycles of tiles built for either alone. None on Amaranth, which sizes its
+    harness to each run's data, so compiles twice anyway, each smaller tile faster."""
+    if backend == "amaranth":
+        return None
+    return {"combiners": combiner, "optimizers": optimizer}
 
 
 def check_lookup(batch, *, combiner="sum", numerics="tpu", backend="amaranth", **timing):
