@@ -513,7 +513,7 @@ def _sparsecore(bench, seed):
                            alpha=alpha)
         timing = dict(backend=bench.backend, seed=seed, words_per_cycle=bench.words_per_cycle,
                       read_latency=bench.read_latencies[0],
-                      tile=shared_tile("sum", bench.optimizer, bench.backend))
+                      tile=shared_tile("sum", bench.optimizer))
         zipf.append((alpha, batch, check_lookup(batch, **timing),
                      check_update(batch, optimizer=bench.optimizer, lr=bench.lr, **timing)))
     return _SparseResult(bench, seed, curves, zipf)

@@ -109,7 +109,7 @@ def run_command(args, *, out=print):
         f"{args.numerics}, seed {args.seed}, backend {args.backend})")
     hbm = dict(seed=args.seed, jitter=args.jitter, read_latency=args.read_latency,
                words_per_cycle=args.words_per_cycle, idle=args.idle,
-               tile=shared_tile(args.combiner, args.optimizer, args.backend))
+               tile=shared_tile(args.combiner, args.optimizer))
     # A Verilator build takes minutes: the line names it and beats while it runs.
     line = ProgressLine("sparsecore")
     try:
