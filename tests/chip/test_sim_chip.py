@@ -11,8 +11,9 @@ from verif.cli import main
 
 from .operands import expected, operands
 
-#: A chip whose VPU builds only one ALU op: quick to elaborate for the control tests.
-_SMALL = {"ops": ("xor",)}
+#: The control tests' chip: the matmul's, whose simulation the matmul test (first, being
+#: long) leaves compiled, where a smaller chip would be compiled again.
+_CONTROL_CHIP = chip.MATMUL_CHIP
 
 
 @pytest.mark.long
@@ -64,13 +65,13 @@ def test_a_bad_preset_or_a_matmul_past_its_memory_is_refused_before_any_work(rng
 
 def test_a_core_fault_names_the_error_and_the_bundle():
     with pytest.raises(chip.ChipError, match=r"error pop_empty: pc 1 \(pop v2\)"):
-        chip.run("nop\npop v2\nhalt", backend="amaranth", chip=_SMALL)
+        chip.run("nop\npop v2\nhalt", backend="amaranth", chip=_CONTROL_CHIP)
 
 
 def test_a_hang_names_the_wait_and_the_flags():
     program = "fadd f2, 3\nwait f3, 5\nhalt"
     with pytest.raises(chip.ChipError, match=r"hung: pc 1 \(wait f3, 5\); flags: f2=3"):
-        chip.run(program, backend="amaranth", chip=_SMALL, watchdog=40)
+        chip.run(program, backend="amaranth", chip=_CONTROL_CHIP, watchdog=40)
 
 
 def test_a_program_larger_than_imem_is_refused():
@@ -104,7 +105,7 @@ def test_stall_counters_account_for_every_cycle():
     # once: every cycle from start to halt either issues a bundle or names one cause.
     program = "delay 5\nnop\ndelay 7\nli s1, 3\nsw s1, 4(s0)\nlw s2, 4(s0)\naddi s3, s2, 1\nhalt"
     iss = tc.run(program)
-    run = chip.execute(program, backend="amaranth", chip=_SMALL)
+    run = chip.execute(program, backend="amaranth", chip=_CONTROL_CHIP)
     assert run.status == "halted" and run.bundles == iss.bundles == 8
     stalls = {cause: run.counters[f"stall_{cause}"] for cause in STALL_CAUSES}
     assert stalls["delay"] == iss.delay_cycles == 12
