@@ -1,7 +1,7 @@
 """``tpu-rtl sparsecore`` and the SparseCore section of ``tpu-rtl bench``, on tiny batches.
 
-Every run is on Amaranth's simulator with a few ids (seconds each), but for one slow test's
-on Verilator. The verdicts come from the command; the counts they are checked against here
+Every run is on Amaranth's simulator with a few ids (seconds each), apart from one slow
+test's on Verilator. The verdicts come from the command; the counts they are checked against here
 (unique ids, ids per bag, the Zipf law's probabilities) are computed independently, from
 the batch the command's seed makes.
 """
@@ -170,8 +170,8 @@ def test_write_bound_counts_slots_against_writes():
 
 
 @pytest.mark.slow         # a Verilator build of the tile (40 s)
-def test_verilator_runs_both_operations_on_one_build_in_amaranth_s_cycles(seed, tmp_path,
-                                                                          monkeypatch, capsys):
+def test_one_verilator_build_serves_both_operations_in_their_own_tiles_cycles(
+        seed, tmp_path, monkeypatch, capsys):
     """The lookup and the update share one Verilator build of a tile with both operations
     (``shared_tile``), and take the cycles of Amaranth's tiles built for one each."""
     monkeypatch.setenv("TPU_RTL_CACHE", str(tmp_path / "cache"))
