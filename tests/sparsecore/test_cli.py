@@ -1,9 +1,9 @@
 """``tpu-rtl sparsecore`` and the SparseCore section of ``tpu-rtl bench``, on tiny batches.
 
 Every run is on Amaranth's simulator with a few ids (seconds each), apart from one slow
-test's on Verilator. The verdicts come from the command; the counts they are checked against here
-(unique ids, ids per bag, the Zipf law's probabilities) are computed independently, from
-the batch the command's seed makes.
+test's on Verilator. The verdicts come from the command; the counts they are checked
+against here (unique ids, ids per bag, the Zipf law's probabilities) are computed
+independently, from the batch the command's seed makes.
 """
 
 import dataclasses
