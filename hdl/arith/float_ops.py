@@ -125,6 +125,9 @@ def shift_right_sticky(m, value, amount, *, name):
 
     ``sticky`` is the OR of every bit shifted out. It is gathered level by
     level of the barrel shifter rather than with a second, masking shifter.
+    Each level's output is a signal, read twice by the next level (the shift and the
+    sticky bits), so that the expression a simulator compiles grows with the levels, not
+    with two to their power.
     """
     width = len(value)
     levels = (width - 1).bit_length()           # shifts below this width are real shifts
@@ -137,8 +140,10 @@ def shift_right_sticky(m, value, amount, *, name):
     for level in reversed(range(min(levels, len(amount)))):
         step = 1 << level
         take = amount[level]
-        lost = lost | (take & cur[:step].any())
-        cur = Mux(take, cur[step:], cur)
+        stage = Signal(width, name=f"{name}_by{step}")
+        m.d.comb += stage.eq(cur)
+        lost = lost | (take & stage[:step].any())
+        cur = Mux(take, stage[step:], stage)
     m.d.comb += [shifted.eq(cur), sticky.eq(lost)]
     return shifted, sticky
 

@@ -1,3 +1,3 @@
 """Building blocks that more than one block uses: pipeline stagers, stream wrappers, a typed
-stream queue, export black boxes, and the stream players and recorders of whole-run
-harnesses."""
+stream queue, export black boxes, wide logic that simulators compile quickly, and the stream
+players and recorders of whole-run harnesses."""

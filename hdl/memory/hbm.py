@@ -5,6 +5,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from ..lib.logic import any_of
 from ..lib.memory_port import WORD_BITS, MemoryPortSignature, line_addr_width, memory_data
 from ..lib.xorshift import Xorshift32
 from ..lib.params import check_int, check_power_of_two
@@ -171,8 +172,8 @@ class HBM(wiring.Component):
         faulty = Signal()
         if self.error_ranges:
             lo_hi = [(lo // w, hi // w) for lo, hi in self.error_ranges]
-            m.d.comb += faulty.eq(_any(*[(req.payload.addr >= lo) & (req.payload.addr < hi)
-                                         for lo, hi in lo_hi]))
+            m.d.comb += faulty.eq(any_of([(req.payload.addr >= lo) & (req.payload.addr < hi)
+                                          for lo, hi in lo_hi]))
         m.d.comb += [
             req.ready.eq(count - pop < slots),
             accept.eq(req.valid & req.ready),
@@ -227,10 +228,4 @@ class HBM(wiring.Component):
         m.d.sync += count.eq(count + accept_read - pop)
         return m
 
-
-def _any(*terms):
-    result = terms[0]
-    for term in terms[1:]:
-        result = result | term
-    return result
 

@@ -4,6 +4,7 @@ from amaranth.hdl import Const, MemoryData, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..lib.logic import any_of
 from ..lib.params import check_int, check_numerics
 from ..lib.memory_port import WORD_BITS, MemoryPortSignature
 from ..memory.hbm import HBM, check_hbm_params
@@ -230,10 +231,10 @@ combine_slots : Out(32)
         m.submodules.flush = flush = FlushUnit(geometry=g)
         update = self.op == Op.UPDATE
         stateful = update & self.optimizer.as_value().any()       # either Adagrad
-        built_combiner = _any([_equals(self.combiner, Combiner[c.upper()])
-                               for c in self.combiners] or [0])
-        built_optimizer = _any([_equals(self.optimizer, Optimizer[o.upper()])
-                                for o in self.optimizers] or [0])
+        built_combiner = any_of([_equals(self.combiner, Combiner[c.upper()])
+                                 for c in self.combiners])
+        built_optimizer = any_of([_equals(self.optimizer, Optimizer[o.upper()])
+                                  for o in self.optimizers])
         m.d.comb += self.unsupported.eq(~Mux(update, built_optimizer, built_combiner))
 
         # Load: ids and ends through the walker into dedup; gradients into their buffer.
@@ -330,7 +331,7 @@ combine_slots : Out(32)
                  port.resp.valid & port.resp.ready,
                  ring.taking, ring.records.valid & ring.records.ready,
                  finish.results.valid & finish.results.ready, dedup.pending]
-        m.d.comb += self.busy.eq(_any(fired))
+        m.d.comb += self.busy.eq(any_of(fired))
         m.d.comb += [
             self.bad.eq(dedup.bad), self.bad_position.eq(dedup.bad_position),
             self.bad_count.eq(dedup.bad_count), self.overflow.eq(dedup.overflow),
@@ -377,9 +378,3 @@ def _equals(view, member):
     # `value == 0` would export as a logical not of a vector, which lint flags.
     return view == member if member.value else ~view.as_value().any()
 
-
-def _any(terms):
-    result = terms[0]
-    for term in terms[1:]:
-        result = result | term
-    return result

@@ -9,12 +9,13 @@ modules take them from here. The vector slots hold ``golden.vpu`` words, decoded
 import re
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Const, Signal
+from amaranth.hdl import Cat, Signal
 
 from .encoding import (BUNDLE_WORDS, CONTROL_FIELDS, DEFAULT_HBM_WORDS, DESCRIPTOR_FIELDS,
                        DESCRIPTOR_WORDS, MISC_FIELDS, MISC_OPS, SCALAR_FIELDS,
                        SCALAR_FORMATS, SCALAR_OPS, SLOTS, SREGS, VADDR_FIELDS, VECTOR_SLOTS,
                        VECTOR_SLOT_UNITS, Error, MiscOpcode, ScalarOpcode)
+from ..lib.logic import any_of
 from ..vpu import isa as vpu_isa
 
 __all__ = ["BUNDLE_WORDS", "SLOTS", "VECTOR_SLOTS", "SREGS", "ERROR_CODES", "DESCRIPTOR_WORDS",
@@ -46,12 +47,6 @@ def _mask(fields, names):
         mask |= ((1 << width) - 1) << low
     return mask
 
-
-def _any(signals):
-    result = Const(0)
-    for signal in signals:
-        result = result | signal
-    return result
 
 
 def _scalar_fields(spec):
@@ -132,13 +127,13 @@ def _decode_scalar(m, word, slot, name):
             imm_terms.append((hit, raw_imm))
     legal = Signal(name=f"{name}_legal")
     imm = Signal(32, name=f"{name}_imm")
-    m.d.comb += legal.eq(_any(legal_terms))
+    m.d.comb += legal.eq(any_of(legal_terms))
     for hit, value in imm_terms:
         with m.If(hit):
             m.d.comb += imm.eq(value)
 
     def any_fmt(*fmts):
-        return _any(is_op[s.name] for s in ops if s.fmt in fmts)
+        return any_of(is_op[s.name] for s in ops if s.fmt in fmts)
 
     return ScalarDecoded(
         legal=legal, is_op=is_op, rd=_field(word, SCALAR_FIELDS, "rd"),
@@ -159,10 +154,10 @@ def _decode_misc(m, word, name):
         terms.append(is_op[spec.name] & ~(word & (low_bits & ~_mask(MISC_FIELDS, used))).any())
     legal = Signal(name=f"{name}_legal")
     imm = Signal(32, name=f"{name}_imm")
-    m.d.comb += [legal.eq(_any(terms)), imm.eq(_field(word, MISC_FIELDS, "imm").as_signed())]
+    m.d.comb += [legal.eq(any_of(terms)), imm.eq(_field(word, MISC_FIELDS, "imm").as_signed())]
     return MiscDecoded(legal=legal, is_op=is_op, flag=_field(word, MISC_FIELDS, "flag"),
                        ra=_field(word, MISC_FIELDS, "ra"), imm=imm,
-                       names_flag=_any(is_op[s.name] for s in MISC_OPS.values() if s.flag))
+                       names_flag=any_of(is_op[s.name] for s in MISC_OPS.values() if s.flag))
 
 
 def decode_bundle(m, words, *, name="bundle"):
@@ -181,7 +176,7 @@ def decode_bundle(m, words, *, name="bundle"):
     for slot in VECTOR_SLOTS:
         word = slot_word(words, slot)
         d = vpu_isa.decode(m, word, name=f"{name}_{slot}")
-        allowed = _any(d.unit[_HDL_UNIT.get(u, u)] for u in VECTOR_SLOT_UNITS[slot])
+        allowed = any_of(d.unit[_HDL_UNIT.get(u, u)] for u in VECTOR_SLOT_UNITS[slot])
         vector[slot], vwords[slot] = d, word
         used[slot] = Signal(name=f"{name}_{slot}_used")
         m.d.comb += used[slot].eq(~d.is_op["nop"])

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from amaranth.hdl import Mux, Signal
 from amaranth.lib import enum
 
+from ..lib.logic import any_of
+
 __all__ = ["Opcode", "OPS", "UNITS", "FIELD_BITS", "OPCODE_BITS", "Decoded", "decode",
            "pushes_lhs", "check_ops"]
 
@@ -160,7 +162,7 @@ def decode(m, word, *, name):
     unit = {u: Signal(name=f"{name}_unit_{u}") for u in UNITS}
     for u in UNITS:
         members = [is_op[op.name] for op in OPS.values() if op.unit == u]
-        m.d.comb += unit[u].eq(_any(members))
+        m.d.comb += unit[u].eq(any_of(members))
     legal = Signal(name=f"{name}_legal")
     terms = []
     for op in OPS.values():
@@ -170,11 +172,11 @@ def decode(m, word, *, name):
             used |= ((1 << width) - 1) << low
         stray = ((1 << FIELD_BITS["opcode"][0]) - 1) & ~used
         terms.append(is_op[op.name] & ~(word & stray).any())
-    m.d.comb += legal.eq(_any(terms))
+    m.d.comb += legal.eq(any_of(terms))
 
     def uses(field, *, exclude=()):
-        return _any([is_op[op.name] for op in OPS.values()
-                     if field in op.fields and op.name not in exclude])
+        return any_of([is_op[op.name] for op in OPS.values()
+                       if field in op.fields and op.name not in exclude])
 
     reads = {n: Signal(name=f"{name}_reads_{n}") for n in "abc"}
     writes = Signal(name=f"{name}_writes")
@@ -196,9 +198,3 @@ def pushes_lhs(decoded):
     """``push_lhs`` or ``push_lhs_acc``: the word queues 8 MXU result rows."""
     return decoded.is_op["push_lhs"] | decoded.is_op["push_lhs_acc"]
 
-
-def _any(signals):
-    result = 0
-    for signal in signals:
-        result = result | signal
-    return result

@@ -69,6 +69,7 @@ def test_rtl_matches_golden(numerics, rng):
 
 # One numerics, as for the other units: a Verilator build costs about 15 s, and "ieee" holds
 # the more logic (the subnormal shifter).
+@pytest.mark.slow      # a build of its own (make test's budget); the Amaranth runs stay
 @pytest.mark.parametrize("numerics", ["ieee"])
 def test_rtl_matches_golden_on_verilator(numerics, rng):
     inputs = exp_inputs(rng, 60_000)

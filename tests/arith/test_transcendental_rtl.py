@@ -167,8 +167,10 @@ def test_rtl_matches_golden(function, numerics, rng):
 
 
 # One numerics each (the Amaranth runs cover both); every directed input and more random ones.
+# Both in make test-slow: a build each (make test's budget).
 @pytest.mark.parametrize("function, numerics", [
-    pytest.param("rsqrt", "ieee", marks=pytest.mark.slow), ("rcp", "tpu")])
+    pytest.param("rsqrt", "ieee", marks=pytest.mark.slow),
+    pytest.param("rcp", "tpu", marks=pytest.mark.slow)])
 def test_rtl_matches_golden_on_verilator(function, numerics, rng):
     x = vectors(function, rng, n_random=20_000)
     check_golden(function, numerics, x,

@@ -182,7 +182,7 @@ class Gate:
 
 
 @pytest.mark.parametrize("routing, queues", [("adaptive", None), ("dor", None),
-                                             ("dor", True)])
+                                             pytest.param("dor", True, marks=pytest.mark.slow)])
 def test_injection_queues_pass_a_blocked_direction(routing, queues):
     """Chip 1 of a 4-ring stops ejecting, so chip 0's +x packets back up into its
     injection port; a -x packet injected behind them still reaches chip 3 with a queue

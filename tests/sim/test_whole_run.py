@@ -52,10 +52,10 @@ def test_arith_run_is_identical_to_amaranth_with_gaps(backend, rng):
     assert reference.cycles > 450
 
 
-# Verilator's case is slow (19 s, make test's budget): Icarus's case and the arith run's
-# Verilator case above keep the whole run's identity with Amaranth in the default suite.
-@pytest.mark.parametrize("backend", [pytest.param("verilator", marks=pytest.mark.slow),
-                                     ICARUS])
+# Both in make test-slow (19 s and 10 s, make test's budget): the arith run's cases above keep
+# the whole run's identity with Amaranth on both compiled simulators in the default suite.
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["verilator", ICARUS])
 def test_matmul_is_identical_to_amaranth_cycle_for_cycle(backend, rng):
     x = bf16_matrix(rng, (9, 7), special_density=0.1)
     w = bf16_matrix(rng, (7, 5), special_density=0.1)
@@ -284,6 +284,7 @@ def test_busy_holds_the_watchdog_off_while_nothing_streams(monkeypatch):
         run_whole(replace(run, busy="load"))
 
 
+@pytest.mark.slow      # a Verilator build and run-time library of its own: make test's budget
 def test_a_threaded_verilator_model_gives_the_same_run(rng, monkeypatch):
     """threads=2 (``verilator --threads 2``) is a build of its own, bit- and cycle-identical
     to the single-threaded one; ``$TPU_RTL_THREADS`` sets the default, a bad value is refused."""

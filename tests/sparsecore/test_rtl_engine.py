@@ -176,7 +176,8 @@ def test_a_bad_batch_writes_nothing_and_still_signals(rng):
     assert_bits(final, image, "the HBM after refused batches")
 
 
-@pytest.mark.parametrize("words_per_cycle, jitter", [(4, 3), (1, 0)])
+@pytest.mark.parametrize("words_per_cycle, jitter", [
+    (4, 3), pytest.param(1, 0, marks=pytest.mark.slow)])     # a build of its own
 def test_a_gather_copies_each_row_once_bit_for_bit_and_counts_them(words_per_cycle, jitter,
                                                                     rng):
     # The owner's gather of the embedding step: rows copied unchanged (-0.0, NaN payloads

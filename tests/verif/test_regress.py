@@ -58,6 +58,7 @@ def test_arith_regression_passes_with_full_coverage(units, tmp_path):
     assert single == 100.0
 
 
+@pytest.mark.slow      # 15 s; the arith regression keeps full coverage in the default suite
 def test_mxu_regression_reaches_full_coverage_in_one_seed(tmp_path):
     proc = _regress("mxu", "--seeds", "1", "--sim", "amaranth", "--cover-goal", "100",
                     cwd=tmp_path)

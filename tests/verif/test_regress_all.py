@@ -105,6 +105,7 @@ def test_one_table_and_every_merged_report(tmp_path):
     assert (out / "report" / "src" / "hdl" / "arith" / "float_ops.py.html").exists()
 
 
+@pytest.mark.slow      # the Amaranth case below keeps a starved bin in the default suite
 def test_a_starved_bin_is_uncovered_everywhere_and_fails_the_goal(tmp_path):
     proc = _regress("--suites", "arith", "--only", "fp32_to_bf16-ieee", "--seeds", "1",
                     "--sim", "verilator", "--cover-goal", "100", "--inject", "starve-nan",

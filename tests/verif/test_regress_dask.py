@@ -143,6 +143,7 @@ def test_a_killed_worker_is_retried_once_then_its_seed_is_a_crash(tmp_path, regr
     assert not (folder / "seeds" / str(base + 1)).exists()
 
 
+@pytest.mark.slow      # a cluster's robustness, 7-9 s: make test keeps the retry to a crash
 def test_a_worker_killed_once_costs_nothing_but_the_retry(tmp_path, regress, scheduler, seed):
     address, client = scheduler
     _both_workers(client)
@@ -174,6 +175,7 @@ def test_an_unreachable_scheduler_is_one_line_before_anything_runs(tmp_path, reg
     assert out == "" and not (tmp_path / "build").exists()
 
 
+@pytest.mark.slow      # a cluster's robustness, 7-9 s: make test keeps the retry to a crash
 def test_ctrl_c_cancels_the_rest_and_reports_what_finished(tmp_path, scheduler, seed):
     psutil = pytest.importorskip("psutil")
     address, client = scheduler
@@ -319,6 +321,7 @@ def test_sliced_results_merge_into_the_whole_check():
     assert whole.cycles_per_second == 6 * 65536 / 2.0 and not whole.ok
 
 
+@pytest.mark.slow      # a cluster's robustness, 7-9 s: make test keeps the retry to a crash
 def test_exhaustive_check_runs_in_slices_on_the_cluster(tmp_path, scheduler):
     from verif.regress.executor.dask import DaskExecutor
     from verif.regress import run_exhaustive

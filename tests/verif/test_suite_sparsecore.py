@@ -35,6 +35,7 @@ def test_one_seed_passes_on_amaranth(seed, tmp_path):
     assert json.loads((tmp_path / "result.json").read_text())["status"] == "pass"
 
 
+@pytest.mark.slow      # a tile build of its own; the regress tests catch a broken golden
 def test_golden_fault_is_caught(seed, tmp_path):
     record = run_seed("sparsecore", seed, "amaranth", tmp_path, inject="golden-fault",
                       only="sparsecore-tpu")

@@ -376,6 +376,7 @@ def test_bad_alu_width_names_it(params, error, message):
 
 # ---------------------------------------------------------------- export
 
+@pytest.mark.slow      # Verilator's lint of a whole VPU, 13 s; the next test keeps the rule
 def test_export_emits_repeated_cores_once_and_is_lint_clean():
     result = export("vpu", {"lanes": 2, "ops": ("add", "exp", "rsum")})
     text = result.verilog
