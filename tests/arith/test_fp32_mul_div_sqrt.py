@@ -266,11 +266,13 @@ def test_matches_softfloat(op, numerics, rng):
     check(op, numerics, operands, run(op, numerics, operands))
 
 
-# The extremes of each unit and an odd depth in between. The cut placement
-# depends on the numerics, so each depth runs in both.
+# The extremes of each unit and an odd depth in between (in make test-slow: a build each). The
+# cut placement depends on the numerics, so each depth runs in both.
 @pytest.mark.parametrize("numerics", NUMERICS)
-@pytest.mark.parametrize("op, stages", [("mul", 1), ("mul", 5), ("div", 1), ("div", 7),
-                                        ("div", 30), ("sqrt", 1), ("sqrt", 9), ("sqrt", 27)])
+@pytest.mark.parametrize("op, stages", [
+    ("mul", 1), pytest.param("mul", 5, marks=pytest.mark.slow), ("div", 1),
+    pytest.param("div", 7, marks=pytest.mark.slow), ("div", 30), ("sqrt", 1),
+    pytest.param("sqrt", 9, marks=pytest.mark.slow), ("sqrt", 27)])
 def test_every_pipeline_depth_matches_softfloat(op, stages, numerics, rng):
     operands = vectors(op, rng, 100)
     rows = rng.permutation(operands[0].size)[:300]

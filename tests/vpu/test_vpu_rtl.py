@@ -270,7 +270,8 @@ def test_serial_alu_takes_8_over_alu_width_cycles_an_operation(alu_width):
     assert state["executed"] == 3 and state["error"] == 0
 
 
-@pytest.mark.parametrize("lanes, alu_width, numerics", [(2, 1, "ieee"), (1, 2, "tpu")])
+@pytest.mark.parametrize("lanes, alu_width, numerics", [
+    pytest.param(2, 1, "ieee", marks=pytest.mark.slow), (1, 2, "tpu")])     # a build each
 def test_serial_alu_runs_the_hazard_program_as_golden(lanes, alu_width, numerics, rng):
     # Every ALU op at RAW distances 1 to 4, WAR and WAW, a slice at a time: each slice's
     # words must land in their own sublanes, and the register file's other units keep
