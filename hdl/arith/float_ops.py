@@ -99,7 +99,11 @@ def unpack(m, bits, fmt, numerics, *, name):
 
 
 def _lzc_tree(bits):
-    """Leading zeros of a power-of-two-wide value that is not zero, as a balanced tree.
+    """Leading zeros of a power-of-two-wide value, as a balanced tree.
+
+    The count is meaningful only when the value is not zero. A node whose halves are both
+    zero is zero itself, so its parent never selects its count, and :func:`leading_zeros`
+    pads its operand so that the whole is never zero.
 
     Each node tests its high half with one OR of those bits, rather than with a flag
     built from its children's: synthesis shares the OR trees (the fp32 adder and multiplier

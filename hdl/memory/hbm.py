@@ -227,5 +227,3 @@ class HBM(wiring.Component):
             m.d.sync += head.eq(advanced(head))
         m.d.sync += count.eq(count + accept_read - pop)
         return m
-
-

@@ -377,4 +377,3 @@ combine_slots : Out(32)
 def _equals(view, member):
     # `value == 0` would export as a logical not of a vector, which lint flags.
     return view == member if member.value else ~view.as_value().any()
-

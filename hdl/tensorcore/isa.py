@@ -48,7 +48,6 @@ def _mask(fields, names):
     return mask
 
 
-
 def _scalar_fields(spec):
     """The fields a scalar op uses: the registers its format names, and ``imm`` when it
     has an immediate kind."""

@@ -197,4 +197,3 @@ def decode(m, word, *, name):
 def pushes_lhs(decoded):
     """``push_lhs`` or ``push_lhs_acc``: the word queues 8 MXU result rows."""
     return decoded.is_op["push_lhs"] | decoded.is_op["push_lhs_acc"]
-
