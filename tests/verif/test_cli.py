@@ -26,6 +26,22 @@ def test_help_lists_every_command():
         assert command in proc.stdout
 
 
+@pytest.mark.parametrize("args", [["--help"], ["export"], ["regress", "arith", "--seeds", "0"]])
+def test_help_and_usage_errors_import_no_hdl_nor_simulator(args):
+    """The parser answers at once: neither Amaranth nor any block, suite or backend is
+    loaded to print help or to refuse a flag."""
+    probe = ("import sys\nfrom verif.cli import main\nstatus = main(sys.argv[1:])\n"
+             "heavy = ('amaranth', 'hdl', 'cocotb', 'sim.backends', 'sim.blocks', "
+             "'verif.suites')\n"
+             "loaded = sorted(m for m in sys.modules if m.startswith(heavy))\n"
+             "print(status, loaded)")
+    proc = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True,
+                          text=True)
+    status, loaded = proc.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert status == ("0" if args == ["--help"] else "2"), proc.stdout + proc.stderr
+    assert loaded == "[]"
+
+
 def test_block_and_suite_help_lists_the_catalogues():
     from sim.blocks import BLOCKS
     from verif.regress import SUITE_NAMES

@@ -116,11 +116,18 @@ def _parser(command=None):
     return parser
 
 
-def main(argv=None):
+def _run_failures():
+    """The errors of a run that failed rather than of bad input (exit status 1). Imported
+    only once a command has raised, so that ``--help`` and usage errors need none of the
+    simulators' modules."""
     from sim.backends.cocotb_sim import SimulationError
     from sim.toolchain import ToolMissing
     from sim.transactors import SimulationHang
     from sim.verilog.fpga import FpgaError
+    return ToolMissing, SimulationError, SimulationHang, FpgaError
+
+
+def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         args = _parser(_command_of(argv)).parse_args(argv)
@@ -137,17 +144,16 @@ def main(argv=None):
             raise
         print(f"tpu-rtl {args.command}: error: {error}", file=sys.stderr)
         return 2
-    except (ToolMissing, SimulationError, SimulationHang, FpgaError) as error:
-        if args.debug:
-            raise
-        print(f"tpu-rtl {args.command}: error: {error}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         print(f"tpu-rtl {args.command}: interrupted", file=sys.stderr)
         return 130
-    except Exception as error:      # a bug, not bad input: keep it to one line unless asked
+    except Exception as error:
         if args.debug:
             raise
+        if isinstance(error, _run_failures()):
+            print(f"tpu-rtl {args.command}: error: {error}", file=sys.stderr)
+            return 1
+        # A bug, not bad input nor a failed run: one line unless asked for the traceback.
         print(f"tpu-rtl {args.command}: internal error: {type(error).__name__}: {error} "
               f"(rerun with --debug for the traceback)", file=sys.stderr)
         return 1

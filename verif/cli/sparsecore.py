@@ -17,14 +17,16 @@ import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from verif.cli.common import (CommandError, add_backend, add_gaps, check_outputs, exponent,
                               flushed, fraction, natural, positive)
 from verif.progress import ProgressLine
-from verif.suites.sparsecore.batch import (Batch, OpCheck, check_lookup, check_update, make_batch,
-                                           shared_tile)
+
+if TYPE_CHECKING:    # the batch imports every suite, and the parser needs none of them
+    from verif.suites.sparsecore.batch import Batch, OpCheck
 
 
 #: The options that shape a run, in the order the reproduce command lists them.
@@ -36,9 +38,9 @@ RUN_OPTIONS = ("rows", "width", "batch", "bag", "alpha", "combiner", "weighted",
 @dataclass
 class SparseCheck:
     """The command's outcome: both :class:`OpCheck` s, the batch, and how to reproduce it."""
-    batch: Batch
-    lookup: OpCheck
-    update: OpCheck
+    batch: "Batch"
+    lookup: "OpCheck"
+    update: "OpCheck"
     reproduce: str
 
     @property
@@ -99,6 +101,8 @@ def run_command(args, *, out=print):
     :class:`SparseCheck`, whose ``passed`` decides the exit status. Prints the figures,
     and writes them to ``args.json`` when given, failed or not."""
     check_outputs(args, files=("waves", "json"))
+    from verif.suites.sparsecore.batch import check_lookup, check_update, make_batch, shared_tile
+
     rng = np.random.default_rng(args.seed)
     batch = make_batch(rng, rows=args.rows, width=args.width, batch=args.batch, bag=args.bag,
                        alpha=args.alpha, weighted=args.weighted,

@@ -39,7 +39,6 @@ import numpy as np
 
 from verif.cli.common import add_fail, check_outputs, exponent, natural, parse_size, positive
 from verif.report import collective_table, plot_links
-from verif.suites.system.inputs import embedding_inputs, random_inputs
 
 __all__ = ["add_parser", "cmd_collective", "cmd_step", "cmd_embedding"]
 
@@ -262,6 +261,7 @@ def cmd_collective(args):
 
     from verif.cli.common import CommandError
     from verif.progress import ProgressLine
+    from verif.suites.system.inputs import random_inputs
 
     topology = _topology(args)
     sizes = _sizes(args)
@@ -433,6 +433,7 @@ def cmd_embedding(args):
     from sim import system
 
     from verif.cli.common import CommandError, progress_printer
+    from verif.suites.system.inputs import embedding_inputs
 
     topology = _topology(args)
     network = _network(args, args.routing or "dor")
