@@ -87,14 +87,15 @@ def test_a_corrupt_frame_and_a_frame_cut_mid_word_are_dropped_and_counted():
     transport = SimulatedTransport(chip=SMALL, backend="amaranth")
     base = REGIONS["smem"]
     # A corrupt frame: an unknown command byte, then what would have been its frame; the
-    # bridge drops bytes until the line has idled past its timeout.
+    # bridge drops bytes until the line has idled past its timeout (2,000 cycles in the
+    # simulation: each pause is that and a margin).
     transport.queue(uartbone.write(base, [11, 22, 33])
                     + bytes([0x07, 1]) + base.to_bytes(4, "big") + bytes(4), 0)
-    transport.pause(4000)
+    transport.pause(2500)
     # A write cut off in its second word: the first word is written, the second is not.
     frame = uartbone.write_frame(base, [0xAAAA_AAAA, 0xBBBB_BBBB])
     transport.queue(frame[:6 + 4 + 2], 0)
-    transport.pause(4000)
+    transport.pause(2500)
     answer = uartbone.words(transport.transact([
         (uartbone.read(REGISTERS + Register.ERRORS, 2), 8),
         (uartbone.read(base, 3), 12),

@@ -40,11 +40,10 @@ def _operands(rng, m, k, n, *, acc, special_density):
 @pytest.mark.parametrize("use_acc", [False, True], ids=["no-acc", "acc"])
 @pytest.mark.parametrize("m, k, n, rows, cols", [
     (1, 1, 1, 2, 2),
-    (5, 3, 7, 2, 2),
-    # Several K and N tiles: 6-7-11 on the 3x5 array has them too, quicker.
+    (5, 3, 7, 2, 2),        # several K and N tiles
     pytest.param(17, 9, 10, 4, 4, marks=pytest.mark.slow),
-    (6, 7, 11, 3, 5),       # non-square array
-    (4, 2, 3, 5, 3),        # K and N smaller than the array
+    pytest.param(6, 7, 11, 3, 5, marks=pytest.mark.slow),
+    (4, 2, 3, 5, 3),        # a non-square array; K and N smaller than it
 ])
 def test_matmul_is_bit_exact(m, k, n, rows, cols, use_acc, numerics, rng):
     x, w, acc = _operands(rng, m, k, n, acc=use_acc, special_density=0.0)

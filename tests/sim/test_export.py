@@ -19,10 +19,12 @@ def _modules(verilog):
 _MXU_4X4, _MXU_3X5 = {"rows": 4, "cols": 4}, {"rows": 3, "cols": 5, "add_stages": 3}
 
 
-# The MXUs are arrays of the PE linted in both modes: one mode each in the default suite.
+# The MXUs are arrays of the PE linted in both modes: in the default suite, one plain array
+# (non-square, extra adder stages) and one folded.
 @pytest.mark.parametrize("block, params, numerics", [
     *((b, {}, numerics) for b in (*ARITH, "pe") for numerics in ("tpu", "ieee")),
-    ("mxu", _MXU_4X4, "tpu"), pytest.param("mxu", _MXU_4X4, "ieee", marks=pytest.mark.slow),
+    *(pytest.param("mxu", _MXU_4X4, numerics, marks=pytest.mark.slow)
+      for numerics in ("tpu", "ieee")),
     ("mxu", _MXU_3X5, "ieee"), pytest.param("mxu", _MXU_3X5, "tpu", marks=pytest.mark.slow),
     ("mxu", {"rows": 4, "cols": 4, "fold": 2}, "tpu"),   # folded: PEs of 2 weights
 ])

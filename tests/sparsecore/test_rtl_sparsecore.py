@@ -101,8 +101,9 @@ def test_update_is_bit_exact(optimizer, numerics, with_state, words_per_cycle, r
 def test_rowwise_adagrad_is_bit_exact(numerics, width, words_per_cycle, rng):
     # 12 columns pad to 16 (20 to 24): the mean divides by 12, and the padding's zero
     # gradients add nothing to a lane. Accumulators: mostly non-negative, the specials
-    # mixed in. The "tpu" tile is test_update_is_bit_exact's Adagrad one.
-    b = _batch(rng, width=width)
+    # mixed in. The "tpu" tile is test_update_is_bit_exact's Adagrad one. Four random bags
+    # and the adversarial ones: two runs of the tile, each a few seconds on Amaranth.
+    b = _batch(rng, width=width, n_bags=4)
     # A special gradient word makes its row's mean NaN or inf: keep them to a third of the
     # bags, so that most rows take the finite path.
     grads = stimulus.fp32_values(rng, b.grads.shape, special_density=0.0)

@@ -130,6 +130,9 @@ def test_unordered_sink_checks_each_flow_as_a_set():
     assert _sink_run([(1, 1), (1, 1)]) == (1, 2)
 
 
+# 25-30 s, nearly all of it the run: Amaranth re-evaluates each adaptive router's allocator
+# whole at every delta cycle. make test keeps tests/ici's adaptive 4-ring under load.
+@pytest.mark.slow
 def test_an_adaptive_whole_run_delivers_everything(seed):
     """A 4-ring on the Amaranth simulator with adaptive routing under load: every packet
     once and intact (the sinks' unordered check), nothing left, and packets on both the
