@@ -189,7 +189,7 @@ def test_two_local_ports(seed):
     cycle, still exactly once and in order per lane."""
     topology = SHAPES["2x2"]()
     stats = short_run(topology, backend="amaranth", seed=seed, rate=1.6, local_ports=2,
-                      packet_flits=1)
+                      packet_flits=1, cycles=80, warmup=20)
     check_delivery(stats, topology)
     assert stats.run.accepted > 1.1
 
