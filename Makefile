@@ -6,6 +6,11 @@ BIN       := $(VENV)/bin
 STAMP     := $(VENV)/.installed
 JOBS      ?= auto
 PYTEST    := PYTHONWARNINGS=error $(BIN)/python -m pytest
+# The suite and a regression start hundreds of Python processes (seeds, CLI runs, cocotb's):
+# without bytecode each compiles the package's modules again, a fifth of their CPU. They
+# write it under build/pycache, even where PYTHONDONTWRITEBYTECODE is set: no __pycache__
+# in the checkout.
+RUN_ENV   := env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX=$(CURDIR)/build/pycache
 
 # The first interpreter on PATH that is new enough (softfloatpy and
 # cocotb-coverage need >= 3.11); override with `make PYTHON=/path/to/python3`.
@@ -23,16 +28,16 @@ demo: $(STAMP)
 # compiles; the 40 longest tests are listed at the end (docs/regress.md keeps a run's).
 test: $(STAMP)
 	$(BIN)/lint-imports
-	$(PYTEST) -n $(JOBS) --dist loadfile --durations=40 tests
+	$(RUN_ENV) $(PYTEST) -n $(JOBS) --dist loadfile --durations=40 tests
 
 # The tests marked slow: larger, longer and repeated checks kept out of `make test`.
 test-slow: $(STAMP)
-	$(PYTEST) -n $(JOBS) --dist loadfile -m slow tests
+	$(RUN_ENV) $(PYTEST) -n $(JOBS) --dist loadfile -m slow tests
 
 # The coverage-driven regression of every suite (docs/regress.md): never part of `make test`.
 regress: $(STAMP)
-	$(BIN)/tpu-rtl regress all --seeds 8 --until-covered -j 2 --sim verilator --cover-goal 100 \
-		--timeout 7200
+	$(RUN_ENV) $(BIN)/tpu-rtl regress all --seeds 8 --until-covered -j 2 --sim verilator \
+		--cover-goal 100 --timeout 7200
 
 bench: $(STAMP)
 	$(BIN)/tpu-rtl bench --update-docs
