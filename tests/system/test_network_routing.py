@@ -131,7 +131,7 @@ def test_unordered_sink_checks_each_flow_as_a_set():
 
 
 # 25-30 s, nearly all of it the run: Amaranth re-evaluates each adaptive router's allocator
-# whole at every delta cycle. make test keeps tests/ici's adaptive 4-ring under load.
+# whole every cycle. make test keeps tests/ici's adaptive 4-ring under load.
 @pytest.mark.slow
 def test_an_adaptive_whole_run_delivers_everything(seed):
     """A 4-ring on the Amaranth simulator with adaptive routing under load: every packet
