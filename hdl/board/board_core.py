@@ -105,7 +105,7 @@ class BoardSim(wiring.Component):
         Clock cycles per UART bit on both sides (default 4, the least: a byte each 40
         cycles).
     timeout : int
-        The bridge's idle timeout in cycles (default 2,000).
+        The bridge's idle timeout in cycles (default :attr:`TIMEOUT`, 2,000).
     wait_cycles : int
         The proto chip's longest ``WAIT`` (default ``2**22``).
 
@@ -133,10 +133,12 @@ class BoardSim(wiring.Component):
 
     #: Cycles of a pause beat's unit.
     PAUSE_CYCLES = 256
+    #: The bridge's idle timeout by default, in cycles: short, for simulations.
+    TIMEOUT = 2_000
     #: A host_tx beat's flags: the host's own act (not a byte), and of those an await.
     CONTROL, AWAIT = 0x100, 0x80
 
-    def __init__(self, *, chip="proto", divisor=4, timeout=2000, wait_cycles=1 << 22):
+    def __init__(self, *, chip="proto", divisor=4, timeout=TIMEOUT, wait_cycles=1 << 22):
         from ..tensorcore.presets import preset as chip_preset
         self.chip = chip
         self.divisor = check_int("divisor", divisor, least=4)

@@ -25,6 +25,8 @@ MIN_VECTORS = 6_000
 # of the corpus. The whole corpus runs on Verilator below, and the multiplier, divider and
 # square root are checked against SoftFloat in test_fp32_mul_div_sqrt.py as well.
 SAMPLED = ("fp32_add", "fp32_mul", "fp32_div", "fp32_sqrt")
+#: The units test_fp32_mul_div_sqrt.py checks against SoftFloat in the default suite.
+SOFTFLOAT_CHECKED = ("fp32_mul", "fp32_div", "fp32_sqrt")
 
 
 def _swapped(op, operands):
@@ -49,11 +51,11 @@ def _check(op, operands, got, numerics):
     assert board.passed, board.summary()
 
 
-# The multiplier, divider and square root are checked against SoftFloat in the default
-# suite (test_fp32_mul_div_sqrt.py); their runs on the regression's stimulus are slow ones.
+# The units SoftFloat checks in the default suite run the regression's stimulus in
+# make test-slow.
 @pytest.mark.parametrize("numerics", NUMERICS)
-@pytest.mark.parametrize("op", [op if op not in ("fp32_mul", "fp32_div", "fp32_sqrt")
-                                else pytest.param(op, marks=pytest.mark.slow) for op in OPS])
+@pytest.mark.parametrize("op", [pytest.param(op, marks=pytest.mark.slow)
+                                if op in SOFTFLOAT_CHECKED else op for op in OPS])
 def test_rtl_matches_golden(op, numerics, rng):
     if op in SAMPLED:
         operands = _swapped(op, seed_operands(op, rng, n_corpus=1500, n_random=1000))

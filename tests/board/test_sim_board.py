@@ -10,6 +10,7 @@ import pytest
 
 from golden import tensorcore as tc
 from golden import uartbone
+from hdl.board.board_core import BoardSim
 from hdl.board.proto_chip import REGIONS, REGISTERS, Register
 from hdl.tensorcore.presets import preset
 from sim import board
@@ -87,15 +88,16 @@ def test_a_corrupt_frame_and_a_frame_cut_mid_word_are_dropped_and_counted():
     transport = SimulatedTransport(chip=SMALL, backend="amaranth")
     base = REGIONS["smem"]
     # A corrupt frame: an unknown command byte, then what would have been its frame; the
-    # bridge drops bytes until the line has idled past its timeout (2,000 cycles in the
-    # simulation: each pause is that and a margin).
+    # bridge drops bytes until the line has idled past its timeout. Each pause is that
+    # timeout and a margin.
+    idle = BoardSim.TIMEOUT + 500
     transport.queue(uartbone.write(base, [11, 22, 33])
                     + bytes([0x07, 1]) + base.to_bytes(4, "big") + bytes(4), 0)
-    transport.pause(2500)
+    transport.pause(idle)
     # A write cut off in its second word: the first word is written, the second is not.
     frame = uartbone.write_frame(base, [0xAAAA_AAAA, 0xBBBB_BBBB])
     transport.queue(frame[:6 + 4 + 2], 0)
-    transport.pause(2500)
+    transport.pause(idle)
     answer = uartbone.words(transport.transact([
         (uartbone.read(REGISTERS + Register.ERRORS, 2), 8),
         (uartbone.read(base, 3), 12),
