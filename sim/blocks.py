@@ -4,6 +4,7 @@ A block is a component class; its keyword-only constructor parameters are the
 block's parameters, with the constructor's defaults, so nothing restates them.
 """
 
+import functools
 import gc
 import inspect
 import warnings
@@ -22,7 +23,7 @@ from hdl.tensorcore import TensorCoreSystem
 from hdl.vpu import VPU, TranscendentalUnit, VPUSystem
 
 __all__ = ["BLOCKS", "block_params", "parse_params", "build", "component_class",
-           "block_interface", "memory_images", "MemoryImage"]
+           "block_interface", "params_key", "kept_by_params", "memory_images", "MemoryImage"]
 
 #: Block name -> component class.
 BLOCKS = {
@@ -49,6 +50,10 @@ BLOCKS = {
     # router, for sim.system).
     "tensorcore": TensorCoreSystem,
 }
+
+_PLAIN = (int, str, bool, float, type(None))
+
+_KEEP_ANSWERS = 64
 
 # How to read a parameter from the command line when its default does not say: a default
 # of None, or a tuple (a comma-separated list of names). Any other parameter is read as
@@ -157,13 +162,52 @@ def memory_images(component):
             for name, (memory, path) in getattr(component, "memory_images", {}).items()}
 
 
+def params_key(params):
+    """A hashable key for a block's ``params``, or None if a parameter is not a plain value
+    (an array's text can elide its middle, so it cannot stand for the design)."""
+    def plain(value):
+        if isinstance(value, (tuple, list, frozenset)):
+            return all(plain(v) for v in value)
+        return isinstance(value, _PLAIN)
+    params = params or {}
+    if not all(plain(v) for v in params.values()):
+        return None
+    return repr(sorted(params.items()))
+
+
+def kept_by_params(function):
+    """``function(*args, params)``, its answer kept for each ``args`` and plain ``params``
+    (:func:`params_key`); the 64 newest are kept. Its callers must not change an answer."""
+    answers = {}
+
+    @functools.wraps(function)
+    def kept(*args):
+        key = params_key(args[-1])
+        if key is None:
+            return function(*args)
+        key = (*args[:-1], key)
+        if key not in answers:
+            answers[key] = function(*args)
+            while len(answers) > _KEEP_ANSWERS:
+                answers.pop(next(iter(answers)))
+        return answers[key]
+    return kept
+
+
 def block_interface(block, params=None):
     """(signature, ``{name: MemoryImage}``) of ``block`` built with ``params``.
 
     The component is built only to read its ports and memories; it is never
     elaborated, so Amaranth's warning about an unused elaboratable is expected
-    and dropped.
+    and dropped. The answer is kept for each block and plain ``params``
+    (:func:`kept_by_params`): every run asks again.
     """
+    signature, images = _probe_interface(block, params)
+    return signature, dict(images)
+
+
+@kept_by_params
+def _probe_interface(block, params):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnusedElaboratable)
         component = build(block, params)
@@ -171,5 +215,7 @@ def block_interface(block, params=None):
                   for name, (memory, path) in memory_images(component).items()}
         signature = component.signature
         del component
-        gc.collect()            # the component and its parts go while the filter is on
+        # The component and its parts go while the filter is on. A full collection takes
+        # up to a second in a process holding compiled simulations: hence kept_by_params.
+        gc.collect()
     return signature, images

@@ -38,7 +38,7 @@ from hdl.testbench.node import ADAPTIVE_ESCAPE_VCS
 from .backends import check_backend, self_loading
 from .backends.self_loading import add_to_module, loader_verilog
 from .backends.whole_run import WholeRun, check_run, memory_depth, pack_words, unpack_words
-from .blocks import MemoryImage
+from .blocks import MemoryImage, kept_by_params
 from .checks import check_tracing, wave_format
 from .system_chip import (LINK_BYTES_PER_CYCLE, SYSTEM_CHIP, collective_chip, collective_routing,
                           cost_params, plan_push_words)
@@ -127,6 +127,7 @@ def _node_images(node):
             for name, (memory, path) in node.memory_images.items()}
 
 
+@kept_by_params
 def _chip_images(params):
     """:func:`_node_images` of the chips of a system built with ``params``."""
     with warnings.catch_warnings():

@@ -10,12 +10,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sim.collector import collect_less
+
 DEFAULT_SEED = 20261121
 
 # The suite's compiled models run for thousands of cycles, not millions: g++ -Og
 # compiles their hot code in 40% of -O3's time (sim.toolchain.model_opt).
 # Set before any build, and inherited by the CLI runs the tests start.
 os.environ.setdefault("TPU_RTL_OPT", "-Og")
+
+# The tests elaborate and simulate designs in long-lived workers, as the entry points do.
+collect_less()
 
 
 def pytest_addoption(parser):

@@ -19,6 +19,8 @@ from collections import OrderedDict
 
 from amaranth.sim import Simulator
 
+from ..blocks import params_key
+
 __all__ = ["KEEP", "KeptSimulation", "kept_simulation", "run_kept", "design_key"]
 
 #: Designs kept per process. A run of a small chip (``sim.chip.run``, a VPU of one op)
@@ -28,8 +30,6 @@ KEEP = 3
 CLOCK_PERIOD = 10e-9     # 100 MHz; only the waveform's time axis sees it
 
 _kept = OrderedDict()
-
-_PLAIN = (int, str, bool, float, type(None))
 
 
 class KeptSimulation:
@@ -78,14 +78,9 @@ class KeptSimulation:
 
 def design_key(component_class, params):
     """A key for ``component_class(**params)``, or None if a parameter is not a plain value
-    (an array's text can elide its middle, so it cannot stand for the design)."""
-    def plain(value):
-        if isinstance(value, (tuple, list, frozenset)):
-            return all(plain(v) for v in value)
-        return isinstance(value, _PLAIN)
-    if not all(plain(v) for v in params.values()):
-        return None
-    return (component_class, repr(sorted(params.items())))
+    (:func:`sim.blocks.params_key`)."""
+    key = params_key(params)
+    return None if key is None else (component_class, key)
 
 
 def kept_simulation(key, make, *, waves=None):

@@ -42,6 +42,23 @@ def test_help_and_usage_errors_import_no_hdl_nor_simulator(args):
     assert loaded == "[]"
 
 
+def test_a_command_runs_with_the_collectors_thresholds():
+    """A command elaborates designs, so it runs with ``sim.collector``'s thresholds; a
+    usage error leaves Python's own."""
+    probe = ("import gc, sys\nfrom verif.cli import main\nbefore = gc.get_threshold()\n"
+             "status = main(sys.argv[1:])\nprint(status, before, gc.get_threshold(), sep='|')")
+    found = {}
+    for args in (["export"], ["export", "mxu", "--param", "rows=0"]):
+        proc = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True,
+                              text=True)
+        status, before, after = proc.stdout.strip().splitlines()[-1].split("|")
+        assert status == "2", proc.stdout + proc.stderr
+        found[args[-1]] = before, after
+    before, after = found["export"]
+    assert after == before != "(20000, 20, 20)"
+    assert found["rows=0"][1] == "(20000, 20, 20)"
+
+
 def test_block_and_suite_help_lists_the_catalogues():
     from sim.blocks import BLOCKS
     from verif.regress import SUITE_NAMES

@@ -133,6 +133,8 @@ def main(argv=None):
         args = _parser(_command_of(argv)).parse_args(argv)
     except SystemExit as done:          # --help (0) or a usage error (2), already printed
         return done.code if isinstance(done.code, int) else 0
+    from sim.collector import collect_less
+    collect_less()              # what follows elaborates and simulates designs
     try:
         args.func(args)
     except CommandError as error:

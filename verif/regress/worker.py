@@ -21,6 +21,7 @@ import traceback
 from pathlib import Path
 
 from sim.backends import coverage_build, run_program
+from sim.collector import collect_less
 from sim.toolchain.build_cache import BUILD_LISTENERS
 
 from verif.suites import SUITES
@@ -116,6 +117,7 @@ def main(argv=None):
     parser.add_argument("--inject", choices=INJECTIONS)
     parser.add_argument("--only")
     args = parser.parse_args(argv)
+    collect_less()
     # Builds take minutes: say so in the seed's log, where the runner's progress line
     # looks for them (stderr goes to worker.log).
     BUILD_LISTENERS.append(lambda message: print(message, file=sys.stderr, flush=True))
