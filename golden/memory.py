@@ -84,6 +84,7 @@ stream in an order that depends on timing, so the two lists are kept apart.
 """
 
 import dataclasses
+import functools
 import math
 import operator
 from typing import NamedTuple
@@ -118,6 +119,8 @@ BUS = "bus"
 
 def _int(value, name, lo, hi):
     """``value`` as a Python int in ``[lo, hi)``; numpy integers pass, bools and floats don't."""
+    if type(value) is int and lo <= value < hi:     # the common case, first: it is hot
+        return value
     if isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be an integer, not a bool")
     try:
@@ -284,9 +287,27 @@ def addresses(descriptor):
         count). They may fall outside the spaces: ``validate`` judges that.
     """
     _check_descriptor(descriptor)
-    d = descriptor
-    return (_expand(d.src[-1], d.src_strides, d.counts),
-            _expand(d.dst[-1], d.dst_strides, d.counts))
+    src, dst = _addresses(descriptor)
+    return src.copy(), dst.copy()
+
+
+@functools.lru_cache(maxsize=4096)
+def _addresses(d):
+    """``addresses`` of a checked Descriptor, read-only: shared by every caller, since
+    programs move the same few shapes over and over."""
+    src = _expand(d.src[-1], d.src_strides, d.counts)
+    dst = _expand(d.dst[-1], d.dst_strides, d.counts)
+    src.flags.writeable = dst.flags.writeable = False
+    return src, dst
+
+
+def _inside(base, strides, counts, size):
+    """Whether every address of a side (counts > 0) is in ``[0, size)``: an affine address
+    over a box takes its extremes at corners."""
+    reach = [(c - 1) * s for c, s in zip(counts, strides)]
+    lowest = base + sum(r for r in reach if r < 0)
+    highest = base + sum(r for r in reach if r > 0)
+    return lowest >= 0 and highest < size
 
 
 def validate(descriptor, *, hbm_words, vmem_words, n_flags, n_chips=1, index=0):
@@ -321,7 +342,10 @@ def validate(descriptor, *, hbm_words, vmem_words, n_flags, n_chips=1, index=0):
         return DmaError(index, "flag", d.flag)
     if d.sent_flag is not None and d.sent_flag >= n_flags:
         return DmaError(index, "sent_flag", d.sent_flag)
-    src, dst = addresses(d)
+    if _inside(d.src[-1], d.src_strides, d.counts, sizes[d.src[-2]]) \
+            and _inside(d.dst[-1], d.dst_strides, d.counts, sizes[d.dst[-2]]):
+        return None                      # the common case, without expanding the addresses
+    src, dst = _addresses(d)
     src_bad = (src < 0) | (src >= sizes[d.src[-2]])
     dst_bad = (dst < 0) | (dst >= sizes[d.dst[-2]])
     bad = src_bad | dst_bad
@@ -417,7 +441,7 @@ def bus_error_reads(descriptor, *, error_ranges, words_per_cycle=1, lanes=8, ind
     _check_descriptor(descriptor)
     if descriptor.src[0] != "hbm" or not error_ranges:
         return []
-    src, dst = addresses(descriptor)
+    src, dst = _addresses(descriptor)
     bad = _faulting(src, error_ranges)
     if not bad.any():
         return []
@@ -441,6 +465,9 @@ def _last_writer_before(reads, writes):
 
 
 def _store_in_order(mem, addr, values):
+    if (addr[1:] > addr[:-1]).all():        # no repeats, as most DMAs: cheaper than np.unique
+        mem[addr] = values
+        return
     # numpy leaves the winner of a repeated fancy-index assignment unspecified: keep the last.
     _, first_from_end = np.unique(addr[::-1], return_index=True)
     last = len(addr) - 1 - first_from_end
@@ -536,7 +563,7 @@ def run(hbm, vmem, descriptors, *, n_flags=16, lanes=8, n_chips=1, flags=None,
         if error is not None:
             records.append(error)
             continue
-        src, dst = addresses(d)
+        src, dst = _addresses(d)
         bad_read = _faulting(src, ranges) if d.src[0] == "hbm" else np.zeros(len(src), bool)
         if d.remote:
             # The HBM answers a faulting read with zeros, and the push sends them.
@@ -584,7 +611,8 @@ def land(hbm, vmem, flags, pushes, *, error_ranges=()):
         if not isinstance(p, Push) or not p.descriptor.remote:
             raise ValueError("pushes must be Push records of remote descriptors")
         d = p.descriptor
-        _, dst = addresses(d)
+        _check_descriptor(d)
+        _, dst = _addresses(d)
         space = mem[d.dst[2]]
         if len(dst) and (dst.min() < 0 or dst.max() >= len(space)):
             raise ValueError(f"push {p.index} writes outside {d.dst[2]}")

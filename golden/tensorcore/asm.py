@@ -6,6 +6,7 @@ One bundle per line, its instructions separated by ``|``; labels, pseudo-ops (``
 and ``docs/isa.md``. Vector instructions are parsed by ``golden.vpu``'s assembler.
 """
 
+import functools
 import re
 
 import numpy as np
@@ -221,10 +222,45 @@ def assemble(text):
             if code.lower().startswith(".bundle"):
                 image.append(_raw_bundle(code[len(".bundle"):]))
             else:
-                image.append(encode_bundle(_parse_line(code, target)))
+                image.append(_line_words(code, target))
         except ValueError as error:
             raise ValueError(f"line {number}: {error}") from None
     return np.array(image, np.uint32).reshape(-1, BUNDLE_WORDS)
+
+
+class _NeedsTarget(Exception):
+    def __init__(self, label):
+        super().__init__(label)
+        self.label = label
+
+
+@functools.lru_cache(maxsize=4096)
+def _encoded_line(code, targets):
+    """The words of a line whose branch targets are ``targets``, (label, offset) pairs; or,
+    if it names one not there, that label, to resolve and ask again.
+
+    Programs repeat the same lines many times over (per chip, per test), and a line's
+    words are a function of its text and its targets' offsets alone.
+    """
+    offsets = dict(targets)
+
+    def target(label):
+        if label not in offsets:
+            raise _NeedsTarget(label)
+        return offsets[label]
+    try:
+        words = encode_bundle(_parse_line(code, target))
+    except _NeedsTarget as need:
+        return need.label
+    words.flags.writeable = False               # shared by every program that has the line
+    return words
+
+
+def _line_words(code, target):
+    targets = ()
+    while isinstance(words := _encoded_line(code, targets), str):
+        targets += ((words, target(words)),)
+    return words
 
 
 def _raw_bundle(rest):

@@ -31,6 +31,7 @@ words unchanged.
 """
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -223,9 +224,15 @@ def descriptor_from_words(words):
     stride out of range, a chip or sent flag on a local transfer, too many words): the
     ISS's ``dma_format``.
     """
-    w = [int(x) for x in np.asarray(words, np.uint32).ravel()]
+    w = np.asarray(words, np.uint32).ravel().tolist()
     if len(w) != DESCRIPTOR_WORDS:
         raise ValueError(f"a descriptor is {DESCRIPTOR_WORDS} words, not {len(w)}")
+    return _descriptor(tuple(w))
+
+
+@functools.lru_cache(maxsize=4096)
+def _descriptor(w):
+    # A Descriptor is immutable, and programs issue the same records over and over.
     control = w[0]
     if control & ~_CONTROL_USED:
         raise ValueError(f"control word {control:#010x} has reserved bits set")
@@ -497,7 +504,14 @@ def decode_bundle(words):
                          f"{list(words.shape)}")
     if words.min() < 0 or words.max() > _M32:
         raise ValueError("bundle words must be in 0..2**32-1")
-    w = dict(zip(SLOTS, (int(x) for x in words)))
+    return _decode_words(tuple(words.tolist()))
+
+
+@functools.lru_cache(maxsize=4096)
+def _decode_words(words):
+    # A Bundle is immutable and a function of its words alone, and programs repeat the
+    # same bundles many times over (per chip, per run).
+    w = dict(zip(SLOTS, words))
     fields = {}
     for slot in ("scalar0", "scalar1"):
         fields[slot] = _decode_scalar(w[slot], slot)

@@ -57,7 +57,7 @@ import numpy as np
 from .. import memory, vpu
 from ..formats import check_numerics
 from .asm import program_words
-from .isa import (_M32, BUNDLE_WORDS, DESCRIPTOR_WORDS, ERRORS, SREGS, VECTOR_SLOTS,
+from .isa import (_M32, BUNDLE_WORDS, DESCRIPTOR_WORDS, ERRORS, SLOTS, SREGS, VECTOR_SLOTS,
                   IllegalBundle, decode_bundle, descriptor_from_words)
 
 __all__ = ["CoreState", "run", "Session", "DEFAULT_HBM_WORDS", "DEFAULT_SMEM_WORDS"]
@@ -141,7 +141,8 @@ class _Stop:
 
 @dataclasses.dataclass
 class _Transfer:
-    """A DMA the core has not yet seen complete: the flag that signals it and its VMEM words."""
+    """A DMA the core has not yet seen complete: the flag that signals it and its VMEM words
+    (each sorted and unique, as ``np.unique`` gives them)."""
     flag: int | None
     words: int
     reads: np.ndarray
@@ -151,10 +152,41 @@ class _Transfer:
 
     def __post_init__(self):
         # Word extents, so that most accesses are cleared without a set lookup.
-        both = np.concatenate([self.reads, self.writes])
-        self.span = (int(both.min()), int(both.max())) if both.size else None
-        self.write_span = (int(self.writes.min()), int(self.writes.max())) \
-            if self.writes.size else None
+        self.read_span, self.write_span = _ends(self.reads), _ends(self.writes)
+        spans = [s for s in (self.read_span, self.write_span) if s is not None]
+        self.span = (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
+
+
+def _ends(words):
+    return (int(words[0]), int(words[-1])) if words.size else None
+
+
+def _vmem_words(d, landing=False):
+    """(reads, writes): the VMEM words of a DMA, or of a push as it lands, sorted and unique."""
+    src, dst = memory.addresses(d)
+    if landing:
+        reads, writes = src[:0], dst if d.dst[2] == "vmem" else dst[:0]
+    else:
+        reads = src if d.src[0] == "vmem" else src[:0]
+        writes = dst if d.dst == ("vmem", d.dst[-1]) else dst[:0]
+    return _sorted_unique(reads), _sorted_unique(writes)
+
+
+def _sorted_unique(words):
+    """``np.unique(words)``: ``words`` itself when they increase already, as most DMAs'
+    addresses do, since that check costs less than the sort."""
+    return words if (words[1:] > words[:-1]).all() else np.unique(words)
+
+
+def _members(values, words, span):
+    """``np.isin(values, words)`` for sorted unique ``words`` whose extent is ``span``."""
+    if span is None:
+        return np.zeros(len(values), bool)
+    lo, hi = span
+    if hi - lo + 1 == len(words):           # a range (as DMAs mostly move): no search
+        return (values >= lo) & (values <= hi)
+    # Cheaper than np.isin on these small arrays.
+    return words[np.searchsorted(words, values).clip(max=len(words) - 1)] == values
 
 
 def _image(name, value, default_words):
@@ -174,6 +206,19 @@ def _positive(name, value, most=None):
     return value
 
 
+_BASE_LOW, _BASE_WIDTH = vpu.FIELDS["base"]
+_BASE_MASK = ((1 << _BASE_WIDTH) - 1) << _BASE_LOW
+
+
+def _vector_words(bundle, words):
+    """(slot, instruction, word) of the bundle's vector slots that are not nops, in
+    execution order. Decoding accepts only the word ``golden.vpu.encode`` gives an
+    instruction, so the IMEM words are the instructions' encodings."""
+    words = dict(zip(SLOTS, words.tolist()))
+    return [(slot, getattr(bundle, slot), words[slot]) for slot in VECTOR_SLOTS
+            if getattr(bundle, slot).op != "nop"]
+
+
 class _Core:
     """The ISS's mutable state and the bundle semantics of the module docstring."""
 
@@ -187,6 +232,7 @@ class _Core:
         self.pushes, self.transfers = [], []
         self.last_branch = None
         self.decoded = {}
+        self.vector_words = {}
 
     def step(self):
         """Issue the bundle at pc; returns None, or a :class:`_Stop` if the core stops."""
@@ -199,8 +245,9 @@ class _Core:
                 self.decoded[pc] = decode_bundle(self.imem[pc])
             except IllegalBundle as error:
                 return _Stop("error", f"illegal bundle at pc {pc}: {error}", "illegal")
+            self.vector_words[pc] = _vector_words(self.decoded[pc], self.imem[pc])
         b = self.decoded[pc]
-        r = [int(x) for x in self.sregs]
+        r = self.sregs.tolist()
         misc = b.misc
         operand = (r[misc.ra] + misc.imm) & _M32
         try:
@@ -215,7 +262,7 @@ class _Core:
                                  waiting=(misc.flag, operand))
                 self._cover(misc.flag, operand)
             scalar = [self._scalar(ins, r, pc) for ins in (b.scalar0, b.scalar1)]
-            vector = self._vector(b, r)
+            vector = self._vector(b, r, self.vector_words[pc])
             dma = self._misc_check(misc, operand)
         except _Fault as fault:
             return _Stop("error", f"pc {pc}: {fault}", fault.kind)
@@ -249,26 +296,24 @@ class _Core:
         b = r[ins.rb] if spec.fmt == "r" else ins.imm & _M32
         return (ins.rd, _ALU_OPS[_IMM_ALU.get(op, op)](a, b) & _M32), None, None
 
-    def _vector(self, b, r):
+    def _vector(self, b, r, vector_words):
         """The VPU state after the bundle's vector words, as golden.vpu.execute gives it,
         or None when they are all nops."""
         words, fault = [], None
-        for slot in VECTOR_SLOTS:
-            ins = getattr(b, slot)
-            if ins.op == "nop":
-                continue
+        for slot, ins, word in vector_words:
             if slot in ("vld", "vst"):
                 reg = b.vld_reg if slot == "vld" else b.vst_reg
                 base = r[reg] + ins.base
-                if base >= 1 << vpu.FIELDS["base"][1]:
+                if base >= 1 << _BASE_WIDTH:
                     fault = _Fault("vmem_range", f"{slot}: base line s{reg} + {ins.base} = "
                                                  f"{base} does not fit 16 bits")
                     break
-                ins = dataclasses.replace(ins, base=base)
-                fault = self._race(ins)
-                if fault:
-                    break
-            words.append(vpu.encode(ins))
+                word = word & ~_BASE_MASK | base << _BASE_LOW
+                if self.races and self.transfers:
+                    fault = self._race(ins, base)
+                    if fault:
+                        break
+            words.append(word)
         state = None
         if words:
             try:
@@ -288,25 +333,29 @@ class _Core:
             return False
         return copy.deepcopy(self.mxu) if b.push.op != "nop" or b.pop.op != "nop" else self.mxu
 
-    def _race(self, ins):
-        if not (self.races and self.transfers):
-            return None
-        lines = ins.base + ins.stride * np.arange(vpu.SUBLANES)
-        if lines[-1] * self.lanes >= len(self.vmem):
+    def _race(self, ins, base):
+        """The race fault of a vld or vst (``ins``) of base line ``base``, else None."""
+        last = base + ins.stride * (vpu.SUBLANES - 1)
+        if last * self.lanes >= len(self.vmem):
             return None                                 # the VPU reports vmem_range
-        touched = (lines[:, None] * self.lanes + np.arange(self.lanes)).ravel()
-        lo, hi = int(touched.min()), int(touched.max())
+        lo, hi = base * self.lanes, (last + 1) * self.lanes - 1         # strides are >= 0
+        touched = None
         for t in self.transfers:
             span = t.write_span if ins.op == "vld" else t.span
             if span is None or span[1] < lo or span[0] > hi:
                 continue
-            hit = touched[np.isin(touched, t.writes if ins.op == "vld"
-                                  else np.concatenate([t.reads, t.writes]))]
+            if touched is None:
+                lines = base + ins.stride * np.arange(vpu.SUBLANES)
+                touched = (lines[:, None] * self.lanes + np.arange(self.lanes)).ravel()
+            hit = _members(touched, t.writes, t.write_span)
+            if ins.op != "vld":
+                hit |= _members(touched, t.reads, t.read_span)
+            hit = touched[hit]
             if hit.size:
                 what = f"the DMA issued at pc {t.pc}" if t.source is None else \
                     f"a push landed from chip {t.source}"
-                return _Fault("race", f"{ins} touches VMEM word {hit[0]} of {what} before a "
-                                      f"wait covers it")
+                return _Fault("race", f"{dataclasses.replace(ins, base=base)} touches VMEM "
+                                      f"word {hit[0]} of {what} before a wait covers it")
         return None
 
     def _misc_check(self, misc, operand):
@@ -333,7 +382,7 @@ class _Core:
             touched = np.concatenate([src if d.src[0] == "vmem" else src[:0],
                                       dst if d.dst == ("vmem", d.dst[-1]) else dst[:0]])
             for t in landed:
-                hit = touched[np.isin(touched, t.writes)]
+                hit = touched[_members(touched, t.writes, t.write_span)]
                 if hit.size:
                     raise _Fault("race", f"{misc} touches VMEM word {hit[0]} of a push landed "
                                          f"from chip {t.source} before a wait covers it")
@@ -372,11 +421,8 @@ class _Core:
         self.pushes += result.pushes
         self.dmas += 1
         if self.races:
-            src, dst = memory.addresses(d)
-            vmem_src = src if d.src[0] == "vmem" else src[:0]
-            vmem_dst = dst if d.dst == ("vmem", d.dst[-1]) else dst[:0]
             self.transfers.append(_Transfer(d.sent_flag if d.remote else d.flag, d.words,
-                                            np.unique(vmem_src), np.unique(vmem_dst), pc))
+                                            *_vmem_words(d), pc))
 
     def _cover(self, flag, value):
         done = int(self.flags[flag])
@@ -558,9 +604,8 @@ class Session:
         if core.races:
             for p in pushes:
                 d = p.descriptor
-                writes = memory.addresses(d)[1] if d.dst[2] == "vmem" else np.zeros(0, int)
-                core.transfers.append(_Transfer(d.flag, d.words, np.zeros(0, np.int64),
-                                                np.unique(writes), -1, source))
+                core.transfers.append(_Transfer(d.flag, d.words, *_vmem_words(d, landing=True),
+                                                -1, source))
 
 
 _SESSION_ARGS = dict(hbm=None, vmem=None, smem=None, sregs=None, vregs=None, flags=None,

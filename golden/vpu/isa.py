@@ -28,6 +28,7 @@ the state at that point with the fault's kind and index, as the RTL stops.
 """
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -176,6 +177,12 @@ def decode(word):
     word = int(word)
     if not 0 <= word < 1 << 32:
         raise ValueError(f"an instruction word is 32 bits, not {word:#x}")
+    return _decode(word)
+
+
+@functools.lru_cache(maxsize=4096)
+def _decode(word):
+    # An Instruction is immutable, and programs decode the same few words over and over.
     code = word >> FIELDS["opcode"][0]
     spec = _BY_OPCODE.get(code)
     if spec is None:
