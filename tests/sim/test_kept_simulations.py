@@ -2,11 +2,13 @@
 starts from exactly the state a new one would, one design is compiled once, and what
 must not be kept (a run that raised, waves, an unkeyable design) is not."""
 
+import numpy as np
 import pytest
 from amaranth.hdl import Module
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
+from sim import blocks
 from sim.backends import kept_simulations as kept
 from sim.backends.kept_simulations import KeptSimulation, design_key, kept_simulation, run_kept
 
@@ -105,3 +107,37 @@ def test_what_is_not_kept(monkeypatch, tmp_path):
     _run(key, [], start=2)
     _run(key, [], start=2)
     assert Counter.made == 5 and not kept._kept
+
+
+def test_a_blocks_interface_is_read_once_per_design(monkeypatch):
+    """``block_interface`` builds a block once for each block and plain parameters (each
+    build ends in a full garbage collection), and every caller gets its own images."""
+    built = []
+    real_build = blocks.build
+    monkeypatch.setattr(blocks, "build", lambda block, params: built.append(block) or
+                        real_build(block, params))
+    params = {"lanes": 1, "vmem_lines": 24}     # a size no other test asks for: built here
+    signature, images = blocks.block_interface("vpu", params)
+    assert built == ["vpu"] and "vmem" in images
+    images.clear()
+    again, images = blocks.block_interface("vpu", dict(params))
+    assert built == ["vpu"] and again is signature and "vmem" in images
+    blocks.block_interface("vpu", {**params, "lanes": 2})
+    assert built == ["vpu", "vpu"]
+
+
+def test_answers_for_parameters_that_are_not_plain_are_not_kept():
+    calls = []
+
+    @blocks.kept_by_params
+    def probe(name, params):
+        calls.append(name)
+        return len(calls)
+
+    assert probe("a", {"n": 1}) == probe("a", {"n": 1}) == 1
+    assert probe("b", {"n": 1}) == 2                        # the other arguments count too
+    table = np.arange(4)
+    assert probe("a", {"n": 1, "table": table}) == 3
+    assert probe("a", {"n": 1, "table": table}) == 4
+    assert blocks.params_key({"n": 1, "ops": ("add",)}) is not None
+    assert blocks.params_key({"n": object()}) is None
