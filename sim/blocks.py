@@ -51,8 +51,10 @@ BLOCKS = {
     "tensorcore": TensorCoreSystem,
 }
 
+#: The types of a parameter value that stands for itself in a key (:func:`params_key`).
 _PLAIN = (int, str, bool, float, type(None))
 
+#: How many answers :func:`kept_by_params` keeps for each function.
 _KEEP_ANSWERS = 64
 
 # How to read a parameter from the command line when its default does not say: a default
