@@ -180,7 +180,8 @@ def test_one_verilator_build_serves_both_operations_in_their_own_tiles_cycles(
     for backend in ("amaranth", "verilator"):
         with monkeypatch.context() as patch:
             if backend == "amaranth":
-                patch.setattr(sparsecore_cli, "shared_tile", lambda combiner, optimizer: None)
+                # The command imports it when it runs (verif/cli/sparsecore.py).
+                patch.setattr(sparse_batch, "shared_tile", lambda combiner, optimizer: None)
             assert cli.main(["sparsecore", *args, "--backend", backend]) == 0
         out = capsys.readouterr().out
         cycles[backend] = re.findall(r"(lookup|update) \S+ .* cycles +(\d+)", out)

@@ -53,7 +53,7 @@ def test_corrupted_traffic_fails_the_seed(tmp_path, monkeypatch):
     (case,) = record["cases"]
     assert case["mismatches"] == 1
     message = case["first_mismatch"]
-    assert message.startswith("network seed 1 (2x4, dor, 2 VCs"), message
+    assert message.startswith("network seed 1 (2x4, dor wormhole, one FIFO, 2 VCs"), message
     assert "corrupted is" in message and "payload_errors is" in message, message
 
 
