@@ -22,6 +22,7 @@ from ..verilog.export import export, module_ports
 from ..verilog.lint import WAIVERS
 from ..transactors import SimulationHang
 from ..toolchain.build_cache import build_root, cached_build
+from . import coverage_build
 from .icarus_source import icarus_source
 from ..toolchain import ToolMissing, check_fst_tracing, iverilog, tool_env, verilator_version
 
@@ -162,7 +163,7 @@ def simulate(block, params, program, *, simulator, waves=None, coverage=None, ru
     if waves:
         shutil.move(dump, waves)
     if coverage:
-        shutil.move(run_dir / "coverage.dat", coverage)
+        coverage_build.relocate(run_dir / "coverage.dat", coverage, folder)
     if outcome[0] == "error":
         _name, message, trace = outcome[1:]
         if _name == "SimulationHang":

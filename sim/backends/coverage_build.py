@@ -24,7 +24,8 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["FLAGS", "OPT", "collecting", "active", "source_map_of", "add_run", "SOURCE_MAP",
+__all__ = ["FLAGS", "OPT", "collecting", "active", "source_map_of", "add_run", "relocate",
+           "SOURCE_MAP",
            "HARNESS_OFF", "without_temporaries"]
 
 #: Verilator's options of a coverage build: statement and branch points, and toggles.
@@ -133,6 +134,24 @@ def _write(folder, prefix, build, points):
 
 
 _FILE = re.compile("(\x01f\x02)([^\x01]*)")
+
+
+def relocate(dat, target, build):
+    """Move the coverage file ``dat`` of a run of the build in folder ``build`` to
+    ``target``, each point's file field naming the build as :func:`_write` does
+    (``<kind>/<build>/<file>``, not where the cache is): the seeds of one design then
+    merge point by point wherever they were built, on any machine of a cluster."""
+    build = f"{Path(build).parent.name}/{Path(build).name}"
+
+    def renamed(found):
+        return f"{found[1]}{build}/{Path(found[2]).name}"
+    with open(dat, encoding="latin-1") as f, open(target, "w", encoding="latin-1") as out:
+        for line in f:
+            if line.startswith("C '"):
+                end = line.rindex("'")
+                line = f"C '{_FILE.sub(renamed, line[3:end])}{line[end:]}"
+            out.write(line)
+    Path(dat).unlink()
 
 
 def _read(path, *, into):

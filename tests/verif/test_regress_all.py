@@ -79,6 +79,13 @@ def test_one_table_and_every_merged_report(tmp_path):
     for b in point.bins:
         assert b.hits == sum(int(x.find(f".//a_class/*[@bin='{b.label}']").get("hits"))
                              for x in per_seed)
+    # Each seed's code coverage names its build, not where the cache is, so seeds built in
+    # other caches (a cluster's machines) merge point by point.
+    for s in (1, 2):
+        files = {code_coverage.fields(key)["f"] for key in code_coverage.read(
+            out / "arith" / "seeds" / str(s) / "fp32_to_bf16-ieee.dat")}
+        assert len(files) == 1 and re.fullmatch(
+            r"cocotb-verilator/fp32_to_bf16-[0-9a-f]+/fp32_to_bf16\.v", files.pop()), files
     # UCIS: read back with pyucis, every bin with the same hits.
     ucis = functional.read_ucis(out / "coverage.ucis.xml")["arith"]
     assert ucis["arith.fp32_to_bf16.ieee.a_class"] == {b.label: b.hits for b in point.bins}
