@@ -179,7 +179,8 @@ def params_key(params):
 
 def kept_by_params(function):
     """``function(*args, params)``, its answer kept for each ``args`` and plain ``params``
-    (:func:`params_key`); the 64 newest are kept. Its callers must not change an answer."""
+    (:func:`params_key`); the :data:`_KEEP_ANSWERS` newest are kept. Its callers must not
+    change an answer."""
     answers = {}
 
     @functools.wraps(function)

@@ -118,7 +118,7 @@ def _write(folder, prefix, build, points):
     points of its ``design.v`` only (not those Verilator gives the wrappers of hierarchical
     blocks), each naming the build in its file field."""
     target = folder / f"{prefix}.{build.name}.dat"
-    where = f"{build.parent.name}/{build.name}/design.v"
+    where = _file_of(build, "design.v")
     lines = []
     for key, count in points.items():
         found = _FILE.search(key)
@@ -136,15 +136,19 @@ def _write(folder, prefix, build, points):
 _FILE = re.compile("(\x01f\x02)([^\x01]*)")
 
 
+def _file_of(build, name):
+    """A point's file field for the file ``name`` of the build in folder ``build``: the
+    build's kind and folder, the same in every cache."""
+    return f"{build.parent.name}/{build.name}/{name}"
+
+
 def relocate(dat, target, build):
     """Move the coverage file ``dat`` of a run of the build in folder ``build`` to
     ``target``, each point's file field naming the build as :func:`_write` does
     (``<kind>/<build>/<file>``, not where the cache is): the seeds of one design then
     merge point by point wherever they were built, on any machine of a cluster."""
-    build = f"{Path(build).parent.name}/{Path(build).name}"
-
     def renamed(found):
-        return f"{found[1]}{build}/{Path(found[2]).name}"
+        return f"{found[1]}{_file_of(Path(build), Path(found[2]).name)}"
     with open(dat, encoding="latin-1") as f, open(target, "w", encoding="latin-1") as out:
         for line in f:
             if line.startswith("C '"):
