@@ -31,6 +31,10 @@ class VMEM(wiring.Component):
         is then also low on the port that lost, so it depends on the other port's
         ``req.valid``); everything else (latency, order, holding, masks) is as below, and
         a read sees every write accepted before it.
+    window : int
+        0 (the default), or the lines the read-only ``window`` port reads a request (with
+        ``ram_ports=2`` only): the storage gets that many more read ports, as banks of
+        ``window`` ways would give.
 
     Ports
     -----
@@ -43,6 +47,10 @@ class VMEM(wiring.Component):
         cycles on either port; a read and a write of the same line on different ports in
         the same cycle read the old line. Two writes of one word in one cycle: the DMA
         port's wins. ``resp.error`` is always 0.
+    window : In(MemoryPortSignature(addr_width, words=window * lanes)), with ``window``
+        Reads only (a request's ``write``, ``mask`` and ``data`` are not looked at): lines
+        ``addr`` to ``addr + window - 1``, in that order, wrapping past the last line to
+        line 0; timing, holding and ordering against writes as ``core``'s and ``dma``'s.
 
     Attributes
     ----------
@@ -52,17 +60,23 @@ class VMEM(wiring.Component):
         SPEC section 6).
     """
 
-    def __init__(self, *, lines, lanes=8, ram_ports=2):
+    def __init__(self, *, lines, lanes=8, ram_ports=2, window=0):
         check_int("lines", lines, least=1)
         check_int("lanes", lanes, least=1)
         self.ram_ports = check_int("ram_ports", ram_ports, least=1, most=2)
+        self.window_lines = check_int("window", window, least=0)
+        if window and ram_ports == 1:
+            raise ValueError(f"window={window} needs read ports of its own, which "
+                             f"ram_ports=1 does not have: use window=0")
         self.lines, self.lanes = lines, lanes
         self.size = lines * lanes
         self.addr_width = line_addr_width(lines)
         # The storage only: runs load and read it before anything is elaborated.
         self.words = MemoryData(shape=WORD_BITS * lanes, depth=lines, init=[])
         port = MemoryPortSignature(addr_width=self.addr_width, words=lanes)
-        super().__init__({"core": In(port), "dma": In(port)})
+        wide = {"window": In(MemoryPortSignature(addr_width=self.addr_width,
+                                                 words=window * lanes))} if window else {}
+        super().__init__({"core": In(port), "dma": In(port), **wide})
 
     def elaborate(self, platform):
         m = Module()
@@ -73,6 +87,9 @@ class VMEM(wiring.Component):
         # Ports are built core first: of two same-cycle writes, the later port's wins.
         for port in (self.core, self.dma):
             _serve(m, store, port)
+        if self.window_lines:
+            _serve_window(m, store, self.window, count=self.window_lines, lines=self.lines,
+                          width=WORD_BITS * self.lanes)
         return m
 
 
@@ -93,6 +110,21 @@ def _serve(m, store, port):
     # While a response waits, the read port is not enabled, so its data holds.
     with m.If(req.ready):
         m.d.sync += resp.valid.eq(accept & ~req.payload.write)
+
+
+def _serve_window(m, store, port, *, count, lines, width):
+    """The read-only port of ``count`` lines a request: a read port of the storage for
+    each, at the request's line and the ``count - 1`` after it."""
+    req, resp = port.req, port.resp
+    accept = Signal()
+    m.d.comb += [req.ready.eq(~resp.valid | resp.ready), accept.eq(req.valid & req.ready)]
+    for k in range(count):
+        read = store.read_port()
+        at = req.payload.addr + k
+        m.d.comb += [read.addr.eq(Mux(at >= lines, at - lines, at)), read.en.eq(accept),
+                     resp.payload.data.as_value()[k * width:(k + 1) * width].eq(read.data)]
+    with m.If(req.ready):
+        m.d.sync += resp.valid.eq(accept)
 
 
 def _serve_in_turns(m, store, ports):

@@ -23,7 +23,11 @@ from .isa import BUNDLE_WORDS, VECTOR_SLOTS
 from .sequencer import STALL_LAYOUT, Sequencer, State
 from .vector_queue import VectorQueue
 
-__all__ = ["TensorCore"]
+__all__ = ["TensorCore", "SMEM_WINDOW"]
+
+#: Words the ``dma`` records' SMEM port reads a request, by default with two RAM ports: a
+#: record of 12 words in two requests, with the sequencer's port reading from its end.
+SMEM_WINDOW = 8
 
 
 class TensorCore(wiring.Component):
@@ -70,8 +74,8 @@ class TensorCore(wiring.Component):
         8 (the default), or fewer with ``regfile`` in RAM, for FPGAs.
     smem_guests : int
         0 (the default) or 1: with 1, ``smem_guest`` reads SMEM through its second port,
-        in turns with the DMA issue's descriptor reads (a chip's SparseCore reading its
-        work items).
+        in turns with the DMA issue's descriptor reads when they take that port
+        (``smem_window=0``; a chip's SparseCore reading its work items).
     ram_ports : int
         Ports of the SMEM's storage (:class:`~hdl.memory.vmem.VMEM`'s ``ram_ports``): 2
         (the default), or 1 for FPGA block RAM, the sequencer's and the descriptor reads
@@ -80,6 +84,13 @@ class TensorCore(wiring.Component):
         Columns of the MXU's tile per PE (:class:`~hdl.mxu.matrix_unit.MXU`'s ``fold``,
         dividing ``lanes``): 1 (the default), or more for FPGAs, the same results from
         ``lanes / mxu_fold`` columns of PEs at a row every ``mxu_fold`` cycles.
+    smem_window : int or None
+        Words a request of the ``dma`` records' own SMEM port reads (SMEM's read-only
+        ``window`` port, :class:`~hdl.memory.vmem.VMEM`), or 0: the records are read on
+        SMEM's second port, a word a request. Default (None): 8 with ``ram_ports=2``, so
+        that back-to-back ``dma`` bundles go every 4 cycles (8 on one-word reads:
+        :class:`~hdl.tensorcore.dma_issue.DmaIssue`), and 0 with ``ram_ports=1``, whose
+        storage has no more ports.
 
     Ports
     -----
@@ -114,19 +125,23 @@ class TensorCore(wiring.Component):
     def __init__(self, *, imem_depth=256, smem_words=1024, n_flags=16, lanes=8,
                  numerics="tpu", vmem_lines=256, mxu=None, mxu_results=16, vector_queue=4,
                  ops=None, hbm_words=1 << 16, n_chips=1, smem_guests=0, regfile="flops",
-                 ram_ports=2, mxu_fold=1, alu_width=8):
+                 ram_ports=2, mxu_fold=1, alu_width=8, smem_window=None):
         check_int("lanes", lanes, least=1)
         check_int("ram_ports", ram_ports, least=1, most=2)
+        if smem_window is None:
+            smem_window = SMEM_WINDOW if ram_ports == 2 else 0
+        self.smem_window = check_int("smem_window", smem_window, least=0)
         check_numerics(numerics)
         if mxu is None:
             mxu = lanes % SUBLANES == 0
         self.sequencer = Sequencer(imem_depth=imem_depth, smem_words=smem_words,
                                    n_flags=n_flags, lanes=lanes, vmem_lines=vmem_lines,
                                    mxu=mxu, mxu_results=mxu_results, hbm_words=hbm_words,
-                                   n_chips=n_chips, record_ports=ram_ports)
+                                   n_chips=n_chips, record_ports=ram_ports,
+                                   record_window=max(smem_window, 1))
         self.queue = VectorQueue(depth=vector_queue)
         self.imem = VMEM(lines=imem_depth, lanes=BUNDLE_WORDS)
-        self.smem = VMEM(lines=smem_words, lanes=1, ram_ports=ram_ports)
+        self.smem = VMEM(lines=smem_words, lanes=1, ram_ports=ram_ports, window=smem_window)
         self.smem_guests = check_int("smem_guests", smem_guests, least=0, most=1)
         guest = {}
         if smem_guests:
@@ -182,7 +197,11 @@ class TensorCore(wiring.Component):
         m.submodules.vpu = vpu = self.vpu
         wiring.connect(m, seq.imem, imem.core)
         wiring.connect(m, seq.smem, smem.core)
-        if self.smem_guests:
+        if self.smem_window:
+            wiring.connect(m, seq.smem_record, smem.window)
+            if self.smem_guests:
+                wiring.connect(m, wiring.flipped(self.smem_guest), smem.dma)
+        elif self.smem_guests:
             # The DMA issue's descriptor reads and a guest's (the SparseCore's work items)
             # take turns on SMEM's second port.
             m.submodules.smem_share = share = PortShare(signature=self.smem_signature,

@@ -62,15 +62,19 @@ class DmaIssue(wiring.Component):
     record_ports : int
         2 (the default): records are read through ``smem`` and ``smem_spare``; 1: through
         ``smem`` alone (no ``smem_spare``), for an SMEM with one RAM port.
+    record_window : int
+        Words ``smem`` reads a request (default 1; 8 reads a record as fast as this
+        judges them: below).
 
     Ports
     -----
     check : In(stream.Signature(check_layout))
-        Taken when no descriptor is being judged or held.
+        Taken when no descriptor is being judged or held, or in the cycle the one held
+        goes to the DMA engine.
     verdict : Out(stream.Signature(verdict_layout))
         Held until taken. Taking an accepting verdict is the commit: the descriptor is
         then held for ``dma``.
-    smem : Out(MemoryPortSignature(addr_width, words=1))
+    smem : Out(MemoryPortSignature(addr_width, words=record_window))
         Record reads, one request a cycle; responses are always taken.
     smem_spare : Out(MemoryPortSignature(addr_width, words=1)), with ``record_ports=2``
         Record reads on a port shared with others: requests may wait for theirs.
@@ -82,42 +86,55 @@ class DmaIssue(wiring.Component):
     dma : Out(stream.Signature(descriptor_layout))
         The accepted descriptor, offered once ``fence`` is high, for the DMA engine.
     busy : Out(1)
-        A descriptor is being read, judged or held: the sequencer issues nothing else.
+        A descriptor is being read, judged or held: the sequencer issues nothing else,
+        but a ``dma`` bundle while ``sending``.
+    sending : Out(1)
+        The held descriptor goes to the DMA engine this cycle, and ``check`` may be taken
+        (until the engine has it, nothing else may count on it being there).
 
-    Latency: one cycle from ``check`` to the record when it was read ahead (the record
-    after the last one taken, SMEM not written since), else the reader's (at best
-    ``DESCRIPTOR_WORDS / 2 + 2`` cycles on two ports, ``DESCRIPTOR_WORDS + 2`` on one);
-    then one for the format check, the :class:`~hdl.memory.dma_check.DescriptorCheck`'s
-    (2 cycles when accepted, at most 33 for a range rejection), and one for the verdict.
-    Throughput: one descriptor at a time; ``check`` is taken again once the last is sent.
+    Latency: the record is taken with ``check`` when it was read ahead (the record after
+    the last one taken, SMEM not written since), else after the reader's time
+    (:class:`~hdl.tensorcore.record_reader.RecordReader`: 8 cycles for a record on
+    one-word ports, 4 with ``record_window=8``); then one cycle for the format check and
+    the :class:`~hdl.memory.dma_check.DescriptorCheck`'s (2 cycles when accepted, at most
+    33 for a range rejection), the verdict offered in the last; an accepted descriptor
+    is offered to the DMA engine in the cycle after its verdict is taken. Throughput: one
+    descriptor at a time; ``check`` is taken again in the cycle the last is sent, so
+    back-to-back ``dma`` bundles whose records are read ahead go every 4 cycles (when
+    the reader keeps up, and ``fence`` and the DMA engine do not hold them).
     """
 
     def __init__(self, *, smem_words, hbm_words, vmem_words, n_flags, n_chips=1,
-                 record_ports=2):
+                 record_ports=2, record_window=1):
         self.smem_words = check_int("smem_words", smem_words, least=DESCRIPTOR_WORDS)
         self.record_ports = check_int("record_ports", record_ports, least=1, most=2)
+        self.record_window = check_int("record_window", record_window, least=1)
         # The check is built in elaborate; its parameters are refused here, at once.
         self.check_params = dict(hbm_size=hbm_words, vmem_size=vmem_words, n_flags=n_flags,
                                  n_chips=n_chips, queue_depth=1)
         check_descriptor_check_params(**self.check_params)
         self.port_signature = MemoryPortSignature(addr_width=line_addr_width(smem_words),
                                                   words=1)
+        record_port = MemoryPortSignature(addr_width=line_addr_width(smem_words),
+                                          words=record_window)
         super().__init__({
             "check": In(stream.Signature(check_layout)),
             "verdict": Out(stream.Signature(verdict_layout)),
-            "smem": Out(self.port_signature),
+            "smem": Out(record_port),
             **({"smem_spare": Out(self.port_signature)} if record_ports == 2 else {}),
             "written": In(1),
             "fence": In(1),
             "dma": Out(stream.Signature(descriptor_layout)),
             "busy": Out(1),
+            "sending": Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.precheck = precheck = DescriptorCheck(**self.check_params)
         m.submodules.reader = reader = RecordReader(
-            smem_words=self.smem_words, words=DESCRIPTOR_WORDS, ports=self.record_ports)
+            smem_words=self.smem_words, words=DESCRIPTOR_WORDS, ports=self.record_ports,
+            window=self.record_window)
         wiring.connect(m, reader.smem, wiring.flipped(self.smem))
         if self.record_ports == 2:
             wiring.connect(m, reader.spare, wiring.flipped(self.smem_spare))
@@ -166,23 +183,43 @@ class DmaIssue(wiring.Component):
                 reason_code = Mux(precheck.errors.payload.reason == reason,
                                   Error[f"DMA_{reason.name}"], reason_code)
 
+        sending = self.sending
+        # The verdict is offered in the cycle the check answers, and held if not taken.
+        judged = (phase == _Phase.JUDGE) & (precheck.jobs.valid | precheck.errors.valid)
+        judged_code = Mux(precheck.jobs.valid, Error.NONE, reason_code)
         m.d.comb += [
             self.busy.eq(phase != _Phase.IDLE),
+            sending.eq((phase == _Phase.SEND) & self.dma.valid & self.dma.ready),
             reader.written.eq(self.written),
-            reader.request.payload.address.eq(address),
-            reader.request.valid.eq(phase == _Phase.READ),
-            self.verdict.valid.eq(phase == _Phase.VERDICT),
-            self.verdict.payload.code.eq(code),
+            self.verdict.valid.eq((phase == _Phase.VERDICT) | judged),
+            self.verdict.payload.code.eq(Mux(phase == _Phase.VERDICT, code, judged_code)),
             precheck.descriptors.payload.eq(desc),
             self.dma.payload.eq(held),
+            self.dma.valid.eq((phase == _Phase.SEND) & self.fence),
         ]
+
+        def take_check():
+            """Take ``check``; its record at once if it was read ahead."""
+            m.d.comb += [self.check.ready.eq(1), reader.request.valid.eq(self.check.valid),
+                         reader.request.payload.address.eq(self.check.payload.address)]
+            with m.If(self.check.valid):
+                m.d.sync += address.eq(self.check.payload.address)
+                with m.If(reader.request.ready):
+                    m.d.sync += [phase.eq(_Phase.FORMAT),
+                                 *(word.eq(reader.record[k]) for k, word in enumerate(words))]
+                with m.Else():
+                    m.d.sync += phase.eq(_Phase.READ)
+
+        def verdict_taken(verdict_code):
+            with m.If(self.verdict.ready):
+                m.d.sync += phase.eq(Mux(verdict_code == 0, _Phase.SEND, _Phase.IDLE))
+
         with m.Switch(phase):
             with m.Case(_Phase.IDLE):
-                m.d.comb += self.check.ready.eq(1)
-                with m.If(self.check.valid):
-                    m.d.sync += [address.eq(self.check.payload.address),
-                                 phase.eq(_Phase.READ)]
+                take_check()
             with m.Case(_Phase.READ):
+                m.d.comb += [reader.request.valid.eq(1),
+                             reader.request.payload.address.eq(address)]
                 with m.If(reader.request.ready):
                     m.d.sync += [phase.eq(_Phase.FORMAT),
                                  *(word.eq(reader.record[k]) for k, word in enumerate(words))]
@@ -195,15 +232,13 @@ class DmaIssue(wiring.Component):
                         m.d.sync += [held.eq(desc), phase.eq(_Phase.JUDGE)]
             with m.Case(_Phase.JUDGE):
                 m.d.comb += [precheck.jobs.ready.eq(1), precheck.errors.ready.eq(1)]
-                with m.If(precheck.jobs.valid):
-                    m.d.sync += [code.eq(0), phase.eq(_Phase.VERDICT)]
-                with m.Elif(precheck.errors.valid):
-                    m.d.sync += [code.eq(reason_code), phase.eq(_Phase.VERDICT)]
+                with m.If(judged):
+                    m.d.sync += [code.eq(judged_code), phase.eq(_Phase.VERDICT)]
+                    verdict_taken(judged_code)
             with m.Case(_Phase.VERDICT):
-                with m.If(self.verdict.ready):
-                    m.d.sync += phase.eq(Mux(code == 0, _Phase.SEND, _Phase.IDLE))
+                verdict_taken(code)
             with m.Case(_Phase.SEND):
-                m.d.comb += self.dma.valid.eq(self.fence)
-                with m.If(self.dma.valid & self.dma.ready):
+                with m.If(sending):
                     m.d.sync += phase.eq(_Phase.IDLE)
+                    take_check()
         return m

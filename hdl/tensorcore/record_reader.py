@@ -18,13 +18,15 @@ class RecordReader(wiring.Component):
     """Reads ``words``-word records from SMEM, and reads the next one ahead.
 
     With ``ports=2`` a record is read through two SMEM ports at once: ``smem`` from its
-    first word up, ``spare`` from its last word down, until they meet, so a request for a
-    record of ``words`` words not read yet is taken ``ceil(words / 2) + 2`` cycles after
-    it is first made when both ports are free, and ``words + 2`` when ``spare`` is taken
-    (and always with ``ports=1``: ``smem`` alone). Records of a program sit one after
-    another, so once a record is taken the reader reads the next (``address + words``)
-    ahead, when it lies in SMEM; a request for it then finds it read. Anything written to
-    SMEM (``written``) makes the record read stale: a request for it reads it again.
+    first word up, ``window`` words a request, and ``spare`` from its last word down, one
+    a request, until they meet. A request for a record not read yet is taken
+    ``ceil(words / (window + 1)) + 2`` cycles after it is first made when both ports are
+    free (8 for 12 words on one-word ports, 4 with ``window=8``), and
+    ``ceil(words / window) + 2`` when ``spare`` is taken (and always with ``ports=1``:
+    ``smem`` alone). Records of a program sit one after another, so once a record is taken
+    the reader reads the next (``address + words``) ahead, when it lies in SMEM; a request
+    for it then finds it read. Anything written to SMEM (``written``) makes the record read
+    stale: a request for it reads it again.
 
     Parameters
     ----------
@@ -36,6 +38,9 @@ class RecordReader(wiring.Component):
     ports : int
         2 (the default): read through ``smem`` and ``spare``; 1: ``smem`` only, for an
         SMEM whose two ports share one RAM port, where a second port reads nothing more.
+    window : int
+        Words ``smem`` reads a request (default 1): SMEM's ``window`` port
+        (:class:`~hdl.memory.vmem.VMEM`), or its second port with 1.
 
     Ports
     -----
@@ -45,10 +50,12 @@ class RecordReader(wiring.Component):
         waits.
     record : Out(data.ArrayLayout(32, words))
         The record read (valid as above).
-    smem, spare : Out(MemoryPortSignature(addr_width, words=1))
-        Reads only (``spare`` with ``ports=2``). ``smem`` is the reader's own; ``spare`` is
-        shared, and its requests may wait any number of cycles (for its owner's). Each
-        answers in request order, and responses are always taken.
+    smem : Out(MemoryPortSignature(addr_width, words=window))
+        Reads only, the reader's own: words ``addr`` to ``addr + window - 1``. Answers in
+        request order; responses are always taken.
+    spare : Out(MemoryPortSignature(addr_width, words=1)), with ``ports=2``
+        Reads only, shared: its requests may wait any number of cycles (for its owner's).
+        Answers in request order; responses are always taken.
     written : In(1)
         SMEM is written this cycle (by anyone else).
 
@@ -57,28 +64,31 @@ class RecordReader(wiring.Component):
     record per read time; a record read ahead is taken in the cycle it is requested.
     """
 
-    def __init__(self, *, smem_words, words, ports=2):
+    def __init__(self, *, smem_words, words, ports=2, window=1):
         self.smem_words = check_int("smem_words", smem_words, least=1)
         self.words = check_int("words", words, least=1)
         self.ports = check_int("ports", ports, least=1, most=2)
-        port = MemoryPortSignature(addr_width=line_addr_width(smem_words), words=1)
+        self.window = check_int("window", window, least=1)
+        addr_width = line_addr_width(smem_words)
         super().__init__({
             "request": In(stream.Signature(record_request_layout)),
             "record": Out(data.ArrayLayout(32, words)),
-            "smem": Out(port),
-            **({"spare": Out(port)} if ports == 2 else {}),
+            "smem": Out(MemoryPortSignature(addr_width=addr_width, words=window)),
+            **({"spare": Out(MemoryPortSignature(addr_width=addr_width, words=1))}
+               if ports == 2 else {}),
             "written": In(1),
         })
 
     def elaborate(self, platform):
         m = Module()
-        n = self.words
+        n, w = self.words, self.window
         tag = Signal(32)                       # the record's address
         have = Signal()                        # a read of `tag` has started
         stale = Signal()                       # SMEM written since it started
         stop = Signal()                        # another record is wanted: ask no more
-        low, top = Signal(range(n + 1)), Signal(range(n + 1), init=n)
-        low_got, top_got = Signal(range(n + 1)), Signal(range(n + 1), init=n)
+        # `low` may pass the record's end by a window less a word.
+        low, top = Signal(range(n + w)), Signal(range(n + 1), init=n)
+        low_got, top_got = Signal(range(n + w)), Signal(range(n + 1), init=n)
         # Words below `low` are asked on `smem`, words from `top` on `spare`; the record is
         # read when the two meet (a word both asked in one cycle comes twice, the same)
         # and every answer is in.
@@ -93,12 +103,13 @@ class RecordReader(wiring.Component):
         m.d.comb += [up.req.valid.eq(asking), up.req.payload.addr.eq(tag + low),
                      up.resp.ready.eq(1), self.request.ready.eq(hit)]
         with m.If(up.req.valid & up.req.ready):
-            m.d.sync += low.eq(low + 1)
+            m.d.sync += low.eq(low + w)
         for k in range(n):
-            with m.If(up.resp.valid & (low_got == k)):
-                m.d.sync += self.record[k].eq(up.resp.payload.data[0])
+            for j in range(min(w, k + 1)):
+                with m.If(up.resp.valid & (low_got == k - j)):
+                    m.d.sync += self.record[k].eq(up.resp.payload.data[j])
         with m.If(up.resp.valid):
-            m.d.sync += low_got.eq(low_got + 1)
+            m.d.sync += low_got.eq(low_got + w)
         if self.ports == 2:
             down = self.spare
             m.d.comb += [down.req.valid.eq(asking),

@@ -91,6 +91,9 @@ class Sequencer(wiring.Component):
         2 (the default): ``dma`` records are read on ``smem_record`` and, in the cycles
         without ``lw``/``sw``, on ``smem``; 1: on ``smem_record`` alone (an SMEM whose
         ports share one RAM port, where the second reads nothing more).
+    record_window : int
+        Words ``smem_record`` reads a request (default 1: SMEM's second port; more: its
+        ``window`` port, :class:`~hdl.memory.vmem.VMEM`).
 
     Ports
     -----
@@ -103,8 +106,8 @@ class Sequencer(wiring.Component):
         the DmaIssue's record reads (its ``smem_spare``). A read accepted in cycle ``t``
         must be answered in cycle ``t + 1`` (as SMEM's ``VMEM`` port does); responses are
         always taken.
-    smem_record : Out(MemoryPortSignature(addr_width, words=1))
-        DMA descriptor record reads, on SMEM's second port.
+    smem_record : Out(MemoryPortSignature(addr_width, words=record_window))
+        DMA descriptor record reads, of ``record_window`` words from a request's address.
     dma : Out(stream.Signature(descriptor_layout))
         Issued descriptors, for the DMA engine, each offered once ``fence`` is high.
     fence : In(1)
@@ -158,7 +161,7 @@ class Sequencer(wiring.Component):
 
     def __init__(self, *, imem_depth=256, smem_words=1024, n_flags=16, lanes=8,
                  vmem_lines=256, mxu=False, mxu_results=16, hbm_words=DEFAULT_HBM_WORDS,
-                 n_chips=1, record_ports=2):
+                 n_chips=1, record_ports=2, record_window=1):
         self.imem_depth = check_int("imem_depth", imem_depth, least=1)
         self.smem_words = check_int("smem_words", smem_words, least=1)
         self.n_flags = check_int("n_flags", n_flags, least=1, most=1 << FLAG_BITS)
@@ -172,7 +175,9 @@ class Sequencer(wiring.Component):
                                  hbm_words=hbm_words, vmem_words=vmem_lines * lanes,
                                  n_flags=n_flags, n_chips=n_chips,
                                  record_ports=check_int("record_ports", record_ports,
-                                                        least=1, most=2))
+                                                        least=1, most=2),
+                                 record_window=check_int("record_window", record_window,
+                                                         least=1))
         # DmaIssue is built in elaborate; what it would refuse is refused here, at once.
         check_descriptor_check_params(hbm_size=hbm_words, vmem_size=vmem_lines * lanes,
                                       n_flags=n_flags, n_chips=n_chips, queue_depth=1)
@@ -182,7 +187,7 @@ class Sequencer(wiring.Component):
                                             words=BUNDLE_WORDS)),
             "smem": Out(MemoryPortSignature(addr_width=line_addr_width(smem_words), words=1)),
             "smem_record": Out(MemoryPortSignature(addr_width=line_addr_width(smem_words),
-                                                   words=1)),
+                                                   words=record_window)),
             "dma": Out(stream.Signature(descriptor_layout)),
             "fence": In(1),
             "vector": Out(stream.Signature(VECTOR_LAYOUT)),
@@ -284,7 +289,10 @@ class Sequencer(wiring.Component):
         waits = misc.is_op["wait"] | misc.is_op["waitc"]
         checking = Signal()      # decoded, its flag known good, no delay or DMA pending
         asked = Signal()         # this bundle's descriptor is with the DmaIssue
-        m.d.comb += checking.eq(present & (early == 0) & ~delay.any() & (~issue.busy | asked))
+        # A dma may be checked as the one before goes to the DMA engine; anything else
+        # waits until it is there (a wait or halt counts on it).
+        m.d.comb += checking.eq(present & (early == 0) & ~delay.any() &
+                                (~issue.busy | asked | (is_dma & issue.sending)))
         m.d.comb += [self.flag_wait.valid.eq(checking & waits),
                      self.flag_wait.payload.flag.eq(misc.flag),
                      self.flag_wait.payload.value.eq(operand),

@@ -40,7 +40,7 @@ class TensorCoreSystem(wiring.Component):
     Parameters
     ----------
     imem_depth, smem_words, n_flags, lanes, numerics, vmem_lines, mxu, mxu_results, \
-vector_queue, ops, regfile, mxu_fold, alu_width
+vector_queue, ops, regfile, mxu_fold, alu_width, smem_window
         The :class:`~hdl.tensorcore.core.TensorCore`'s.
     hbm_words : int
         HBM words (default ``golden.tensorcore.DEFAULT_HBM_WORDS``, at most ``2**24``).
@@ -125,7 +125,7 @@ vector_queue, ops, regfile, mxu_fold, alu_width
                  ops=None, hbm_words=DEFAULT_HBM_WORDS, read_latency=4, words_per_cycle=1,
                  outstanding=4, n_chips=1, flit_words=1, network_ports=1, sparsecores=0,
                  sparsecore=None, regfile="flops", jitter=0, ram_ports=2, mxu_fold=1,
-                 alu_width=8, push_dealing="turn"):
+                 alu_width=8, push_dealing="turn", smem_window=None):
         self.sparsecores = check_int("sparsecores", sparsecores, least=0, most=1)
         if sparsecore is not None and not sparsecores:
             raise ValueError("sparsecore= gives the SparseCore's parameters: it needs "
@@ -140,7 +140,7 @@ vector_queue, ops, regfile, mxu_fold, alu_width
                                mxu_results=mxu_results, vector_queue=vector_queue, ops=ops,
                                hbm_words=hbm_words, n_chips=n_chips, smem_guests=sparsecores,
                                regfile=regfile, ram_ports=ram_ports, mxu_fold=mxu_fold,
-                               alu_width=alu_width)
+                               alu_width=alu_width, smem_window=smem_window)
         self.system = DmaSystem(hbm_size=hbm_words, vmem_lines=vmem_lines, lanes=lanes,
                                 n_flags=n_flags, read_latency=read_latency,
                                 words_per_cycle=words_per_cycle, outstanding=outstanding,

@@ -156,9 +156,53 @@ def test_vmem_on_one_ram_port_takes_turns_and_reads_every_earlier_write(rng):
     assert max(log["waits"]) <= 1
 
 
+def test_vmem_window_reads_lines_in_a_row_as_the_writes_before_left_them(rng):
+    """``window=3``: each accepted request answers the next cycle with lines ``addr`` to
+    ``addr + 2``, wrapping past the last, as the writes the core port made in earlier
+    cycles left them (a write in the same cycle is not seen); an answer not taken holds
+    the port and its words."""
+    lanes, lines, window, cycles = 2, 5, 3, 300
+    vmem = VMEM(lines=lines, lanes=lanes, window=window)
+    image = rng.integers(0, 1 << 32, lines * lanes, dtype=np.uint32)
+    model = image.reshape(lines, lanes).astype(np.int64).tolist()
+    answers, want = [], []
+
+    async def tb(ctx):
+        load(ctx, vmem.words, image, lanes)
+        wide, core = vmem.window, vmem.core
+        pending = None
+        for _ in range(cycles):
+            if pending is None and rng.random() < 0.7:
+                pending = int(rng.integers(lines))
+            ctx.set(wide.req.valid, pending is not None)
+            ctx.set(wide.req.payload.addr, pending or 0)
+            ctx.set(wide.resp.ready, bool(rng.random() < 0.6))
+            write = {"addr": int(rng.integers(lines)), "write": True, "mask": 3,
+                     "data": [int(x) for x in rng.integers(0, 1 << 32, lanes)]}
+            writing = bool(rng.random() < 0.4)
+            ctx.set(core.req.valid, writing)
+            ctx.set(core.req.payload, write)
+            _, _, valid, ready, rvalid, rready, data = await ctx.tick().sample(
+                wide.req.valid, wide.req.ready, wide.resp.valid, wide.resp.ready,
+                wide.resp.payload.data)
+            if rvalid and rready:
+                answers.append([int(w) for w in data])
+            if valid and ready:
+                want.append([w for k in range(window)
+                             for w in model[(pending + k) % lines]])
+                pending = None
+            if writing:
+                model[write["addr"]] = list(write["data"])
+
+    simulate(vmem, tb)
+    assert len(answers) > 50
+    assert answers == want[:len(answers)] and len(want) - len(answers) <= 1
+
+
 @pytest.mark.parametrize("kwargs, error", [
     (dict(lines=0), ValueError), (dict(lines=4, lanes=0), ValueError),
-    (dict(lines=4.5), TypeError), (dict(lines=4, ram_ports=3), ValueError)])
+    (dict(lines=4.5), TypeError), (dict(lines=4, ram_ports=3), ValueError),
+    (dict(lines=4, window=-1), ValueError), (dict(lines=4, window=2, ram_ports=1), ValueError)])
 def test_vmem_bad_parameters(kwargs, error):
     with pytest.raises(error):
         VMEM(**kwargs)

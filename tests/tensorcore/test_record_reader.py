@@ -17,13 +17,15 @@ SMEM_WORDS, WORDS = 96, 12
 
 
 class ReaderOnSmem(wiring.Component):
-    """The reader on a one-word VMEM: ``smem`` on its DMA port, and with two ports
-    ``spare`` on its core port behind an owner (the testbench) whose writes and reads come
-    first (with one, the owner has the core port to itself)."""
+    """The reader on a one-word VMEM: ``smem`` on its DMA port (with ``window`` above 1,
+    on its window port), and with two ports ``spare`` on its core port behind an owner
+    (the testbench) whose writes and reads come first (with one, the owner has the core
+    port to itself)."""
 
-    def __init__(self, *, ports=2):
-        self.smem = VMEM(lines=SMEM_WORDS, lanes=1)
-        self.reader = RecordReader(smem_words=SMEM_WORDS, words=WORDS, ports=ports)
+    def __init__(self, *, ports=2, window=1):
+        self.smem = VMEM(lines=SMEM_WORDS, lanes=1, window=window if window > 1 else 0)
+        self.reader = RecordReader(smem_words=SMEM_WORDS, words=WORDS, ports=ports,
+                                   window=window)
         self.write = Signal()                   # the owner writes `data` at `addr`
         self.block = Signal()                   # the owner reads (the spare waits)
         self.addr = Signal(range(SMEM_WORDS))
@@ -34,7 +36,7 @@ class ReaderOnSmem(wiring.Component):
         m = Module()
         m.submodules.smem = smem = self.smem
         m.submodules.reader = reader = self.reader
-        wiring.connect(m, reader.smem, smem.dma)
+        wiring.connect(m, reader.smem, smem.window if self.reader.window > 1 else smem.dma)
         core = smem.core
         owner = self.write | self.block
         m.d.comb += [
@@ -81,13 +83,16 @@ async def _take(ctx, dut, address, *, limit=100):
     raise AssertionError(f"the record at {address} was not taken in {limit} cycles")
 
 
-@pytest.mark.parametrize("ports, seed", [(2, 1), (2, 2), (2, 3), (1, 4)])
-def test_records_are_smem_as_it_is_when_taken(ports, seed):
+@pytest.mark.parametrize("ports, window, seed", [
+    (2, 1, 1), (2, 1, 2), (2, 1, 3), (1, 1, 4), (2, 8, 5), (2, 3, 6), (1, 8, 7), (2, 5, 8)])
+def test_records_are_smem_as_it_is_when_taken(ports, window, seed):
     """Seeded requests, mostly for the record after the last, with the owner writing
     SMEM (records included) and taking the spare port at random, before and during
-    requests: each record taken equals SMEM's words at that cycle."""
+    requests: each record taken equals SMEM's words at that cycle, whatever words the
+    reader's own port reads a request (``window``: 5 and 3 leave part of the last
+    request past the record, and records near SMEM's end read past its last word)."""
     rng = np.random.default_rng(seed)
-    dut = ReaderOnSmem(ports=ports)
+    dut = ReaderOnSmem(ports=ports, window=window)
     model = rng.integers(0, 1 << 32, SMEM_WORDS, dtype=np.uint64).astype(np.uint32)
     taken = []
 
@@ -128,9 +133,9 @@ def test_records_are_smem_as_it_is_when_taken(ports, seed):
     assert len(taken) == 60
 
 
-@pytest.mark.parametrize("ports", [2, 1])
-def test_a_record_is_read_on_its_ports_and_the_next_one_ahead(ports):
-    dut = ReaderOnSmem(ports=ports)
+@pytest.mark.parametrize("ports, window", [(2, 1), (1, 1), (2, 8), (1, 8)])
+def test_a_record_is_read_on_its_ports_and_the_next_one_ahead(ports, window):
+    dut = ReaderOnSmem(ports=ports, window=window)
     words = np.arange(1000, 1000 + SMEM_WORDS, dtype=np.uint32)
     timing = {}
 
@@ -154,13 +159,16 @@ def test_a_record_is_read_on_its_ports_and_the_next_one_ahead(ports):
         assert record == list(range(1003, 1015))
 
     simulate(dut, bench)
-    # Two ports: six words a port (one cycle each), the last answered a cycle later, then
-    # the request sees the record: 8 cycles. One port: 12 words, 14 cycles. The record read
-    # ahead: at once. With the spare port blocked, 12 words after the answers asked for the
-    # read ahead of 72 (under way): 1 or 2 more.
-    assert timing["cold"] == (8 if ports == 2 else 14) and timing["ahead"] == 0
+    # One-word ports: six words a port (one cycle each), the last answered a cycle later,
+    # then the request sees the record: 8 cycles; one port: 12 words, 14 cycles. A window
+    # of 8 words and the spare: 8 + 1 words, then 3 (2 cycles), 4 cycles in all; the
+    # window alone the same. The record read ahead: at once. With the spare port blocked,
+    # the record on `smem` alone after the answers asked for the read ahead of 72 (under
+    # way): 1 or 2 more.
+    cold, alone = {1: (8, 14), 8: (4, 4)}[window]
+    assert timing["cold"] == (cold if ports == 2 else alone) and timing["ahead"] == 0
     if ports == 2:
-        assert timing["elsewhere"] <= 8 and 14 <= timing["blocked"] <= 16
+        assert timing["elsewhere"] <= cold and alone <= timing["blocked"] <= alone + 2
 
 
 @pytest.mark.parametrize("ports", [2, 1])
@@ -189,6 +197,7 @@ def test_a_write_after_the_read_makes_the_record_read_again(ports):
     (dict(smem_words=0, words=12), "smem_words"),
     (dict(smem_words=64, words=0), "words"),
     (dict(smem_words=64, words=12, ports=3), "ports"),
+    (dict(smem_words=64, words=12, window=0), "window"),
 ])
 def test_bad_parameters_are_refused(kw, message):
     with pytest.raises(ValueError, match=message):

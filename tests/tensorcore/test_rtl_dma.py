@@ -101,6 +101,25 @@ def test_hbm_jitter_moves_when_words_land_and_changes_no_value(runner):
     assert late.cycles > plain.cycles
 
 
+@pytest.mark.parametrize("window, apart", [(None, 4), (0, 8)])
+def test_back_to_back_dma_bundles_go_every_few_cycles(window, apart):
+    """A run of ``dma`` bundles whose records sit one after another: each record is read
+    while the one before is judged and sent, so the bundles go every 4 cycles with the
+    default record window (SMEM's 8-word read port) and every 8 with one-word reads
+    (``smem_window=0``); the cycles a program takes grow by that much a ``dma``. The
+    results are the ISS's either way."""
+    runner = _runner(**({} if window is None else dict(smem_window=window)))
+    cycles = []
+    for n in (1, 4):
+        records = [_copy(("hbm", k), ("vmem", k), (1,), (1,), (1,), 1) for k in range(n)]
+        program = "\n".join(f"dma {RECORDS + 12 * k}" for k in range(n))
+        rtl, iss = cosim(runner, f"{program}\nwait f1, {n}\nhalt", smem=_smem(*records),
+                         rng=np.random.default_rng(n))
+        assert iss.halted and iss.dmas == n
+        cycles.append(rtl.cycles)
+    assert (cycles[1] - cycles[0]) == 3 * apart
+
+
 @pytest.mark.parametrize("record, error", [
     (_copy(("hbm", 250), ("vmem", 0), (8,), (1,), (1,), 1), "dma_src_range"),
     (_copy(("hbm", 0), ("vmem", 60), (2, 3), (1, 1), (1, 2), 1), "dma_dst_range"),
