@@ -65,8 +65,8 @@ COLLECTIVE_MEMORIES = dict(vmem_words=1 << 19, smem_words=8192, imem_depth=2048,
 #: receive event's ``wait`` and the reduce's set-up) is not isolated by a microbenchmark:
 #: 14 puts the most runs of the bench's 1x4 chunk sweep within +-5% of the RTL, and then
 #: the least mean error (13 puts as many in, with more error; 12 and 15 one fewer).
-MEASURED_CYCLES = dict(alpha=34.0, hop_cycles=3.0, group_cycles=28.0, line_cycles=28.0,
-                       descriptor_cycles=8.0, fill_cycles=1.0, event_cycles=14.0)
+MEASURED_CYCLES = dict(alpha=28.0, hop_cycles=3.0, group_cycles=28.0, line_cycles=28.0,
+                       descriptor_cycles=5.0, fill_cycles=1.0, event_cycles=14.0)
 
 
 def plan_push_words(chip):
