@@ -45,7 +45,7 @@ from .routing import UNREACHABLE, DeadlockError, RoutingTables, walk
 __all__ = [
     "PORT_NAMES", "UNREACHABLE", "Topology", "RoutingTables", "DeadlockError",
     "parse_dims", "torus", "check_ocs_map", "ocs_map", "routing_tables", "deadlock_free", "route",
-    "all_to_all_load", "all_to_all_bound",
+    "all_to_all_load", "all_to_all_bound", "hop_distances",
 ]
 
 PORT_NAMES = ("+x", "-x", "+y", "-y", "+z", "-z")
@@ -379,6 +379,26 @@ def route(topology, tables, src, dst):
         raise ValueError(f"{topology.describe(d)} is unreachable from {topology.describe(s)}")
     return [(int(c[0]), int(p[0]), int(v[0]))
             for _, c, p, v in walk(topology, tables, [s], [d])]
+
+
+def hop_distances(topology):
+    """int [n, n]: the fewest links from chip ``a`` to chip ``b`` over live chips (0 from
+    a live chip to itself), or -1 where there is no such path (either chip failed)."""
+    nb, n = topology.neighbor, topology.n_chips
+    live = np.flatnonzero(topology.alive)
+    dist = np.full((n, n), -1)
+    dist[live, live] = 0
+    level = 0
+    while True:
+        front = dist == level
+        for p in range(topology.n_ports):
+            u = np.flatnonzero(nb[:, p] >= 0)
+            reached = np.zeros((n, n), bool)
+            reached[:, nb[u, p]] = front[:, u]
+            dist[reached & (dist < 0)] = level + 1
+        if not (dist == level + 1).any():
+            return dist
+        level += 1
 
 
 def _shortest_path_load(topology):

@@ -8,7 +8,8 @@ partition and deduplicate ids on the host. Each chip's program then runs, with D
 over the ICI and sync flags:
 
 1. *Ids all-to-all.* Chip c pushes its message to each owner o != c: ``[U, local ids]``
-   (``1 + U`` words), on the owner's flag ``F_IDS``; each owner waits for every source's.
+   (``1 + U`` words), on the owner's flag ``F_IDS``, the farthest owners first; each owner
+   waits for every source's.
 2. *Gather.* Owner o posts a gather work item to its SparseCore, which copies each row
    it serves (its deduplicated ids) once from its table shard into its Spmem
    (``to_spmem``), bits unchanged, and adds the rows it read to ``F_GATHER``: that flag,
@@ -63,6 +64,7 @@ from golden import embedding as ge
 from golden import memory as gm
 from golden import sparsecore as gs
 from golden import tensorcore as tc
+from golden import topology as topo
 from hdl.memory.dma_push_ports import DEFAULT_PUSH_BEATS
 from hdl.sparsecore import LANES, WORK_FIELDS, control_word
 from hdl.tensorcore.sparse_issue import doorbell_address, work_address
@@ -220,6 +222,17 @@ def _peers(c, C):
     return [(c + k) % C for k in range(1, C)] + [c]
 
 
+def _farthest_first(c, C, hops):
+    """Rank ``c``'s partners (not itself), the farthest (``hops[c, o]`` links away) first,
+    and among those as far in :func:`_peers` order. For the ids' all-to-all: its messages
+    are short, so a chip's last ones land about a message's latency after they are issued,
+    and that latency grows with the hops. (On the 4x4 benchmark the ids phase took 430
+    and 437 cycles so, seeds 1 and 2, against 493 and 476 in :func:`_peers` order, and 449
+    and 451 nearest first: docs/system.md, "The ids phase".)"""
+    order = _peers(c, C)[:-1]
+    return sorted(order, key=lambda o: -hops[c, o])
+
+
 def _dealt(pushes, piece_rows):
     """:func:`_rows` descriptors for ``pushes`` (``(src_at, dst, n, width, row_words,
     flag)`` each), cut into pieces of at most ``piece_rows`` rows and dealt round: every
@@ -299,6 +312,7 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
     topology, chips = ge.live_chips(topology)
     names = [topology.describe(c) for c in chips]
     C = len(chips)
+    hops = topo.hop_distances(topology)[np.ix_(chips, chips)]     # by rank
     bits = gs.check_table(table)
     V, D = bits.shape
     p = ge.plan(indices, offsets, num_rows=V, n_chips=C, capacity=capacity, names=names)
@@ -411,7 +425,7 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
 
     for c, w in enumerate(work):
         # 1. ids out, and every source's ids in.
-        for o in _peers(c, C)[:-1]:
+        for o in _farthest_first(c, C, hops):
             w.dma(gm.Descriptor(("hbm", w.areas[f"send_ids{o}"]),
                                 ("remote", int(chips[o]), "hbm", work[o].areas[f"recv_ids{c}"]),
                                 (1 + int(p.unique[c, o]),), (1,), (1,), FLAGS["ids"]))
