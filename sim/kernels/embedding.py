@@ -8,8 +8,9 @@ partition and deduplicate ids on the host. Each chip's program then runs, with D
 over the ICI and sync flags:
 
 1. *Ids all-to-all.* Chip c pushes its message to each owner o != c: ``[U, local ids]``
-   (``1 + U`` words), on the owner's flag ``F_IDS``, the farthest owners first; each owner
-   waits for every source's.
+   (``1 + U`` words), on the owner's flag ``F_IDS``; each owner waits for every source's.
+   Every all-to-all of the step pushes in :func:`_push_order`: the farthest partners
+   first, and among those from the next rank round.
 2. *Gather.* Owner o posts a gather work item to its SparseCore, which copies each row
    it serves (its deduplicated ids) once from its table shard into its Spmem
    (``to_spmem``), bits unchanged, and adds the rows it read to ``F_GATHER``: that flag,
@@ -20,8 +21,7 @@ over the ICI and sync flags:
    another gather item, ``from_spmem``, on ``F_PACK``: no table row is read again), and the
    owner pushes each source its rows (``D`` words a row, strided over the padded rows)
    into the source's *received table* (its own rows locally), on the source's flag
-   ``F_ROWS``: sources from the next rank on (:func:`_peers`), in pieces of half what a
-   push port's queue holds (:data:`PIECE_BEATS`), dealt round (:func:`_dealt`).
+   ``F_ROWS``, in pieces of half what a push port's queue holds (:data:`PIECE_BEATS`), dealt round (:func:`_dealt`).
 4. *Combine.* Chip c's SparseCore runs a lookup on its received table, each id renamed to
    its row there (owners in rank order, then the id's place in the owner's message),
    writing the bags' rows: ``golden.sparsecore.lookup`` on the whole table, bit for bit.
@@ -215,22 +215,20 @@ def _rows(src_at, dst, n, width, row_words, flag):
                          flag)
 
 
-def _peers(c, C):
-    """Chip ``c``'s partners in push order: ranks ``c + 1, c + 2, ...`` around, itself last.
-    In rank order every chip would push to rank 0 first, then all to rank 1, ...: one
-    chip's links and receive ports take every chip's first message while the rest idle."""
-    return [(c + k) % C for k in range(1, C)] + [c]
+def _push_order(c, C, hops):
+    """Rank ``c``'s partners in push order: the farthest (``hops[c, o]`` links away) first,
+    and among those as far ranks ``c + 1, c + 2, ...`` around; itself last.
 
-
-def _farthest_first(c, C, hops):
-    """Rank ``c``'s partners (not itself), the farthest (``hops[c, o]`` links away) first,
-    and among those as far in :func:`_peers` order. For the ids' all-to-all: its messages
-    are short, so a chip's last ones land about a message's latency after they are issued,
-    and that latency grows with the hops. (On the 4x4 benchmark the ids phase took 430
-    and 437 cycles so, seeds 1 and 2, against 493 and 476 in :func:`_peers` order, and 449
-    and 451 nearest first: docs/system.md, "The ids phase".)"""
-    order = _peers(c, C)[:-1]
-    return sorted(order, key=lambda o: -hops[c, o])
+    From the next rank round: in rank order every chip would push to rank 0 first, then
+    all to rank 1, ...: one chip's links and receive ports take every chip's first message
+    while the rest idle. The farthest first: a message lands about its latency after it
+    leaves, which grows with its hops, so the far ones go while the near ones wait. On the
+    4x4 benchmark (2026-12-02, seeds 1 and 2, the phases of the bench's plan alone) it took
+    the ids' all-to-all from 493 and 476 cycles to 430 and 437 (449 and 451 with the
+    nearest first), the rows' from 4,946 and 5,164 to 4,747 and 4,895, and left the
+    gradients' within 1% (docs/system.md, "Benchmarks")."""
+    order = [(c + k) % C for k in range(1, C)]
+    return sorted(order, key=lambda o: -hops[c, o]) + [c]
 
 
 def _dealt(pushes, piece_rows):
@@ -425,7 +423,7 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
 
     for c, w in enumerate(work):
         # 1. ids out, and every source's ids in.
-        for o in _farthest_first(c, C, hops):
+        for o in _push_order(c, C, hops)[:-1]:
             w.dma(gm.Descriptor(("hbm", w.areas[f"send_ids{o}"]),
                                 ("remote", int(chips[o]), "hbm", work[o].areas[f"recv_ids{c}"]),
                                 (1 + int(p.unique[c, o]),), (1,), (1,), FLAGS["ids"]))
@@ -454,7 +452,7 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
                    received_by[c])
         w.mark("pack")
         pushes = []
-        for s in _peers(c, C):
+        for s in _push_order(c, C, hops):
             at = received_base + int(p.unique[s, :c].sum()) * Dp
             dst = ("hbm", at) if s == c else ("remote", int(chips[s]), "hbm", at)
             pushes.append((w.areas["outbox"] + int(p.unique[:s, c].sum()) * Dp, dst,
@@ -487,7 +485,7 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
                        FLAGS["partials"], 1)
             w.mark("pack_grads")
             pushes = []
-            for o in _peers(c, C):
+            for o in _push_order(c, C, hops):
                 dst_at = work[o].areas["own_grads"] + int(p.unique[:c, o].sum()) * Dp
                 dst = ("hbm", dst_at) if o == c else ("remote", int(chips[o]), "hbm", dst_at)
                 pushes.append((w.areas["partials"] + int(p.unique[c, :o].sum()) * Dp, dst,
@@ -517,7 +515,7 @@ def plan_embedding(table, indices, offsets, *, grads=None, weights=None, topolog
                              per_line=per_line), FLAGS["pack_grads"], n_bags + packed)
             w.mark("pack_grads")
             pushes = []
-            for o in _peers(c, C):
+            for o in _push_order(c, C, hops):
                 bags, _ = sub[c, o]
                 if o != c:
                     w.dma(gm.Descriptor(

@@ -224,6 +224,28 @@ def test_torus_rejects_bad_input(dims, kwargs):
         topo.torus(dims, **kwargs)
 
 
+@pytest.mark.parametrize("shape, kwargs", [
+    ("4x4", {}), ("1x4", dict(wrap=False)), ("2x2x4", dict(twist=True)),
+    ("4x4", dict(failed=(5,))), ("2x3x4", dict(wrap=False, failed=(0, 7)))])
+def test_hop_distances_are_breadth_first_search_over_the_live_chips(shape, kwargs):
+    t = topo.torus(shape, **kwargs)
+    n, failed = t.n_chips, list(kwargs.get("failed", ()))
+    want = bfs_matrix(ref_neighbors(t.dims, **kwargs), n)
+    want[failed, :] = -1
+    want[:, failed] = -1
+    got = topo.hop_distances(t)
+    assert got.dtype.kind == "i" and got.tolist() == want.tolist()
+
+
+def test_hop_distances_by_hand():
+    # The 4x4 torus from chip 0 (row-major, y fastest): 2 hops to chip 2 either way round
+    # y, 4 to chip 10 (2 + 2); a 1x4 line is its positions' differences.
+    assert topo.hop_distances(topo.torus("4x4"))[0].tolist() == \
+        [0, 1, 2, 1, 1, 2, 3, 2, 2, 3, 4, 3, 1, 2, 3, 2]
+    line = topo.hop_distances(topo.torus("1x4", wrap=False))
+    assert line.tolist() == [[abs(a - b) for b in range(4)] for a in range(4)]
+
+
 def test_failed_chip_is_cut_out():
     t = topo.torus("4x4", failed=[(1, 2)])
     assert t.failed == (6,) and not t.alive[6] and t.alive.sum() == 15

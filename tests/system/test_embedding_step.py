@@ -121,11 +121,12 @@ def test_without_dedup_every_occurrence_is_pushed_and_read_and_phases_cut_progra
                        mode="prereduced", chip=dict(system.EMBEDDING_CHIP), dedup=False)
 
 
-def test_rows_go_round_from_the_next_rank_in_pieces_of_half_a_push_queue(rng):
+def test_pushes_go_farthest_first_in_pieces_of_half_a_push_queue(rng):
     # Messages larger than half a push port's queue (a queue is 64 beats of 4 words on
     # EMBEDDING_CHIP) are cut into pieces of at most 128 words, every message's first
-    # piece before any second; each chip's first push goes to the next rank, not all to
-    # rank 0; the rows go through the owner's Spmem (the gather to it, the pack from it).
+    # piece before any second; each chip's ids go first to the chip across the 2x2 (two
+    # hops: 3 - c), then round from the next rank, not all to rank 0; the rows go through
+    # the owner's Spmem (the gather to it, the pack from it).
     topology = torus("2x2")
     table, indices, offsets, _, grads = _step(rng, 4, rows=400, width=16, bags=48, longest=8)
     plan = plan_embedding(table, indices, offsets, grads=grads, topology=topology,
@@ -134,7 +135,8 @@ def test_rows_go_round_from_the_next_rank_in_pieces_of_half_a_push_queue(rng):
     for chip in plan.chips:
         descriptors = _descriptors(plan, chip)
         ids = [d.dst[1] for d in descriptors if d.remote and d.flag == FLAGS["ids"]]
-        assert ids == [(chip + k) % 4 for k in (1, 2, 3)]
+        across = 3 - chip
+        assert ids == [across] + [(chip + k) % 4 for k in (1, 2, 3) if (chip + k) % 4 != across]
         for flag in (FLAGS["rows"], FLAGS["grads"]):
             heads = {at for name, at in plan.areas[chip].items()
                      if name.startswith("send_head")}
