@@ -21,7 +21,8 @@ over the ICI and sync flags:
    another gather item, ``from_spmem``, on ``F_PACK``: no table row is read again), and the
    owner pushes each source its rows (``D`` words a row, strided over the padded rows)
    into the source's *received table* (its own rows locally), on the source's flag
-   ``F_ROWS``, in pieces of half what a push port's queue holds (:data:`PIECE_BEATS`), dealt round (:func:`_dealt`).
+   ``F_ROWS``, in pieces of half what a push port's queue holds (:data:`PIECE_BEATS`),
+   dealt round (:func:`_dealt`).
 4. *Combine.* Chip c's SparseCore runs a lookup on its received table, each id renamed to
    its row there (owners in rank order, then the id's place in the owner's message),
    writing the bags' rows: ``golden.sparsecore.lookup`` on the whole table, bit for bit.
