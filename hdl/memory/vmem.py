@@ -1,4 +1,5 @@
-"""VMEM: the core's vector memory, lines of ``lanes`` words with a core port and a DMA port."""
+"""VMEM: the core's vector memory, lines of ``lanes`` words with a core port and a DMA port
+(and, as SMEM, a read-only window port for the ``dma`` records)."""
 
 from amaranth.hdl import MemoryData, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -12,7 +13,8 @@ __all__ = ["VMEM"]
 
 
 class VMEM(wiring.Component):
-    """``lines`` lines of ``lanes`` words, single-cycle access from two ports.
+    """``lines`` lines of ``lanes`` words, single-cycle access from two ports, and reads of
+    ``window`` lines in a row from a third with ``window``.
 
     Parameters
     ----------

@@ -198,6 +198,10 @@ class DmaIssue(wiring.Component):
             self.dma.valid.eq((phase == _Phase.SEND) & self.fence),
         ]
 
+        def take_record():
+            m.d.sync += [phase.eq(_Phase.FORMAT),
+                         *(word.eq(reader.record[k]) for k, word in enumerate(words))]
+
         def take_check():
             """Take ``check``; its record at once if it was read ahead."""
             m.d.comb += [self.check.ready.eq(1), reader.request.valid.eq(self.check.valid),
@@ -205,8 +209,7 @@ class DmaIssue(wiring.Component):
             with m.If(self.check.valid):
                 m.d.sync += address.eq(self.check.payload.address)
                 with m.If(reader.request.ready):
-                    m.d.sync += [phase.eq(_Phase.FORMAT),
-                                 *(word.eq(reader.record[k]) for k, word in enumerate(words))]
+                    take_record()
                 with m.Else():
                     m.d.sync += phase.eq(_Phase.READ)
 
@@ -221,8 +224,7 @@ class DmaIssue(wiring.Component):
                 m.d.comb += [reader.request.valid.eq(1),
                              reader.request.payload.address.eq(address)]
                 with m.If(reader.request.ready):
-                    m.d.sync += [phase.eq(_Phase.FORMAT),
-                                 *(word.eq(reader.record[k]) for k, word in enumerate(words))]
+                    take_record()
             with m.Case(_Phase.FORMAT):
                 with m.If(bad_format):
                     m.d.sync += [code.eq(Error.DMA_FORMAT), phase.eq(_Phase.VERDICT)]

@@ -143,11 +143,14 @@ class Sequencer(wiring.Component):
     bundle, computed in the same cycle, so a taken branch costs nothing.
 
     Latency and throughput: two cycles from ``start`` to the first issue; then one
-    bundle a cycle, except that an ``lw`` bundle takes two extra cycles (SMEM read),
-    a ``dma`` bundle about ``DESCRIPTOR_WORDS + 5`` (record read and check) and the
-    next bundle waits until the descriptor has left (after the VPU drained: the VMEM
-    fence), a ``delay x`` bundle holds the next one ``x`` cycles, and a bundle stalls
-    while its wait is not met or the vector queue is full.
+    bundle a cycle, except that an ``lw`` bundle takes two extra cycles (SMEM read), a
+    ``dma`` bundle waits for its record (none when it was read ahead) and its check (3
+    cycles: :class:`~hdl.tensorcore.dma_issue.DmaIssue`), and the next bundle waits until
+    the descriptor has left (after the VPU drained: the VMEM fence), but a ``dma``, which
+    is checked in the cycle it leaves: back-to-back ``dma`` bundles go every 4 cycles with
+    ``record_window=8`` and both record ports, 8 with one-word reads; a ``delay x``
+    bundle holds the next one ``x`` cycles, and a bundle stalls while its wait is not met
+    or the vector queue is full.
 
     Attributes
     ----------
