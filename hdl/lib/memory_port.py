@@ -22,7 +22,7 @@ from amaranth.lib.wiring import In, Out
 from .params import check_int
 
 __all__ = ["MemoryPortSignature", "request_layout", "response_layout", "line_addr_width",
-           "memory_data", "WORD_BITS"]
+           "window_members", "memory_data", "WORD_BITS"]
 
 #: Bits in a word (SPEC section 4).
 WORD_BITS = 32
@@ -150,3 +150,14 @@ class MemoryPortSignature(wiring.Signature):
     def __repr__(self):
         return (f"MemoryPortSignature(addr_width={self.addr_width}, words={self.words}, "
                 f"mask_granularity={self.mask_granularity})")
+
+
+def window_members(name, *, lines, lanes, window):
+    """``{name: Out(port)}``, the initiator's window port of a memory of ``lines`` lines of
+    ``lanes`` words that moves ``window`` lines a request (:class:`hdl.memory.VMEM`'s
+    ``window``), or ``{}`` for ``window`` 0: members for a signature that has the port only
+    with a window."""
+    if not window:
+        return {}
+    return {name: Out(MemoryPortSignature(addr_width=line_addr_width(lines),
+                                          words=window * lanes))}

@@ -10,7 +10,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..ici.layouts import flit_layout
-from ..lib.memory_port import MemoryPortSignature, line_addr_width
+from ..lib.memory_port import MemoryPortSignature, line_addr_width, window_members
 from ..lib.numbered_ports import port, port_name
 from .dma import COUNT_BITS, DMA
 from .dma_push import DEFAULT_MAX_PAYLOAD
@@ -33,10 +33,12 @@ STAMPS = ("first_taken", "first_request", "first_read", "last_read", "first_writ
 STAMP_BITS = 32
 
 
-def core_signature(*, vmem_lines, lanes):
-    """What the core holds: its VMEM port, flag set and flag wait, and ``waiting``."""
+def core_signature(*, vmem_lines, lanes, vmem_window=0):
+    """What the core holds: its VMEM port (and with ``vmem_window`` its port to VMEM's
+    window of that many lines), flag set and flag wait, and ``waiting``."""
     return wiring.Signature({
         "vmem": Out(MemoryPortSignature(addr_width=line_addr_width(vmem_lines), words=lanes)),
+        **window_members("vmem_window", lines=vmem_lines, lanes=lanes, window=vmem_window),
         "flag_set": Out(stream.Signature(flag_set_layout)),
         "flag_wait": Out(stream.Signature(flag_wait_layout)),
         "waiting": In(1),
@@ -86,6 +88,11 @@ class DmaSystem(wiring.Component):
     ram_ports : int
         Ports of the VMEM's storage (:class:`~hdl.memory.vmem.VMEM`'s): 2 (the default),
         or 1 for FPGA block RAM, the core's and the DMA's accesses in turns.
+    vmem_window : int
+        0 (the default), or the lines of the core's ``vmem_window`` port (with
+        ``ram_ports=2``): the VMEM's ``window`` port, writes too
+        (:class:`~hdl.memory.vmem.VMEM`'s ``window`` and ``window_writes``), for the VPU's
+        whole-vreg ``vld`` and ``vst``.
     n_flags, n_chips, flit_words, max_payload, outstanding, queue_depth, max_reads
         The DMA's (:class:`~hdl.memory.dma.DMA`); the DMA covers ``read_latency + jitter``.
         ``n_chips`` and ``flit_words`` are the receive engines' too.
@@ -153,7 +160,7 @@ class DmaSystem(wiring.Component):
                  read_latency=4, max_outstanding=None, jitter=0, error_ranges=(), n_flags=16,
                  n_chips=1, flit_words=1, max_payload=DEFAULT_MAX_PAYLOAD, network_ports=1,
                  push_beats=DEFAULT_PUSH_BEATS, outstanding=4, queue_depth=None,
-                 max_reads=None, guests=0, ram_ports=2, push_dealing="turn"):
+                 max_reads=None, guests=0, ram_ports=2, push_dealing="turn", vmem_window=0):
         check_int("read_latency", read_latency, least=1)
         check_int("jitter", jitter, least=0)
         check_int("words_per_cycle", words_per_cycle, least=1)
@@ -166,7 +173,13 @@ class DmaSystem(wiring.Component):
         self.hbm = HBM(size=hbm_size, words_per_cycle=words_per_cycle,
                        read_latency=read_latency, max_outstanding=max_outstanding,
                        jitter=jitter, error_ranges=error_ranges)
-        self.vmem = VMEM(lines=vmem_lines, lanes=lanes, ram_ports=ram_ports)
+        check_int("vmem_window", vmem_window, least=0)
+        if vmem_window and ram_ports == 1:
+            raise ValueError(f"vmem_window={vmem_window} needs VMEM ports of its own, which "
+                             f"ram_ports=1 does not have: use vmem_window=0")
+        self.vmem_window = vmem_window
+        self.vmem = VMEM(lines=vmem_lines, lanes=lanes, ram_ports=ram_ports, window=vmem_window,
+                         window_writes=bool(vmem_window))
         self.dma = DMA(hbm_size=hbm_size, hbm_line_words=words_per_cycle, vmem_lines=vmem_lines,
                        lanes=lanes, n_flags=n_flags, n_chips=n_chips, flit_words=flit_words,
                        max_payload=max_payload, push_ports=network_ports,
@@ -205,7 +218,8 @@ class DmaSystem(wiring.Component):
             **{port_name("receive", j): In(stream.Signature(flit_layout(flit_words)))
                for j in range(network_ports)},
             "chip": In(CHIP_BITS),
-            "core": In(core_signature(vmem_lines=vmem_lines, lanes=lanes)),
+            "core": In(core_signature(vmem_lines=vmem_lines, lanes=lanes,
+                                      vmem_window=vmem_window)),
             "seed": In(32),
             "idle": Out(1), "finished": Out(1), "busy": Out(1),
             "received": Out(COUNT_BITS), "completed": Out(COUNT_BITS),
@@ -252,6 +266,8 @@ class DmaSystem(wiring.Component):
             wiring.connect(m, initiators[0], hbm.port)
         wiring.connect(m, initiators[1], vmem.dma)
         wiring.connect(m, wiring.flipped(self.core.vmem), vmem.core)
+        if self.vmem_window:
+            wiring.connect(m, wiring.flipped(self.core.vmem_window), vmem.window)
         wiring.connect(m, wiring.flipped(self.core.flag_set), flags.set)
         wiring.connect(m, wiring.flipped(self.core.flag_wait), flags.wait)
 

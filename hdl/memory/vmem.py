@@ -1,5 +1,6 @@
-"""VMEM: the core's vector memory, lines of ``lanes`` words with a core port and a DMA port
-(and, as SMEM, a read-only window port for the ``dma`` records)."""
+"""VMEM: the core's vector memory, lines of ``lanes`` words with a core port and a DMA port,
+and optionally a window port of several lines a request (the VPU's whole-vreg ``vld`` and
+``vst``; as SMEM, read-only, the ``dma`` records)."""
 
 from amaranth.hdl import MemoryData, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -13,7 +14,7 @@ __all__ = ["VMEM"]
 
 
 class VMEM(wiring.Component):
-    """``lines`` lines of ``lanes`` words, single-cycle access from two ports, and reads of
+    """``lines`` lines of ``lanes`` words, single-cycle access from two ports, and access to
     ``window`` lines in a row from a third with ``window``.
 
     Parameters
@@ -37,6 +38,9 @@ class VMEM(wiring.Component):
         0 (the default), or the lines the read-only ``window`` port reads a request (with
         ``ram_ports=2`` only): the storage gets that many more read ports, as banks of
         ``window`` ways would give.
+    window_writes : bool
+        The ``window`` port writes as well (default False: it only reads): the storage
+        gets ``window`` more write ports too, as banks of ``window`` ways would give.
 
     Ports
     -----
@@ -50,9 +54,12 @@ class VMEM(wiring.Component):
         the same cycle read the old line. Two writes of one word in one cycle: the DMA
         port's wins. ``resp.error`` is always 0.
     window : In(MemoryPortSignature(addr_width, words=window * lanes)), with ``window``
-        Reads only (a request's ``write``, ``mask`` and ``data`` are not looked at): lines
-        ``addr`` to ``addr + window - 1``, in that order, wrapping past the last line to
-        line 0; timing, holding and ordering against writes as ``core``'s and ``dma``'s.
+        Lines ``addr`` to ``addr + window - 1``, in that order (line ``k`` of the request
+        in the ``k``-th ``lanes`` words of ``data``), wrapping past the last line to line
+        0. Reads only, unless ``window_writes`` (else a request's ``write``, ``mask`` and
+        ``data`` are not looked at). Timing, holding and ordering against the other
+        ports' writes as ``core``'s and ``dma``'s; of a window write and a ``dma`` write
+        of one word in one cycle, the ``dma`` port's wins.
 
     Attributes
     ----------
@@ -62,7 +69,7 @@ class VMEM(wiring.Component):
         SPEC section 6).
     """
 
-    def __init__(self, *, lines, lanes=8, ram_ports=2, window=0):
+    def __init__(self, *, lines, lanes=8, ram_ports=2, window=0, window_writes=False):
         check_int("lines", lines, least=1)
         check_int("lanes", lanes, least=1)
         self.ram_ports = check_int("ram_ports", ram_ports, least=1, most=2)
@@ -70,6 +77,12 @@ class VMEM(wiring.Component):
         if window and ram_ports == 1:
             raise ValueError(f"window={window} needs read ports of its own, which "
                              f"ram_ports=1 does not have: use window=0")
+        if not isinstance(window_writes, bool):
+            raise TypeError(f"window_writes must be a bool, not {window_writes!r}")
+        if window_writes and not window:
+            raise ValueError("window_writes=True writes through the window port, which "
+                             "window=0 does not build: give window=N")
+        self.window_writes = window_writes
         self.lines, self.lanes = lines, lanes
         self.size = lines * lanes
         self.addr_width = line_addr_width(lines)
@@ -86,12 +99,13 @@ class VMEM(wiring.Component):
         if self.ram_ports == 1:
             _serve_in_turns(m, store, (self.core, self.dma))
             return m
-        # Ports are built core first: of two same-cycle writes, the later port's wins.
-        for port in (self.core, self.dma):
-            _serve(m, store, port)
+        # Ports are built core first and DMA last: of two same-cycle writes, the later
+        # port's wins.
+        _serve(m, store, self.core)
         if self.window_lines:
             _serve_window(m, store, self.window, count=self.window_lines, lines=self.lines,
-                          width=WORD_BITS * self.lanes)
+                          width=WORD_BITS * self.lanes, writes=self.window_writes)
+        _serve(m, store, self.dma)
         return m
 
 
@@ -114,19 +128,29 @@ def _serve(m, store, port):
         m.d.sync += resp.valid.eq(accept & ~req.payload.write)
 
 
-def _serve_window(m, store, port, *, count, lines, width):
-    """The read-only port of ``count`` lines a request: a read port of the storage for
-    each, at the request's line and the ``count - 1`` after it."""
+def _serve_window(m, store, port, *, count, lines, width, writes):
+    """The port of ``count`` lines a request: a read port of the storage for each (and a
+    write port, with ``writes``), at the request's line and the ``count - 1`` after it."""
     req, resp = port.req, port.resp
     accept = Signal()
+    reading = accept & ~req.payload.write if writes else accept
     m.d.comb += [req.ready.eq(~resp.valid | resp.ready), accept.eq(req.valid & req.ready)]
+    words = width // WORD_BITS
     for k in range(count):
         read = store.read_port()
-        at = req.payload.addr + k
-        m.d.comb += [read.addr.eq(Mux(at >= lines, at - lines, at)), read.en.eq(accept),
+        at = Signal.like(req.payload.addr, name=f"window_line{k}")
+        m.d.comb += at.eq(Mux(req.payload.addr + k >= lines, req.payload.addr + k - lines,
+                              req.payload.addr + k))
+        m.d.comb += [read.addr.eq(at), read.en.eq(reading),
                      resp.payload.data.as_value()[k * width:(k + 1) * width].eq(read.data)]
+        if writes:
+            write = store.write_port(granularity=WORD_BITS)
+            mask = req.payload.mask[k * words:(k + 1) * words]
+            m.d.comb += [write.addr.eq(at),
+                         write.data.eq(req.payload.data.as_value()[k * width:(k + 1) * width]),
+                         write.en.eq(Mux(accept & req.payload.write, mask, 0))]
     with m.If(req.ready):
-        m.d.sync += resp.valid.eq(accept)
+        m.d.sync += resp.valid.eq(reading)
 
 
 def _serve_in_turns(m, store, ports):

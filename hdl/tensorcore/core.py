@@ -23,11 +23,16 @@ from .isa import BUNDLE_WORDS, VECTOR_SLOTS
 from .sequencer import STALL_LAYOUT, Sequencer, State
 from .vector_queue import VectorQueue
 
-__all__ = ["TensorCore", "SMEM_WINDOW"]
+__all__ = ["TensorCore", "SMEM_WINDOW", "VMEM_WINDOW"]
 
 #: Words the ``dma`` records' SMEM port reads a request, by default with two RAM ports: a
 #: record of 12 words in two requests, with the sequencer's port reading from its end.
 SMEM_WINDOW = 8
+
+#: VMEM lines a chip's whole-vreg ``vld``/``vst`` moves a request by default, with two RAM
+#: ports (``TensorCoreSystem``'s ``vmem_window``): a vreg's 8 sublanes, as a VMEM banked
+#: by sublane gives (TPU v4's VPU loads and stores a whole vreg a cycle).
+VMEM_WINDOW = SUBLANES
 
 
 class TensorCore(wiring.Component):
@@ -91,13 +96,18 @@ class TensorCore(wiring.Component):
         that back-to-back ``dma`` bundles go every 4 cycles (8 on one-word reads:
         :class:`~hdl.tensorcore.dma_issue.DmaIssue`), and 0 with ``ram_ports=1``, whose
         storage has no more ports.
+    vmem_window : int
+        0 (the default) or 8: the VPU's stride-1 ``vld`` and ``vst`` move a whole vreg a
+        request on ``memory.vmem_window`` (:class:`~hdl.vpu.vpu.VPU`'s ``vmem_window``);
+        the memory behind ``memory`` must then have that port (a
+        :class:`~hdl.memory.dma_system.DmaSystem` with ``vmem_window=8``).
 
     Ports
     -----
     start : In(1)
         Starts the core at pc 0 (once, from reset).
     smem_guest : In(MemoryPortSignature(addr_width, words=1)), with ``smem_guests=1``
-    memory : Out(core_signature(vmem_lines=vmem_lines, lanes=lanes))
+    memory : Out(core_signature(vmem_lines=vmem_lines, lanes=lanes, vmem_window=vmem_window))
         VMEM (the VPU's loads and stores), flag set and flag wait.
     flag_values : In(ArrayLayout(32, n_flags))
         The flags' values, for ``fadd`` and ``waitc``.
@@ -125,7 +135,7 @@ class TensorCore(wiring.Component):
     def __init__(self, *, imem_depth=256, smem_words=1024, n_flags=16, lanes=8,
                  numerics="tpu", vmem_lines=256, mxu=None, mxu_results=16, vector_queue=4,
                  ops=None, hbm_words=1 << 16, n_chips=1, smem_guests=0, regfile="flops",
-                 ram_ports=2, mxu_fold=1, alu_width=8, smem_window=None):
+                 ram_ports=2, mxu_fold=1, alu_width=8, smem_window=None, vmem_window=0):
         check_int("lanes", lanes, least=1)
         check_int("ram_ports", ram_ports, least=1, most=2)
         if smem_window is None:
@@ -149,7 +159,8 @@ class TensorCore(wiring.Component):
                                                       words=1)
             guest = {"smem_guest": In(self.smem_signature)}
         self.vpu = VPU(lanes=lanes, numerics=numerics, vmem_lines=vmem_lines, mxu=mxu,
-                       mxu_results=mxu_results, ops=ops, regfile=regfile, alu_width=alu_width)
+                       mxu_results=mxu_results, ops=ops, regfile=regfile, alu_width=alu_width,
+                       vmem_window=vmem_window)
         # Two rows of headroom, as hdl.vpu.VPUSystem: the MXU holds its array while its
         # FIFO could fill.
         self.mxu = MXU(rows=lanes, cols=lanes, numerics=numerics, fold=mxu_fold,
@@ -163,7 +174,8 @@ class TensorCore(wiring.Component):
         super().__init__({
             **guest,
             "start": In(1),
-            "memory": Out(core_signature(vmem_lines=vmem_lines, lanes=lanes)),
+            "memory": Out(core_signature(vmem_lines=vmem_lines, lanes=lanes,
+                                         vmem_window=vmem_window)),
             "flag_values": In(data.ArrayLayout(32, n_flags)),
             "dma": Out(stream.Signature(descriptor_layout)),
             "state": Out(State), "pc": Out(32), "error_pc": Out(32), "bundles": Out(32),
@@ -215,6 +227,8 @@ class TensorCore(wiring.Component):
         wiring.connect(m, queue.program, vpu.program)
         wiring.connect(m, seq.dma, wiring.flipped(self.dma))
         wiring.connect(m, vpu.vmem, wiring.flipped(self.memory.vmem))
+        if vpu.window_lines:
+            wiring.connect(m, vpu.vmem_window, wiring.flipped(self.memory.vmem_window))
         wiring.connect(m, seq.flag_set, wiring.flipped(self.memory.flag_set))
         wiring.connect(m, seq.flag_wait, wiring.flipped(self.memory.flag_wait))
         if self.mxu is not None:

@@ -13,7 +13,7 @@ from ..memory.dma import COUNT_BITS
 from ..lib.numbered_ports import port, port_name
 from ..memory.dma_system import DmaSystem
 from ..sparsecore.engine import SparseCoreEngine
-from .core import TensorCore
+from .core import VMEM_WINDOW, TensorCore
 from .encoding import Error
 from .isa import DEFAULT_HBM_WORDS
 from .sequencer import STALL_CAUSES, State
@@ -42,6 +42,12 @@ class TensorCoreSystem(wiring.Component):
     imem_depth, smem_words, n_flags, lanes, numerics, vmem_lines, mxu, mxu_results, \
 vector_queue, ops, regfile, mxu_fold, alu_width, smem_window
         The :class:`~hdl.tensorcore.core.TensorCore`'s.
+    vmem_window : int or None
+        The core's and the memory system's: 8 (a stride-1 ``vld`` or ``vst`` moves its
+        whole vreg in one VMEM request, as a VMEM banked by sublane does) or 0 (a line a
+        cycle). Default (None): 8 with ``ram_ports=2``
+        (:data:`~hdl.tensorcore.core.VMEM_WINDOW`), and 0 with ``ram_ports=1``, whose
+        storage has no more ports.
     hbm_words : int
         HBM words (default ``golden.tensorcore.DEFAULT_HBM_WORDS``, at most ``2**24``).
     read_latency, words_per_cycle, outstanding : int
@@ -125,11 +131,13 @@ vector_queue, ops, regfile, mxu_fold, alu_width, smem_window
                  ops=None, hbm_words=DEFAULT_HBM_WORDS, read_latency=4, words_per_cycle=1,
                  outstanding=4, n_chips=1, flit_words=1, network_ports=1, sparsecores=0,
                  sparsecore=None, regfile="flops", jitter=0, ram_ports=2, mxu_fold=1,
-                 alu_width=8, push_dealing="turn", smem_window=None):
+                 alu_width=8, push_dealing="turn", smem_window=None, vmem_window=None):
         self.sparsecores = check_int("sparsecores", sparsecores, least=0, most=1)
         if sparsecore is not None and not sparsecores:
             raise ValueError("sparsecore= gives the SparseCore's parameters: it needs "
                              "sparsecores=1")
+        if vmem_window is None:
+            vmem_window = VMEM_WINDOW if ram_ports == 2 else 0
         tile = dict(sparsecore or {})
         spmem_rows = tile.pop("spmem_rows", 0)
         for name in ("numerics", "words_per_cycle", "hbm"):
@@ -140,14 +148,15 @@ vector_queue, ops, regfile, mxu_fold, alu_width, smem_window
                                mxu_results=mxu_results, vector_queue=vector_queue, ops=ops,
                                hbm_words=hbm_words, n_chips=n_chips, smem_guests=sparsecores,
                                regfile=regfile, ram_ports=ram_ports, mxu_fold=mxu_fold,
-                               alu_width=alu_width, smem_window=smem_window)
+                               alu_width=alu_width, smem_window=smem_window,
+                               vmem_window=vmem_window)
         self.system = DmaSystem(hbm_size=hbm_words, vmem_lines=vmem_lines, lanes=lanes,
                                 n_flags=n_flags, read_latency=read_latency,
                                 words_per_cycle=words_per_cycle, outstanding=outstanding,
                                 n_chips=n_chips, flit_words=flit_words,
                                 network_ports=network_ports, push_dealing=push_dealing,
                                 guests=sparsecores,
-                                jitter=jitter, ram_ports=ram_ports)
+                                jitter=jitter, ram_ports=ram_ports, vmem_window=vmem_window)
         self.jitter = jitter
         self.engine = self.sparse_issue = None
         if sparsecores:

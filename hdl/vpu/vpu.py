@@ -6,11 +6,11 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..lib.params import check_bool, check_choice, check_int, check_numerics
-from ..lib.memory_port import MemoryPortSignature, line_addr_width
+from ..lib.memory_port import MemoryPortSignature, line_addr_width, window_members
 from ..mxu.matrix_unit import lhs_layout, weights_layout
 from .isa import check_ops, decode, pushes_lhs
 from .layouts import PROGRAM_LAYOUT, SUBLANES, VREGS, vreg_bits
-from .load_store_unit import LoadStoreUnit
+from .load_store_unit import LoadStoreUnit, check_window
 from .mxu_link import LHSPusher, MXUPopper, WeightPusher
 from .reduce_unit import ReduceOp, ReduceUnit
 from .transcendental_unit import FUNCTIONS, Function, TranscendentalUnit
@@ -92,7 +92,8 @@ class VPU(wiring.Component):
       latency 9, one per 8 cycles;
     * :class:`~hdl.vpu.load_store_unit.LoadStoreUnit`: ``vld`` (latency 10
       with a single-cycle VMEM) and ``vst``, one VMEM line a cycle, the next
-      instruction issuing as the last one's final line is requested;
+      instruction issuing as the last one's final line is requested; with
+      ``vmem_window``, a stride-1 ``vld`` (latency 3) or ``vst`` in one request;
     * :class:`~hdl.vpu.mxu_link.WeightPusher` (``push_weights``) and, beside it,
       :class:`~hdl.vpu.mxu_link.LHSPusher` (``push_lhs``, ``push_lhs_acc``): 8 beats an
       instruction, one instruction at a time each, so a weight tile loads while LHS rows
@@ -147,6 +148,12 @@ class VPU(wiring.Component):
         ``8 / alu_width + 1`` cycles after its issue instead of 1 (a reader issues 2 cycles
         after that, as with the RAM register file's full-width slot), and the same results
         take ``alu_width / 8`` of the word ALUs.
+    vmem_window : int
+        0 (the default: ``vld`` and ``vst`` move a line a cycle through ``vmem``), or 8:
+        a stride-1 ``vld`` or ``vst`` moves its whole vreg in one request on the
+        ``vmem_window`` port (a VMEM banked by sublane, as TPU v4's: an
+        :class:`~hdl.memory.vmem.VMEM` with ``window=8`` and ``window_writes``). Results
+        are the same; the cycles are fewer.
 
     Ports
     -----
@@ -154,6 +161,8 @@ class VPU(wiring.Component):
         Instruction words, ``count`` (1 or 2) per beat. A beat is taken when its
         last word issues.
     vmem : Out(MemoryPortSignature(addr_width=line_addr_width(vmem_lines), words=lanes))
+    vmem_window : Out(MemoryPortSignature(addr_width=..., words=8 * lanes)), with ``vmem_window``
+        Whole-vreg ``vld`` and ``vst``: sublane ``s`` is line ``base + s``.
     mxu_weights, mxu_lhs, mxu_acc : Out(stream.Signature(...))
     mxu_result : In(stream.Signature(...))
         Only with ``mxu``: the MXU's ``weights``, ``lhs``, ``acc_in`` and ``result``
@@ -178,7 +187,8 @@ class VPU(wiring.Component):
     """
 
     def __init__(self, *, lanes=8, numerics="tpu", vmem_lines=256, mxu=False, mxu_results=16,
-                 ops=None, regfile="flops", alu_width=SUBLANES):
+                 ops=None, regfile="flops", alu_width=SUBLANES, vmem_window=0):
+        self.window_lines = check_window(vmem_window)
         self.lanes, self.vmem_lines, self.mxu, self.mxu_results = check_vpu_shape(
             lanes=lanes, vmem_lines=vmem_lines, mxu=mxu, mxu_results=mxu_results)
         self.numerics = check_numerics(numerics)
@@ -195,6 +205,8 @@ class VPU(wiring.Component):
             "program": In(stream.Signature(PROGRAM_LAYOUT)),
             "vmem": Out(MemoryPortSignature(addr_width=line_addr_width(vmem_lines),
                                             words=lanes)),
+            **window_members("vmem_window", lines=vmem_lines, lanes=lanes,
+                             window=vmem_window),
             "idle": Out(1), "vmem_issue": Out(1), "vmem_idle": Out(1),
             "error": Out(Error), "error_index": Out(32),
             "executed": Out(32), "dual": Out(32),
@@ -235,8 +247,11 @@ class VPU(wiring.Component):
         if reductions:
             m.submodules.reduce = reduce = ReduceUnit(lanes=lanes, numerics=self.numerics,
                                                       ops=reductions)
-        m.submodules.lsu = lsu = LoadStoreUnit(lanes=lanes, vmem_lines=self.vmem_lines)
+        m.submodules.lsu = lsu = LoadStoreUnit(lanes=lanes, vmem_lines=self.vmem_lines,
+                                               window=self.window_lines)
         wiring.connect(m, lsu.vmem, wiring.flipped(self.vmem))
+        if self.window_lines:
+            wiring.connect(m, lsu.window, wiring.flipped(self.vmem_window))
         m.submodules.weight_pusher = weight_pusher = WeightPusher(lanes=lanes)
         m.submodules.lhs_pusher = lhs_pusher = LHSPusher(lanes=lanes)
         m.submodules.popper = popper = MXUPopper(lanes=lanes)

@@ -44,6 +44,9 @@ class VPUSystem(wiring.Component):
         How the VPU's register file is built (see :class:`~hdl.vpu.vpu.VPU`).
     alu_width : int
         Sublanes the VPU's ALU computes a cycle (see :class:`~hdl.vpu.vpu.VPU`).
+    vmem_window : int
+        0 (the default) or 8: whole-vreg ``vld``/``vst`` on the VMEM's window port (see
+        :class:`~hdl.vpu.vpu.VPU`).
 
     Ports
     -----
@@ -59,15 +62,16 @@ class VPUSystem(wiring.Component):
     """
 
     def __init__(self, *, lanes=8, numerics="tpu", vmem_lines=256, mxu=None, mxu_results=16,
-                 ops=None, regfile="flops", alu_width=8):
+                 ops=None, regfile="flops", alu_width=8, vmem_window=0):
         check_int("lanes", lanes, least=1)
         check_numerics(numerics)
         if mxu is None:
             mxu = lanes % SUBLANES == 0
         self.vpu = self.make_vpu(lanes=lanes, numerics=numerics, vmem_lines=vmem_lines, mxu=mxu,
                                  mxu_results=mxu_results, ops=ops, regfile=regfile,
-                                 alu_width=alu_width)
-        self.vmem = VMEM(lines=vmem_lines, lanes=lanes)
+                                 alu_width=alu_width, vmem_window=vmem_window)
+        self.vmem = VMEM(lines=vmem_lines, lanes=lanes, window=vmem_window,
+                         window_writes=bool(vmem_window))
         # Two rows of headroom: the MXU holds its array while its FIFO could fill.
         self.mxu = self.make_mxu(rows=lanes, cols=lanes, numerics=numerics,
                                  fifo_depth=mxu_results + 2) if mxu else None
@@ -95,6 +99,8 @@ class VPUSystem(wiring.Component):
         m.submodules.vmem = vmem = self.vmem
         wiring.connect(m, wiring.flipped(self.program), vpu.program)
         wiring.connect(m, vpu.vmem, vmem.core)
+        if vpu.window_lines:
+            wiring.connect(m, vpu.vmem_window, vmem.window)
         if self.mxu is not None:
             m.submodules.mxu = mxu = self.mxu
             wiring.connect(m, vpu.mxu_weights, mxu.weights)

@@ -199,10 +199,72 @@ def test_vmem_window_reads_lines_in_a_row_as_the_writes_before_left_them(rng):
     assert answers == want[:len(answers)] and len(want) - len(answers) <= 1
 
 
+def test_vmem_window_writes_lines_in_a_row_and_the_dma_port_wins_a_word_both_write(rng):
+    """``window=3, window_writes=True``: a write request writes the words its mask enables
+    in lines ``addr`` to ``addr + 2`` (wrapping); reads on every port see it from the next
+    cycle; of a window write and a DMA write of one word in one cycle the DMA's stays."""
+    lanes, lines, window, cycles = 2, 5, 3, 400
+    vmem = VMEM(lines=lines, lanes=lanes, window=window, window_writes=True)
+    image = rng.integers(0, 1 << 32, lines * lanes, dtype=np.uint32)
+    model = image.reshape(lines, lanes).astype(np.int64).tolist()
+    log = {"answers": [], "want": [], "clashes": 0}
+
+    async def tb(ctx):
+        load(ctx, vmem.words, image, lanes)
+        wide, dma = vmem.window, vmem.dma
+        pending = None
+        for _ in range(cycles):
+            if pending is None and rng.random() < 0.8:
+                pending = {"addr": int(rng.integers(lines)), "write": bool(rng.random() < 0.5),
+                           "mask": int(rng.integers(1 << (window * lanes))),
+                           "data": [int(x) for x in
+                                    rng.integers(0, 1 << 32, window * lanes)]}
+            ctx.set(wide.req.valid, pending is not None)
+            if pending is not None:
+                ctx.set(wide.req.payload, pending)
+            ctx.set(wide.resp.ready, bool(rng.random() < 0.6))
+            other = {"addr": int(rng.integers(lines)), "write": True,
+                     "mask": int(rng.integers(1, 1 << lanes)),
+                     "data": [int(x) for x in rng.integers(0, 1 << 32, lanes)]}
+            writing = bool(rng.random() < 0.4)
+            ctx.set(dma.req.valid, writing)
+            ctx.set(dma.req.payload, other)
+            _, _, valid, ready, rvalid, rready, data = await ctx.tick().sample(
+                wide.req.valid, wide.req.ready, wide.resp.valid, wide.resp.ready,
+                wide.resp.payload.data)
+            if rvalid and rready:
+                log["answers"].append([int(w) for w in data])
+            if valid and ready:
+                request, pending = pending, None
+                lines_of = [(request["addr"] + k) % lines for k in range(window)]
+                if request["write"]:
+                    for i in range(window * lanes):
+                        if request["mask"] >> i & 1:
+                            model[lines_of[i // lanes]][i % lanes] = request["data"][i]
+                            if writing and other["addr"] == lines_of[i // lanes] \
+                                    and other["mask"] >> (i % lanes) & 1:
+                                log["clashes"] += 1
+                else:
+                    log["want"].append([w for line in lines_of for w in model[line]])
+            if writing:
+                for j in range(lanes):
+                    if other["mask"] >> j & 1:
+                        model[other["addr"]][j] = other["data"][j]
+        log["final"] = [ctx.get(vmem.words[line]) for line in range(lines)]
+
+    simulate(vmem, tb)
+    answers, want = log["answers"], log["want"]
+    assert len(answers) > 30 and log["clashes"] > 5
+    assert answers == want[:len(answers)] and len(want) - len(answers) <= 1
+    assert log["final"] == [sum(w << (32 * j) for j, w in enumerate(line)) for line in model]
+
+
 @pytest.mark.parametrize("kwargs, error", [
     (dict(lines=0), ValueError), (dict(lines=4, lanes=0), ValueError),
     (dict(lines=4.5), TypeError), (dict(lines=4, ram_ports=3), ValueError),
-    (dict(lines=4, window=-1), ValueError), (dict(lines=4, window=2, ram_ports=1), ValueError)])
+    (dict(lines=4, window=-1), ValueError), (dict(lines=4, window=2, ram_ports=1), ValueError),
+    (dict(lines=4, window_writes=True), ValueError),
+    (dict(lines=4, window=2, window_writes=1), TypeError)])
 def test_vmem_bad_parameters(kwargs, error):
     with pytest.raises(error):
         VMEM(**kwargs)
