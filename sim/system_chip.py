@@ -9,10 +9,14 @@ every message size on one topology shares one build:
   axes of two or more chips (2 on a ring, 4 on a 2-D torus, 6 on a 3-D one). Fewer ports
   cap busbw below the link bound: each chip then injects and ejects fewer words a cycle
   than its links carry.
-- **lanes**: the smallest power of two, at least 8, whose reduce keeps up with the ports.
-  The reduce adds 8 VMEM lines in ``group_cycles`` (28) cycles, ``8 * lanes / 28`` words a
-  cycle, which must reach the ``ports`` words a cycle the receive engines land:
-  8 lanes for 2 ports, 16 for 4, 32 for 6.
+- **lanes**: the smallest power of two, at least 8, whose VMEM lines keep the DMA's VMEM
+  port (a line a cycle) at most half busy and whose reduce keeps up with the ports. At
+  the links' rate the push engines read ``ports`` words a cycle and the receive engines
+  write as many, ``2 * ports / lanes`` lines a cycle of the DMA's port, so ``lanes >= 4 *
+  ports``; the reduce adds 8 VMEM lines in ``group_cycles`` (7) cycles, ``8 * lanes / 7``
+  words a cycle, which must reach the ``ports`` words a cycle the receive engines land
+  (8 lanes do for up to 9 ports). 8 lanes for 2 ports, 16 for 4, 32 for 6: on the 2x2x2
+  all-reduce of 64 KiB, 16 lanes took 7,019 cycles and 32 lanes 6,593 (docs/system.md).
 - **DMA descriptors in flight** (``outstanding``): two per network port, so that every
   port has a push queued behind the one it sends (4 for 2 ports, as :data:`SYSTEM_CHIP`;
   8 for 4: the 4x4 reduce-scatter of 256 KiB, 0.845 of its bound with 4, is predicted
@@ -65,7 +69,7 @@ COLLECTIVE_MEMORIES = dict(vmem_words=1 << 19, smem_words=8192, imem_depth=2048,
 #: receive event's ``wait`` and the reduce's set-up) is not isolated by a microbenchmark:
 #: 14 puts the most runs of the bench's 1x4 chunk sweep within +-5% of the RTL, and then
 #: the least mean error (13 puts as many in, with more error; 12 and 15 one fewer).
-MEASURED_CYCLES = dict(alpha=28.0, hop_cycles=3.0, group_cycles=28.0, line_cycles=28.0,
+MEASURED_CYCLES = dict(alpha=28.0, hop_cycles=3.0, group_cycles=7.0, line_cycles=28.0,
                        descriptor_cycles=5.0, fill_cycles=1.0, event_cycles=14.0)
 
 
@@ -94,10 +98,12 @@ def collective_ports(topology):
 
 
 def collective_lanes(ports):
-    """Lanes whose reduce (``8 * lanes / group_cycles`` words a cycle) keeps up with
-    ``ports`` words a cycle: the smallest power of two, at least 8."""
+    """Lanes for ``ports`` network ports (module docstring): the smallest power of two, at
+    least 8, with ``lanes >= 4 * ports`` (the DMA's VMEM port at most half busy) and a
+    reduce (``8 * lanes / group_cycles`` words a cycle) that keeps up with ``ports`` words
+    a cycle."""
     lanes = 8
-    while 8 * lanes / MEASURED_CYCLES["group_cycles"] < ports:
+    while lanes < 4 * ports or 8 * lanes / MEASURED_CYCLES["group_cycles"] < ports:
         lanes *= 2
     return lanes
 
