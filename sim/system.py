@@ -370,10 +370,11 @@ def collective(kind, inputs, *, topology, dtype="float32", backend="verilator", 
 
     ``chip``: TensorCore parameters over :data:`SYSTEM_CHIP`; by default the collectives'
     chip of the topology (``sim.system_chip.collective_chip``: a network port per torus
-    link direction, 2*D; the lanes whose reduce keeps up with them, 8, 16 or 32; two DMA
-    descriptors in flight a port; memories for a 1 MiB all-reduce), so that every size on
-    a topology shares one build. A message that needs larger memories grows them to the
-    next power of two (a new build).
+    link direction, 2*D; lanes at least 4 x the ports, 8, 16 or 32, so that the DMA's VMEM
+    port stays half free and the reduce keeps up; two DMA descriptors in flight a port;
+    memories for a 1 MiB all-reduce), so that every size on a topology shares one build.
+    A message that needs larger memories grows them to the next power of two (a new
+    build).
 
     ``chunks``: pieces per transfer, or "auto" (the default), the chunking
     ``golden.collective_cost`` predicts fastest on that chip within its flags

@@ -16,7 +16,8 @@ every message size on one topology shares one build:
   ports``; the reduce adds 8 VMEM lines in ``group_cycles`` (7) cycles, ``8 * lanes / 7``
   words a cycle, which must reach the ``ports`` words a cycle the receive engines land
   (8 lanes do for up to 9 ports). 8 lanes for 2 ports, 16 for 4, 32 for 6: on the 2x2x2
-  all-reduce of 64 KiB, 16 lanes took 7,019 cycles and 32 lanes 6,593 (docs/system.md).
+  all-reduce of 64 KiB, 8 lanes took 7,746 cycles, 16 lanes 7,019 and 32 lanes 6,593
+  (docs/system.md).
 - **DMA descriptors in flight** (``outstanding``): two per network port, so that every
   port has a push queued behind the one it sends (4 for 2 ports, as :data:`SYSTEM_CHIP`;
   8 for 4: the 4x4 reduce-scatter of 256 KiB, 0.845 of its bound with 4, is predicted
@@ -43,11 +44,10 @@ __all__ = ["SYSTEM_CHIP", "COLLECTIVE_MEMORIES", "MEASURED_CYCLES", "LINK_BYTES_
 #: One link's bandwidth each way, bytes per cycle: a one-word flit per cycle.
 LINK_BYTES_PER_CYCLE = 4 * FLIT_WORDS
 
-#: Every system chip's TensorCore parameters, unless a run gives others: 8 lanes (a
-#: reduce reads two VMEM lines and writes one for every line received, one line a
-#: cycle, so 8 lanes add 2.7 words a cycle, ahead of the 2 words a cycle two network
-#: ports receive; 4 lanes, 1.3 words a cycle, held a 1x4 reduce-scatter to 0.44 of its
-#: bound), no MXU, only the VPU operations collectives use,
+#: Every system chip's TensorCore parameters, unless a run gives others: 8 lanes (4 x
+#: the two ports: :func:`collective_lanes`; on a line a cycle, before whole-vreg
+#: ``vld``/``vst``, 4 lanes held a 1x4 reduce-scatter to 0.44 of its bound), no MXU,
+#: only the VPU operations collectives use,
 #: a small HBM (collectives work in VMEM), a VMEM line per cycle for the DMA, 4 DMAs in
 #: flight, two network ports (two push and two receive engines on two router local
 #: ports, so a chip sends both ways round a ring at once), and memories and flags that

@@ -70,7 +70,8 @@ def add_parser(subparsers, help):
                    help="network ports a chip (default: one per torus link direction, 2*D, "
                         "sim.system_chip.collective_chip)")
     c.add_argument("--lanes", type=positive, help="VMEM lanes a chip (default: 8, 16 or 32, "
-                                                  "so that the reduce keeps up with the ports)")
+                                                  "4 x the ports or more, so that the DMA's "
+                                                  "VMEM port stays half free)")
     c.add_argument("--outstanding", type=positive, metavar="N",
                    help="DMA descriptors in flight a chip (default 4)")
     _add_router(c, "default: with the topology's default chip, adaptive on a topology with "
