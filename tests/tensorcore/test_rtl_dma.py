@@ -84,6 +84,33 @@ def test_dma_fence_and_flags(runner):
     assert iss.halted and iss.dmas == 3 and rtl.flags[:3].tolist() == [0, 16, 5]
 
 
+def test_dma_fence_with_line_by_line_stores(runner, one_port_runner):
+    """The fence program's ``vst`` is one VMEM request on the default chip (its VMEM
+    window, with two RAM ports) and 8 line-by-line requests without one: a chip without
+    the window and a chip on one RAM port end as the ISS too, in more cycles."""
+    assert runner.core.core.vpu.window_lines == 8
+    assert one_port_runner.core.core.vpu.window_lines == 0
+    lines = _runner(vmem_window=0)
+    assert lines.core.core.vpu.window_lines == 0
+    whole, _ = cosim(runner, FENCE_PROGRAM, smem=_smem(*FENCE_RECORDS),
+                     rng=np.random.default_rng(1))
+    for slower in (lines, one_port_runner):
+        rtl, iss = cosim(slower, FENCE_PROGRAM, smem=_smem(*FENCE_RECORDS),
+                         rng=np.random.default_rng(1))
+        assert iss.halted and rtl.flags[:3].tolist() == [0, 16, 5]
+        assert rtl.cycles > whole.cycles
+
+
+@pytest.mark.parametrize("params, message", [
+    (dict(ram_ports=1, vmem_window=8), "vmem_window=8 needs VMEM ports of its own"),
+    (dict(vmem_window=4), "vmem_window must be 0"),
+    (dict(vmem_window="8"), "vmem_window"),
+])
+def test_a_bad_vmem_window_is_named(params, message):
+    with pytest.raises((TypeError, ValueError), match=message):
+        TensorCoreSystem(**params)
+
+
 def test_hbm_jitter_moves_when_words_land_and_changes_no_value(runner):
     """``jitter``: the chip's HBM reads take up to that many cycles more, seeded, and the
     program's every result is still the ISS's; the same program takes longer than on
