@@ -35,7 +35,7 @@ class VMEM(wiring.Component):
         ``req.valid``); everything else (latency, order, holding, masks) is as below, and
         a read sees every write accepted before it.
     window : int
-        0 (the default), or the lines the read-only ``window`` port reads a request (with
+        0 (the default), or the lines the ``window`` port reads a request (with
         ``ram_ports=2`` only): the storage gets that many more read ports, as banks of
         ``window`` ways would give.
     window_writes : bool
