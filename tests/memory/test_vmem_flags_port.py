@@ -156,66 +156,29 @@ def test_vmem_on_one_ram_port_takes_turns_and_reads_every_earlier_write(rng):
     assert max(log["waits"]) <= 1
 
 
-def test_vmem_window_reads_lines_in_a_row_as_the_writes_before_left_them(rng):
-    """``window=3``: each accepted request answers the next cycle with lines ``addr`` to
-    ``addr + 2``, wrapping past the last, as the writes the core port made in earlier
+@pytest.mark.parametrize("window_writes, other", [(False, "core"), (True, "dma")])
+def test_vmem_window_moves_lines_in_a_row_as_the_writes_before_left_them(
+        rng, window_writes, other):
+    """``window=3``: each accepted read answers the next cycle with lines ``addr`` to
+    ``addr + 2``, wrapping past the last, as the writes the other ports made in earlier
     cycles left them (a write in the same cycle is not seen); an answer not taken holds
-    the port and its words."""
-    lanes, lines, window, cycles = 2, 5, 3, 300
-    vmem = VMEM(lines=lines, lanes=lanes, window=window)
-    image = rng.integers(0, 1 << 32, lines * lanes, dtype=np.uint32)
-    model = image.reshape(lines, lanes).astype(np.int64).tolist()
-    answers, want = [], []
-
-    async def tb(ctx):
-        load(ctx, vmem.words, image, lanes)
-        wide, core = vmem.window, vmem.core
-        pending = None
-        for _ in range(cycles):
-            if pending is None and rng.random() < 0.7:
-                pending = int(rng.integers(lines))
-            ctx.set(wide.req.valid, pending is not None)
-            ctx.set(wide.req.payload.addr, pending or 0)
-            ctx.set(wide.resp.ready, bool(rng.random() < 0.6))
-            write = {"addr": int(rng.integers(lines)), "write": True, "mask": 3,
-                     "data": [int(x) for x in rng.integers(0, 1 << 32, lanes)]}
-            writing = bool(rng.random() < 0.4)
-            ctx.set(core.req.valid, writing)
-            ctx.set(core.req.payload, write)
-            _, _, valid, ready, rvalid, rready, data = await ctx.tick().sample(
-                wide.req.valid, wide.req.ready, wide.resp.valid, wide.resp.ready,
-                wide.resp.payload.data)
-            if rvalid and rready:
-                answers.append([int(w) for w in data])
-            if valid and ready:
-                want.append([w for k in range(window)
-                             for w in model[(pending + k) % lines]])
-                pending = None
-            if writing:
-                model[write["addr"]] = list(write["data"])
-
-    simulate(vmem, tb)
-    assert len(answers) > 50
-    assert answers == want[:len(answers)] and len(want) - len(answers) <= 1
-
-
-def test_vmem_window_writes_lines_in_a_row_and_the_dma_port_wins_a_word_both_write(rng):
-    """``window=3, window_writes=True``: a write request writes the words its mask enables
-    in lines ``addr`` to ``addr + 2`` (wrapping); reads on every port see it from the next
-    cycle; of a window write and a DMA write of one word in one cycle the DMA's stays."""
+    the port and its words. With ``window_writes`` a write request writes the words its
+    mask enables in those lines, and of a window write and a DMA write of one word in one
+    cycle the DMA's stays."""
     lanes, lines, window, cycles = 2, 5, 3, 400
-    vmem = VMEM(lines=lines, lanes=lanes, window=window, window_writes=True)
+    vmem = VMEM(lines=lines, lanes=lanes, window=window, window_writes=window_writes)
     image = rng.integers(0, 1 << 32, lines * lanes, dtype=np.uint32)
     model = image.reshape(lines, lanes).astype(np.int64).tolist()
     log = {"answers": [], "want": [], "clashes": 0}
 
     async def tb(ctx):
         load(ctx, vmem.words, image, lanes)
-        wide, dma = vmem.window, vmem.dma
+        wide, port = vmem.window, getattr(vmem, other)
         pending = None
         for _ in range(cycles):
             if pending is None and rng.random() < 0.8:
-                pending = {"addr": int(rng.integers(lines)), "write": bool(rng.random() < 0.5),
+                pending = {"addr": int(rng.integers(lines)),
+                           "write": window_writes and bool(rng.random() < 0.5),
                            "mask": int(rng.integers(1 << (window * lanes))),
                            "data": [int(x) for x in
                                     rng.integers(0, 1 << 32, window * lanes)]}
@@ -223,12 +186,12 @@ def test_vmem_window_writes_lines_in_a_row_and_the_dma_port_wins_a_word_both_wri
             if pending is not None:
                 ctx.set(wide.req.payload, pending)
             ctx.set(wide.resp.ready, bool(rng.random() < 0.6))
-            other = {"addr": int(rng.integers(lines)), "write": True,
+            write = {"addr": int(rng.integers(lines)), "write": True,
                      "mask": int(rng.integers(1, 1 << lanes)),
                      "data": [int(x) for x in rng.integers(0, 1 << 32, lanes)]}
             writing = bool(rng.random() < 0.4)
-            ctx.set(dma.req.valid, writing)
-            ctx.set(dma.req.payload, other)
+            ctx.set(port.req.valid, writing)
+            ctx.set(port.req.payload, write)
             _, _, valid, ready, rvalid, rready, data = await ctx.tick().sample(
                 wide.req.valid, wide.req.ready, wide.resp.valid, wide.resp.ready,
                 wide.resp.payload.data)
@@ -237,24 +200,23 @@ def test_vmem_window_writes_lines_in_a_row_and_the_dma_port_wins_a_word_both_wri
             if valid and ready:
                 request, pending = pending, None
                 lines_of = [(request["addr"] + k) % lines for k in range(window)]
-                if request["write"]:
-                    for i in range(window * lanes):
-                        if request["mask"] >> i & 1:
-                            model[lines_of[i // lanes]][i % lanes] = request["data"][i]
-                            if writing and other["addr"] == lines_of[i // lanes] \
-                                    and other["mask"] >> (i % lanes) & 1:
-                                log["clashes"] += 1
-                else:
+                if not request["write"]:
                     log["want"].append([w for line in lines_of for w in model[line]])
+                for i in range(window * lanes) if request["write"] else ():
+                    if request["mask"] >> i & 1:
+                        model[lines_of[i // lanes]][i % lanes] = request["data"][i]
+                        if writing and write["addr"] == lines_of[i // lanes] \
+                                and write["mask"] >> (i % lanes) & 1:
+                            log["clashes"] += 1
             if writing:
                 for j in range(lanes):
-                    if other["mask"] >> j & 1:
-                        model[other["addr"]][j] = other["data"][j]
+                    if write["mask"] >> j & 1:
+                        model[write["addr"]][j] = write["data"][j]
         log["final"] = [ctx.get(vmem.words[line]) for line in range(lines)]
 
     simulate(vmem, tb)
     answers, want = log["answers"], log["want"]
-    assert len(answers) > 30 and log["clashes"] > 5
+    assert len(answers) > 30 and (log["clashes"] > 5) == window_writes
     assert answers == want[:len(answers)] and len(want) - len(answers) <= 1
     assert log["final"] == [sum(w << (32 * j) for j, w in enumerate(line)) for line in model]
 
