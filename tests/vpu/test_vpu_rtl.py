@@ -249,7 +249,8 @@ def test_whole_vreg_loads_and_stores_take_a_request_with_a_vmem_window():
     # vld v4 (line by line) issues as v3's request goes; v5 (whole) as v4's last line is
     # requested, and sends as v4's last line answers; the or waits for v5.
     assert t[6] == t[5] + 1 and t[7] == t[6] + 8 and t[8] == t[7] + 3
-    expected = golden.execute(golden.assemble(program), vregs=np.zeros((golden.VREGS, 8, 1), np.uint32),
+    expected = golden.execute(golden.assemble(program),
+                              vregs=np.zeros((golden.VREGS, 8, 1), np.uint32),
                               vmem=np.arange(64, dtype=np.uint32) + 100, lanes=1)
     np.testing.assert_array_equal(state["vregs"], expected.vregs)
     np.testing.assert_array_equal(state["vmem"], expected.vmem)
