@@ -409,9 +409,9 @@ def collective(kind, inputs, *, topology, dtype="float32", backend="verilator", 
     vcs, buffer_flits = _check_system(topology, chip, vcs=vcs, buffer_flits=buffer_flits,
                                       routing=routing, speedup=speedup)
     plan = plan_collective(kind, bits, topology=topology, dtype=dtype, lanes=chip["lanes"],
-                           chunks=chunks, push_words=plan_push_words(chip),
+                           chunks=chunks, push_words=plan_push_words(chip, kind),
                            push_ports=chip["network_ports"],
-                           cost=cost_params(chip, topology), max_flags=chip["n_flags"])
+                           cost=cost_params(chip, topology, kind), max_flags=chip["n_flags"])
     need = dict(n_flags=plan.n_flags, vmem_lines=plan.vmem_lines, smem_words=plan.smem_words,
                 imem_depth=plan.imem_bundles)
     chip |= {name: max(chip[name], memory_depth(value)) for name, value in need.items()}

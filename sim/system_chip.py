@@ -38,7 +38,7 @@ from hdl.memory.dma_push_ports import DEFAULT_PUSH_BEATS
 from hdl.system.chip_node import FLIT_WORDS
 
 __all__ = ["SYSTEM_CHIP", "COLLECTIVE_MEMORIES", "MEASURED_CYCLES", "LINK_BYTES_PER_CYCLE",
-           "plan_push_words", "queue_words", "collective_ports", "collective_lanes",
+           "PUSH_WORDS", "plan_push_words", "queue_words", "collective_ports", "collective_lanes",
            "collective_chip", "collective_routing", "cost_params"]
 
 #: One link's bandwidth each way, bytes per cycle: a one-word flit per cycle.
@@ -61,7 +61,7 @@ SYSTEM_CHIP = dict(numerics="tpu", lanes=8, mxu=False, ops=("add", "iadd"), hbm_
 #: The collectives' default chip's memories (module docstring): VMEM words (the lines
 #: follow from the lanes), SMEM words, IMEM bundles and sync flags. 64 flags keep a 4x4's
 #: read-out within what a run takes (``sim.system``).
-COLLECTIVE_MEMORIES = dict(vmem_words=1 << 19, smem_words=8192, imem_depth=2048, n_flags=64)
+COLLECTIVE_MEMORIES = dict(vmem_words=1 << 19, smem_words=1 << 15, imem_depth=2048, n_flags=64)
 
 #: The cost model's constants in cycles, measured on the 1x4 RTL ring of 8-lane system
 #: chips by ``tpu-rtl bench system`` (``verif.bench.calibration``, docs/system.md), which
@@ -73,14 +73,27 @@ MEASURED_CYCLES = dict(alpha=28.0, hop_cycles=3.0, group_cycles=7.0, line_cycles
                        descriptor_cycles=5.0, fill_cycles=1.0, event_cycles=14.0)
 
 
-def plan_push_words(chip):
-    """Words per push descriptor in the collective programs for ``chip`` (TensorCore
-    parameters): with several network ports, half a push port's queue of VMEM lines
-    (``hdl.memory.dma_push_ports``), so that the pushes a chip deals to its ports in turn
-    are queued while the others send; with one, None (a descriptor per run of words)."""
+#: The most words a push descriptor of the ring collectives' programs moves: 4 of the DMA's
+#: 64-word packets. Smaller pushes let a piece's words spread over every route and land
+#: soon after its last push leaves: on the 2x2x2 all-reduce of 64 KiB (32 lanes), pushes
+#: of 1,024 words (half a queue) took 6,593 cycles, of 512 6,161, of 256 5,384 and of 128
+#: 5,326; on the 4x4 all-reduce of 256 KiB (16 lanes) 512 words 31,984 and 256 31,890. An
+#: all-to-all keeps half a queue: its 4x4 run of 128 KiB in 8 chunks (6 ports, 16 lanes)
+#: took 18,167 cycles with 512 and 21,184 with 256 (docs/system.md).
+PUSH_WORDS = 256
+
+
+def plan_push_words(chip, kind=None):
+    """Words per push descriptor in the programs of collective ``kind`` (None: any but
+    ``all_to_all``) for ``chip`` (TensorCore parameters): with several network ports, half a
+    push port's queue of VMEM lines (``hdl.memory.dma_push_ports``), so that the pushes a
+    chip deals to its ports in turn are queued while the others send, and but for an
+    ``all_to_all`` at most :data:`PUSH_WORDS`; with one port, None (a descriptor per run of
+    words)."""
     if chip.get("network_ports", 1) == 1:
         return None
-    return DEFAULT_PUSH_BEATS * chip["lanes"] // 2
+    words = DEFAULT_PUSH_BEATS * chip["lanes"] // 2
+    return words if kind == "all_to_all" else min(words, PUSH_WORDS)
 
 
 def queue_words(chip):
@@ -139,15 +152,16 @@ def collective_chip(topology, **given):
                 outstanding=2 * ports, **memories) | given
 
 
-def cost_params(chip, topology):
+def cost_params(chip, topology, kind=None):
     """``golden.collective_cost.CostParams`` of a chip with TensorCore parameters ``chip``
     (all of them) on ``topology``: :data:`MEASURED_CYCLES` and the chip's ports, lanes,
-    push size, DMA slots and push queues, and the routers' torus ports."""
+    push size (for collective ``kind``: :func:`plan_push_words`), DMA slots and push
+    queues, and the routers' torus ports."""
     header = len(encode_write(dst=1, src=0, space="vmem", address=0, flag=1,
                               data=np.zeros(1, np.uint32), vc=0, flit_words=1)) - 1
     return CostParams(link_bytes_per_cycle=LINK_BYTES_PER_CYCLE, ports=chip["network_ports"],
                       torus_ports=topology.n_ports,
-                      lanes=chip["lanes"], push_words=plan_push_words(chip),
+                      lanes=chip["lanes"], push_words=plan_push_words(chip, kind),
                       packet_words=DEFAULT_MAX_PAYLOAD, header_flits=header,
                       dma_slots=2 * chip["outstanding"], queue_words=queue_words(chip),
                       **MEASURED_CYCLES)

@@ -43,7 +43,7 @@ def test_the_default_chip_of_a_topology_and_of_given_parameters():
     assert (chip["network_ports"], chip["lanes"], chip["vmem_lines"]) == (4, 16, 32768)
     assert chip["outstanding"] == 8                       # two pushes a port
     assert system_chip.collective_chip(topo.torus("1x4"))["outstanding"] == 4
-    assert (chip["smem_words"], chip["imem_depth"], chip["n_flags"]) == (8192, 2048, 64)
+    assert (chip["smem_words"], chip["imem_depth"], chip["n_flags"]) == (32768, 2048, 64)
     assert chip["ops"] == ("add", "iadd") and not chip["mxu"]
     three = system_chip.collective_chip(topo.torus("2x2x2"))
     assert (three["network_ports"], three["lanes"], three["vmem_lines"]) == (6, 32, 16384)
@@ -59,11 +59,25 @@ def test_the_default_chip_of_a_topology_and_of_given_parameters():
 def test_cost_params_follow_the_chip():
     chip = system_chip.collective_chip(topo.torus("2x2x2"))
     params = system_chip.cost_params(chip, topo.torus("2x2x2"))
-    # 6 ports, 32 lanes; pushes of half a 64-line queue (32 lines of 32 words); the DMA's
-    # queue and flight slots, 12 each (two a port); a 3-D router's 6 torus ports.
+    # 6 ports, 32 lanes; pushes of PUSH_WORDS (256: half a 64-line queue would be 1,024);
+    # the DMA's queue and flight slots, 12 each (two a port); a 3-D router's 6 torus ports.
     assert (params.ports, params.lanes, params.push_words, params.queue_words) == \
-        (6, 32, 1024, 2048)
+        (6, 32, 256, 2048)
     assert (params.dma_slots, params.torus_ports, params.group_cycles) == (24, 6, 7.0)
+
+
+@pytest.mark.parametrize("ports, lanes, words", [
+    (1, 8, None),          # one port: a descriptor per run of words
+    (2, 4, 128),           # half a 64-line queue of 4 lanes
+    (2, 8, 256), (4, 16, 256), (6, 32, 256),       # half a queue, at most PUSH_WORDS
+])
+def test_push_words_are_half_a_queue_and_at_most_push_words(ports, lanes, words):
+    chip = {"network_ports": ports, "lanes": lanes}
+    assert system_chip.PUSH_WORDS == 256
+    assert system_chip.plan_push_words(chip) == words
+    assert system_chip.plan_push_words(chip, "all_reduce") == words
+    # An all-to-all keeps half a queue: 64 lines x lanes / 2.
+    assert system_chip.plan_push_words(chip, "all_to_all") == (ports > 1 and 32 * lanes or None)
 
 
 def test_auto_chunks_keep_the_fewest_within_one_percent_of_the_best(monkeypatch):

@@ -114,7 +114,7 @@ def measure(path=Path("docs/system.md"), *, backend="verilator", seed=1, quick=F
                                f"(seed {seed})")
         model = collective_cost.pipelined_cycles(
             collectives.schedule(kind, topology, inputs.shape), chunks=chunks,
-            params=_for_chip(params, chip))
+            params=_for_chip(params, chip, kind))
         out(f"  {kind} {topology.shape} S={collectives.message_bytes(kind, inputs.shape):,} B, "
             f"chunks {chunks}: {result.cycles:,} cycles (model {model:,.0f}), busbw "
             f"{result.busbw:.3f} of {result.bus_bound:.1f} "
@@ -167,9 +167,9 @@ def _whole(chip):
     return dict(system.SYSTEM_CHIP) | dict(chip)
 
 
-def _for_chip(params, chip):
-    """``params`` (measured on :data:`RING_CHIP`) with the ports, lanes, push size and push
-    queues of ``chip`` (all its parameters), and the programs' reduce groups (a reduce
+def _for_chip(params, chip, kind=None):
+    """``params`` (measured on :data:`RING_CHIP`) with the ports, lanes, push size (for
+    collective ``kind``) and push queues of ``chip`` (all its parameters), and the programs' reduce groups (a reduce
     piece in whole groups of 8 lines, ``sim.kernels.collective.plan_collective``'s
     ``align``); the measured constants are cycles, which the lanes do not change."""
     from golden.vpu import SUBLANES
@@ -177,7 +177,7 @@ def _for_chip(params, chip):
 
     from sim.system_chip import queue_words
     return dataclasses.replace(params, ports=chip["network_ports"], lanes=chip["lanes"],
-                               push_words=system.plan_push_words(chip),
+                               push_words=system.plan_push_words(chip, kind),
                                queue_words=queue_words(chip), reduce_align=SUBLANES)
 
 
