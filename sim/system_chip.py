@@ -16,16 +16,18 @@ every message size on one topology shares one build:
   ports``; the reduce adds 8 VMEM lines in ``group_cycles`` (7) cycles, ``8 * lanes / 7``
   words a cycle, which must reach the ``ports`` words a cycle the receive engines land
   (8 lanes do for up to 9 ports). 8 lanes for 2 ports, 16 for 4, 32 for 6: on the 2x2x2
-  all-reduce of 64 KiB, 8 lanes took 7,746 cycles, 16 lanes 7,019 and 32 lanes 6,593
-  (docs/system.md).
+  all-reduce of 64 KiB (pushes of 256 words; 2 and 3 chunks), 8 lanes took 7,821 and
+  7,746 cycles, 16 lanes 5,974 and 5,322, 32 lanes 5,384 and 5,373 (docs/system.md).
+- **push size** (:data:`PUSH_WORDS`): at most 256 words a push descriptor in the ring
+  collectives (half a push queue in an all-to-all).
 - **DMA descriptors in flight** (``outstanding``): two per network port, so that every
   port has a push queued behind the one it sends (4 for 2 ports, as :data:`SYSTEM_CHIP`;
   8 for 4: the 4x4 reduce-scatter of 256 KiB, 0.845 of its bound with 4, is predicted
   at 0.894 with 8).
 - **memories** (:data:`COLLECTIVE_MEMORIES`): VMEM for a 1 MiB all-reduce with its
-  staging at every lane count, SMEM, IMEM and flags for the programs of every chunking
-  ``chunks="auto"`` picks. A message that needs more grows them to the next power of two
-  (a new build).
+  staging at every lane count, SMEM (its 256-word pushes' descriptors), IMEM and flags for
+  the programs of every chunking ``chunks="auto"`` picks. A message that needs more grows
+  them to the next power of two (a new build).
 """
 
 import numpy as np
