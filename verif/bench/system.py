@@ -169,9 +169,10 @@ def _whole(chip):
 
 def _for_chip(params, chip, kind=None):
     """``params`` (measured on :data:`RING_CHIP`) with the ports, lanes, push size (for
-    collective ``kind``) and push queues of ``chip`` (all its parameters), and the programs' reduce groups (a reduce
-    piece in whole groups of 8 lines, ``sim.kernels.collective.plan_collective``'s
-    ``align``); the measured constants are cycles, which the lanes do not change."""
+    collective ``kind``) and push queues of ``chip`` (all its parameters), and the
+    programs' reduce groups (a reduce piece in whole groups of 8 lines,
+    ``sim.kernels.collective.plan_collective``'s ``align``); the measured constants are
+    cycles, which the lanes do not change."""
     from golden.vpu import SUBLANES
     from sim import system
 
