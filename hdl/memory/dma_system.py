@@ -177,7 +177,6 @@ class DmaSystem(wiring.Component):
         if vmem_window and ram_ports == 1:
             raise ValueError(f"vmem_window={vmem_window} needs VMEM ports of its own, which "
                              f"ram_ports=1 does not have: use vmem_window=0")
-        self.vmem_window = vmem_window
         self.vmem = VMEM(lines=vmem_lines, lanes=lanes, ram_ports=ram_ports, window=vmem_window,
                          window_writes=bool(vmem_window))
         self.dma = DMA(hbm_size=hbm_size, hbm_line_words=words_per_cycle, vmem_lines=vmem_lines,
@@ -266,7 +265,7 @@ class DmaSystem(wiring.Component):
             wiring.connect(m, initiators[0], hbm.port)
         wiring.connect(m, initiators[1], vmem.dma)
         wiring.connect(m, wiring.flipped(self.core.vmem), vmem.core)
-        if self.vmem_window:
+        if vmem.window_lines:
             wiring.connect(m, wiring.flipped(self.core.vmem_window), vmem.window)
         wiring.connect(m, wiring.flipped(self.core.flag_set), flags.set)
         wiring.connect(m, wiring.flipped(self.core.flag_wait), flags.wait)

@@ -41,7 +41,8 @@ class LoadStoreUnit(wiring.Component):
         One request per stride-1 instruction instead: sublane ``s`` is line
         ``base + s``.
     writeback : Out(writeback_signature(lanes))
-        A loaded vreg, valid in the cycle its last line arrives; always taken.
+        A loaded vreg, valid in the cycle its last line (or its ``window`` answer)
+        arrives; always taken.
 
     idle : Out(1)
         No access in progress: every request sent and every response in.

@@ -234,7 +234,7 @@ def test_whole_vreg_loads_and_stores_take_a_request_with_a_vmem_window():
     # vmem_window=8: a stride-1 vld is taken at issue, requested the next cycle and answered
     # the one after (latency 3, against 10); a stride-1 vst is one request, so the next
     # VMEM instruction issues a cycle after it; other strides go line by line as before,
-    # and a load for the other port waits for the loads on this one to answer.
+    # and a load on the other port sends in the cycle the older load's last line answers.
     program = "\n".join([
         "vld v1, 0, 1", "nop",                     # 0
         "iadd v2, v1, v1", "nop",                  # 1: the load's latency 3
