@@ -87,7 +87,7 @@ class ProtoChip(wiring.Component):
     address in no memory or register reads 0, and a write there is ignored.
 
     The host reaches the memories only while the chip is not running (before ``start``,
-    and once it is done): each memory's second port is the host's then
+    and from the cycle after it is done): each memory's second port is the host's then
     (:class:`~hdl.board.host_share.HostShare`); while the chip runs, a memory write is
     ignored and a memory read answers 0. A run: write ``CONTROL_RESET`` to the control
     register, load the memories, write ``CONTROL_START``, read ``WAIT`` until its
@@ -184,8 +184,15 @@ class ProtoChip(wiring.Component):
             status[24:32].eq(chip.vpu_error),
             self.control.eq(Cat(running, halted, faulted)),
         ]
+        # The ports change hands a cycle after `running` does, from a register: `done` is
+        # the whole chip drained, a deep function, and every memory port's mux would
+        # otherwise hang on it (docs/fpga.md, "Which paths hold the proto chip's clock").
+        # Neither side has anything in flight then, and a request in the cycle between
+        # waits, as the port is not ready for it.
+        host_select = Signal(init=1)
+        m.d.sync += host_select.eq(~running)
         for memory in self.memories.values():
-            m.d.comb += memory.host_select.eq(~running)
+            m.d.comb += memory.host_select.eq(host_select)
 
         # The request held while it is served.
         addr, word, write = Signal(32), Signal(32), Signal()
