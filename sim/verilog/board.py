@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hdl.board.ulx3s import BOARDS, board_platform
+from hdl.lib.params import check_int
 
 from .fpga import FpgaError, run_tool, tool_path
 from .logic_depth import deepest_paths, summary
@@ -98,8 +99,7 @@ def build_board(board="ulx3s-85f", *, clock_mhz=50, baud=115_200, folder=None,
     ``progress(text)`` receives one-line messages: each step, and a heartbeat every
     30 s while a tool runs. nextpnr fails the build if the clock misses ``clock_mhz``.
     """
-    if isinstance(paths, bool) or not isinstance(paths, int) or paths < 0:
-        raise ValueError(f"paths must be a count >= 0, not {paths!r}")
+    check_int("paths", paths, least=0)
     say = progress or (lambda text: None)
     platform = board_platform(board)
     _, _, top_class = BOARDS[board]

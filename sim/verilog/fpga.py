@@ -33,6 +33,8 @@ import threading
 import time
 from pathlib import Path
 
+from hdl.lib.params import check_int
+
 from .export import export, module_ports
 from .logic_depth import deepest_paths, format_paths, summary
 
@@ -340,8 +342,7 @@ def run_fpga(block, params, *, device="ecp5-85k", json_path=None, synth_only=Fal
     ``progress(text)`` receives one-line status messages while the tools run.
     """
     _check_device(device)
-    if isinstance(paths, bool) or not isinstance(paths, int) or paths < 0:
-        raise ValueError(f"paths must be a count >= 0, not {paths!r}")
+    check_int("paths", paths, least=0)
     if lut_mapper not in LUT_MAPPERS:
         raise ValueError(f"unknown lut_mapper {lut_mapper!r}; LUT mappers: "
                          f"{', '.join(LUT_MAPPERS)}")
