@@ -17,8 +17,8 @@ class HostShare(wiring.Component):
     ``host_select`` is high, ``host`` drives the shared port and the chip's side sees a
     port that accepts nothing; while it is low, the chip has it and ``host`` accepts
     nothing. ``host_select`` may change only while neither side has a request or a
-    response in flight (the board's chip wrapper changes it when the chip starts and
-    when it has drained).
+    response in flight (the board's chip wrapper changes it, from a register, the cycle
+    after the chip starts and the cycle after it has drained).
 
     Ports
     -----

@@ -4,8 +4,9 @@ nextpnr names a design's critical path only once its router ends, and on a desig
 fills the device (the proto chip: docs/fpga.md) that is hours, or never; its estimate
 after placement gives a frequency but no path. This reads the netlist Yosys wrote
 (``write_json``, hierarchy kept or not) and times every path from a register, a block
-RAM's output or a top-level input to a register, a block RAM's input or a top-level
-output, in seconds, so that the paths to cut are known before any place and route.
+RAM's output or a top-level input to a register, a block RAM's input, a distributed
+RAM's write or a top-level output, in seconds, so that the paths to cut are known before
+any place and route.
 
 The estimate of a path is its cells' delays plus :data:`NET_PS` for each net between
 cells that is not a slice's own wire (a carry cell's ``CIN`` from the one before, a
@@ -72,9 +73,13 @@ class TimedPath:
         return 1e6 / self.ps if self.ps else float("inf")
 
     def as_dict(self):
-        """The path as JSON-ready fields (``TimedPath(**d)`` reads them back)."""
+        """The path as JSON-ready fields (:meth:`from_dict` reads them back)."""
         return {"ps": self.ps, "levels": self.levels, "nets": self.nets,
                 "start": self.start, "end": self.end, "blocks": list(self.blocks)}
+
+    @classmethod
+    def from_dict(cls, fields):
+        return cls(**dict(fields, blocks=tuple(fields["blocks"])))
 
 
 def _flatten(modules, top):
@@ -296,8 +301,7 @@ def format_paths(paths, *, prefix=None):
     """Two lines a path (:class:`TimedPath` or its ``as_dict``): :func:`summary`, then the
     blocks it crosses, each to three levels below ``prefix`` (default: the dotted prefix all
     the names share, which is left out of every name)."""
-    paths = [TimedPath(**dict(p, blocks=tuple(p["blocks"]))) if isinstance(p, dict) else p
-             for p in paths]
+    paths = [TimedPath.from_dict(p) if isinstance(p, dict) else p for p in paths]
     if prefix is None:
         names = [n for p in paths for n in (p.start, p.end, *p.blocks) if n]
         common = names[0].split(".")[:-1] if names else []
