@@ -8,7 +8,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..lib.memory_port import MemoryPortSignature, line_addr_width
-from ..lib.params import check_int, check_numerics
+from ..lib.params import check_bool, check_int, check_numerics
 from ..memory.dma_system import core_signature
 from ..memory.layouts import descriptor_layout
 from ..memory.port_share import PortShare
@@ -96,6 +96,18 @@ class TensorCore(wiring.Component):
         that back-to-back ``dma`` bundles go every 4 cycles (8 on one-word reads:
         :class:`~hdl.tensorcore.dma_issue.DmaIssue`), and 0 with ``ram_ports=1``, whose
         storage has no more ports.
+    decode_stage : bool
+        The :class:`~hdl.tensorcore.sequencer.Sequencer`'s: False (the default), or True
+        for FPGAs, a register between a bundle's decode and its commit (a cycle more a
+        bundle; the same results).
+    vector_register : bool
+        The vector queue's beats leave from a register
+        (:class:`~hdl.tensorcore.vector_queue.VectorQueue`'s ``registered``): False (the
+        default), or True for FPGAs, a cycle more from a bundle to the VPU.
+    fence_register : bool
+        The VMEM fence a ``dma`` waits for comes from a flip-flop: False (the default), or
+        True for FPGAs, a cycle later, which the VPU's load/store unit no longer reaches
+        through the DMA issue into the sequencer in one cycle.
     vmem_window : int
         0 (the default) or 8: the VPU's stride-1 ``vld`` and ``vst`` move a whole vreg a
         request on ``memory.vmem_window`` (:class:`~hdl.vpu.vpu.VPU`'s ``vmem_window``);
@@ -135,7 +147,8 @@ class TensorCore(wiring.Component):
     def __init__(self, *, imem_depth=256, smem_words=1024, n_flags=16, lanes=8,
                  numerics="tpu", vmem_lines=256, mxu=None, mxu_results=16, vector_queue=4,
                  ops=None, hbm_words=1 << 16, n_chips=1, smem_guests=0, regfile="flops",
-                 ram_ports=2, mxu_fold=1, alu_width=8, smem_window=None, vmem_window=0):
+                 ram_ports=2, mxu_fold=1, alu_width=8, smem_window=None, vmem_window=0,
+                 decode_stage=False, vector_register=False, fence_register=False):
         check_int("lanes", lanes, least=1)
         check_int("ram_ports", ram_ports, least=1, most=2)
         if smem_window is None:
@@ -148,8 +161,10 @@ class TensorCore(wiring.Component):
                                    n_flags=n_flags, lanes=lanes, vmem_lines=vmem_lines,
                                    mxu=mxu, mxu_results=mxu_results, hbm_words=hbm_words,
                                    n_chips=n_chips, record_ports=ram_ports,
-                                   record_window=max(smem_window, 1))
-        self.queue = VectorQueue(depth=vector_queue)
+                                   record_window=max(smem_window, 1),
+                                   decode_stage=decode_stage)
+        self.queue = VectorQueue(depth=vector_queue, registered=vector_register)
+        self.fence_register = check_bool("fence_register", fence_register)
         self.imem = VMEM(lines=imem_depth, lanes=BUNDLE_WORDS)
         self.smem = VMEM(lines=smem_words, lanes=1, ram_ports=ram_ports, window=smem_window)
         self.smem_guests = check_int("smem_guests", smem_guests, least=0, most=1)
@@ -188,7 +203,8 @@ class TensorCore(wiring.Component):
         """High when every ``vld``/``vst`` sent to the vector queue has been performed:
         none is waiting in the queue or the VPU, and the load/store unit is idle (or the
         VPU has stopped, dropping the rest). Unlike ``drained`` it does not wait for the
-        MXU, the ALUs or pops, so a DMA can start while the MXU works."""
+        MXU, the ALUs or pops, so a DMA can start while the MXU works. With
+        ``fence_register``, from a flip-flop, a cycle later."""
         nop = vpu_isa.Opcode.NOP
         words = seq.vector.payload.words
         entering = seq.vector.valid & seq.vector.ready
@@ -197,7 +213,13 @@ class TensorCore(wiring.Component):
         m.d.sync += waiting.eq(waiting + Mux(entering, loads_stores[0] + loads_stores[1], 0)
                                - vpu.vmem_issue)
         fence = Signal()
-        m.d.comb += fence.eq(((waiting == 0) & vpu.vmem_idle) | (vpu.error != 0))
+        if self.fence_register:
+            # A cycle late, and low in a cycle a vld or vst enters: then it holds in the
+            # next cycle too, so it is never high early.
+            m.d.sync += fence.eq(((waiting == 0) & vpu.vmem_idle & ~(entering & (
+                loads_stores[0] | loads_stores[1]))) | (vpu.error != 0))
+        else:
+            m.d.comb += fence.eq(((waiting == 0) & vpu.vmem_idle) | (vpu.error != 0))
         return fence
 
     def elaborate(self, platform):

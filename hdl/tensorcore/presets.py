@@ -17,7 +17,14 @@ memories sized for block RAM (an LFE5U-85F has 208 18-kbit blocks, 416 KiB):
   one: ``hdl.memory.vmem.VMEM``);
 - the MXU folded to one column of 8 PEs (``mxu_fold=8``: each PE holds a row of the
   8x8 tile and takes its columns one a cycle, ``hdl.mxu.MXU``'s ``fold``), the same
-  results from an eighth of the PEs, a row every 8 cycles.
+  results from an eighth of the PEs, a row every 8 cycles;
+- pipeline stages where the chip's clock needs them, each a cycle here and there for the
+  same results (docs/fpga.md, "Which paths hold the proto chip's clock"): the
+  sequencer's decode stage (``decode_stage=True``: a bundle's checks, operands and next
+  pc in registers before it commits, ``hdl.tensorcore.sequencer.Sequencer``), the vector
+  queue's beats from a register (``vector_register=True``,
+  ``hdl.tensorcore.vector_queue.VectorQueue``) and the VMEM fence a ``dma`` waits for
+  from a register (``fence_register=True``, ``hdl.tensorcore.core.TensorCore``).
 
 The register file's 114 blocks are why HBM is 24 Ki words, not 32: the device has 208.
 docs/fpga.md ("The proto chip") has its area.
@@ -30,7 +37,8 @@ PRESETS = {
     "proto": dict(lanes=8, mxu_results=80, vector_queue=16, vmem_lines=512, imem_depth=256,
                   words_per_cycle=8, read_latency=4, ops=("xor", "max"), hbm_words=24 << 10,
                   smem_words=1024, regfile="block_ram", ram_ports=1, mxu_fold=8,
-                  alu_width=1),
+                  alu_width=1, decode_stage=True,
+                  vector_register=True, fence_register=True),
 }
 
 

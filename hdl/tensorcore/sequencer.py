@@ -19,7 +19,7 @@ from .isa import (BUNDLE_WORDS, DEFAULT_HBM_WORDS, DESCRIPTOR_WORDS, SREGS, VECT
                   decode_bundle)
 from .scalar_alu import branch_taken, scalar_result
 from .vector_queue import VECTOR_LAYOUT
-from ..lib.params import check_int
+from ..lib.params import check_bool, check_int
 
 __all__ = ["Sequencer", "State", "STALL_CAUSES", "STALL_LAYOUT"]
 
@@ -27,10 +27,11 @@ _BASE_LOW, _BASE_BITS = VPU_FIELDS["base"]
 
 #: Why the bundle at ``pc`` did not issue in a cycle, one cause per stalled cycle, in
 #: priority order: ``fetch`` (no bundle yet: the fetch after ``start`` or after a stall
-#: that lost the IMEM request), ``delay`` (a ``delay x`` still counting), ``dma`` (this
-#: or an earlier ``dma`` reads its record, is judged, or waits for the VMEM fence or the
-#: DMA engine), ``wait`` (a ``wait``/``waitc`` not met), ``smem`` (an ``lw`` reading, or
-#: an ``sw`` SMEM does not take) and ``vector`` (the vector queue is full).
+#: that lost the IMEM request, and with ``decode_stage`` a bundle's decode cycle),
+#: ``delay`` (a ``delay x`` still counting), ``dma`` (this or an earlier ``dma`` reads its
+#: record, is judged, or waits for the VMEM fence or the DMA engine), ``wait`` (a
+#: ``wait``/``waitc`` not met), ``smem`` (an ``lw`` reading, or an ``sw`` SMEM does not
+#: take) and ``vector`` (the vector queue is full).
 STALL_CAUSES = ("fetch", "delay", "dma", "wait", "smem", "vector")
 STALL_LAYOUT = data.StructLayout({cause: 1 for cause in STALL_CAUSES})
 
@@ -94,6 +95,13 @@ class Sequencer(wiring.Component):
     record_window : int
         Words ``smem_record`` reads a request (default 1: SMEM's second port; more: its
         ``window`` port, :class:`~hdl.memory.vmem.VMEM`).
+    decode_stage : bool
+        False (the default): a bundle is decoded, checked and committed in the cycle IMEM
+        answers. True, for FPGAs: its fault codes, operands, next pc and MXU counts are
+        computed in that cycle into registers, and it commits from them at the earliest
+        in the next (IMEM holds its answer until it is taken): the same results, a cycle
+        more a bundle, and a third less logic in the issue's deepest path (26 levels to 18
+        on the proto chip, docs/fpga.md).
 
     Ports
     -----
@@ -142,12 +150,16 @@ class Sequencer(wiring.Component):
     decoded and checked combinationally, and the commit cycle requests the next pc's
     bundle, computed in the same cycle, so a taken branch costs nothing.
 
+    With ``decode_stage``, a bundle's first cycle in ``issue`` is its decode cycle, in
+    which it cannot commit, and the commit cycle's checks read their registers.
+
     Latency and throughput: two cycles from ``start`` to the first issue; then one
-    bundle a cycle, except that an ``lw`` bundle takes two extra cycles (SMEM read), a
-    ``dma`` bundle waits for its record (none when it was read ahead) and its check (3
-    cycles: :class:`~hdl.tensorcore.dma_issue.DmaIssue`), and the next bundle waits until
-    the descriptor has left (after the VPU drained: the VMEM fence), but a ``dma``, which
-    is checked in the cycle it leaves: back-to-back ``dma`` bundles go every 4 cycles with
+    bundle a cycle (with ``decode_stage``, three and one every two cycles), except that
+    an ``lw`` bundle takes two extra cycles (SMEM read), a ``dma`` bundle waits for its
+    record (none when it was read ahead) and its check (3 cycles:
+    :class:`~hdl.tensorcore.dma_issue.DmaIssue`), and the next bundle waits until the
+    descriptor has left (after the VPU drained: the VMEM fence), but a ``dma``, which is
+    checked in the cycle it leaves: back-to-back ``dma`` bundles go every 4 cycles with
     ``record_window=8`` and both record ports, 8 with one-word reads; a ``delay x``
     bundle holds the next one ``x`` cycles, and a bundle stalls while its wait is not met
     or the vector queue is full.
@@ -164,12 +176,13 @@ class Sequencer(wiring.Component):
 
     def __init__(self, *, imem_depth=256, smem_words=1024, n_flags=16, lanes=8,
                  vmem_lines=256, mxu=False, mxu_results=16, hbm_words=DEFAULT_HBM_WORDS,
-                 n_chips=1, record_ports=2, record_window=1):
+                 n_chips=1, record_ports=2, record_window=1, decode_stage=False):
         self.imem_depth = check_int("imem_depth", imem_depth, least=1)
         self.smem_words = check_int("smem_words", smem_words, least=1)
         self.n_flags = check_int("n_flags", n_flags, least=1, most=1 << FLAG_BITS)
         self.lanes, self.vmem_lines, self.mxu, self.mxu_results = check_vpu_shape(
             lanes=lanes, vmem_lines=vmem_lines, mxu=mxu, mxu_results=mxu_results)
+        self.decode_stage = check_bool("decode_stage", decode_stage)
         # The storage only: runs load and read it before anything is elaborated.
         self.sregs = MemoryData(shape=32, depth=SREGS, init=[])
         check_int("hbm_words", hbm_words, least=1, most=1 << 24)
@@ -211,8 +224,24 @@ class Sequencer(wiring.Component):
         _join_reads(m, issue.smem, self.smem_record)
         m.d.comb += [issue.fence.eq(self.fence), self.dma_busy.eq(issue.busy)]
         pc = self.pc
-        present = Signal()
-        m.d.comb += present.eq((self.state == State.ISSUE) & self.imem.resp.valid)
+        answered = (self.state == State.ISSUE) & self.imem.resp.valid
+        present = Signal()       # the bundle may commit this cycle
+        deciding = Signal()      # with decode_stage: its checks go into their registers
+        if self.decode_stage:
+            decoded = Signal()
+            m.d.comb += [deciding.eq(answered & ~decoded), present.eq(answered & decoded)]
+        else:
+            m.d.comb += present.eq(answered)
+
+        def staged(value, name=None):
+            """``value``, or with ``decode_stage`` its register, loaded in the decode cycle
+            (what it depends on, the registers and MXU counts, changes only at commit)."""
+            if not self.decode_stage:
+                return value
+            kept = Signal.like(value, name=f"{name or value.name}_staged")
+            with m.If(deciding):
+                m.d.sync += kept.eq(value)
+            return kept
         d = decode_bundle(m, self.imem.resp.payload.data.as_value(), name="b")
         s0, s1, misc = d.scalar[0], d.scalar[1], d.misc
 
@@ -236,6 +265,7 @@ class Sequencer(wiring.Component):
         m.d.comb += smem_addr.eq(r0["ra"] + s0.imm)
         memory_op = s0.load | s0.store
         faults = [(memory_op & (smem_addr >= self.smem_words), Error.SMEM_RANGE)]
+        smem_addr = staged(smem_addr)
         shadow = Signal(range(self.lanes + 1))          # weight rows in the shadow tile
         queued = Signal(range(self.mxu_results + 1))    # result rows not yet popped
         shadow_next, queued_next = shadow, queued
@@ -286,6 +316,11 @@ class Sequencer(wiring.Component):
 
         early, late = Signal(Error), Signal(Error)
         m.d.comb += [early.eq(first_code(prefault)), late.eq(first_code(faults))]
+        early, late, operand = staged(early), staged(late), staged(operand)
+        # The flag a wait compares and a flag op writes: from a register, the wait's
+        # compare with the flag's live value starts a cycle's logic.
+        flag = staged(misc.flag, "flag")
+        shadow_next, queued_next = staged(shadow_next), staged(queued_next)
 
         # ---- when the bundle can go
         delay = Signal(32)
@@ -297,7 +332,7 @@ class Sequencer(wiring.Component):
         m.d.comb += checking.eq(present & (early == 0) & ~delay.any() &
                                 (~issue.busy | asked | (is_dma & issue.sending)))
         m.d.comb += [self.flag_wait.valid.eq(checking & waits),
-                     self.flag_wait.payload.flag.eq(misc.flag),
+                     self.flag_wait.payload.flag.eq(flag),
                      self.flag_wait.payload.value.eq(operand),
                      self.waiting.eq(self.flag_wait.valid & ~self.flag_wait.ready)]
         clear = Signal()         # the wait is met and nothing faults
@@ -358,11 +393,11 @@ class Sequencer(wiring.Component):
         for s, write, value in zip((s0, s1), writes, values):
             port = sregs.write_port()
             m.d.comb += [port.en.eq(write), port.addr.eq(s.rd), port.data.eq(value)]
-        flag_now = Array(self.flag_values[i] for i in range(self.n_flags))[misc.flag]
+        flag_now = Array(self.flag_values[i] for i in range(self.n_flags))[flag]
         m.d.comb += [
             self.flag_set.valid.eq(commit & (misc.is_op["fset"] | misc.is_op["fadd"] |
                                              misc.is_op["waitc"])),
-            self.flag_set.payload.flag.eq(misc.flag),
+            self.flag_set.payload.flag.eq(flag),
             self.flag_set.payload.value.eq(Mux(misc.is_op["fset"], operand,
                                                Mux(misc.is_op["fadd"], flag_now + operand,
                                                    flag_now - operand))),
@@ -370,8 +405,14 @@ class Sequencer(wiring.Component):
         next_pc = Signal(32)
         m.d.comb += next_pc.eq(Mux(branch_taken(s1, a=r1["ra"], d=r1["rd"]), pc + s1.imm,
                                    pc + 1))
-        halting = misc.is_op["halt"]
+        next_pc = staged(next_pc)
         in_range = next_pc < self.imem_depth
+        halting = misc.is_op["halt"]
+        if self.decode_stage:
+            with m.If(deciding):
+                m.d.sync += decoded.eq(1)
+            with m.Elif(commit):
+                m.d.sync += decoded.eq(0)
 
         with m.Switch(self.state):
             with m.Case(State.IDLE):

@@ -40,7 +40,8 @@ class TensorCoreSystem(wiring.Component):
     Parameters
     ----------
     imem_depth, smem_words, n_flags, lanes, numerics, vmem_lines, mxu, mxu_results, \
-vector_queue, ops, regfile, mxu_fold, alu_width, smem_window
+vector_queue, ops, regfile, mxu_fold, alu_width, smem_window, \
+decode_stage, vector_register, fence_register
         The :class:`~hdl.tensorcore.core.TensorCore`'s.
     vmem_window : int or None
         The core's and the memory system's: 8 (a stride-1 ``vld`` or ``vst`` moves its
@@ -131,7 +132,8 @@ vector_queue, ops, regfile, mxu_fold, alu_width, smem_window
                  ops=None, hbm_words=DEFAULT_HBM_WORDS, read_latency=4, words_per_cycle=1,
                  outstanding=4, n_chips=1, flit_words=1, network_ports=1, sparsecores=0,
                  sparsecore=None, regfile="flops", jitter=0, ram_ports=2, mxu_fold=1,
-                 alu_width=8, push_dealing="turn", smem_window=None, vmem_window=None):
+                 alu_width=8, push_dealing="turn", smem_window=None, vmem_window=None,
+                 decode_stage=False, vector_register=False, fence_register=False):
         self.sparsecores = check_int("sparsecores", sparsecores, least=0, most=1)
         if sparsecore is not None and not sparsecores:
             raise ValueError("sparsecore= gives the SparseCore's parameters: it needs "
@@ -149,7 +151,9 @@ vector_queue, ops, regfile, mxu_fold, alu_width, smem_window
                                hbm_words=hbm_words, n_chips=n_chips, smem_guests=sparsecores,
                                regfile=regfile, ram_ports=ram_ports, mxu_fold=mxu_fold,
                                alu_width=alu_width, smem_window=smem_window,
-                               vmem_window=vmem_window)
+                               vmem_window=vmem_window, decode_stage=decode_stage,
+                               vector_register=vector_register,
+                               fence_register=fence_register)
         self.system = DmaSystem(hbm_size=hbm_words, vmem_lines=vmem_lines, lanes=lanes,
                                 n_flags=n_flags, read_latency=read_latency,
                                 words_per_cycle=words_per_cycle, outstanding=outstanding,

@@ -4,7 +4,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..lib.params import check_int
+from ..lib.params import check_bool, check_int
 from ..lib.stream_queue import StreamQueue
 from ..vpu.layouts import PROGRAM_LAYOUT
 from .isa import VECTOR_SLOTS
@@ -39,6 +39,11 @@ class VectorQueue(wiring.Component):
     ----------
     depth : int
         Bundles the queue holds (default 4, at least 2).
+    registered : bool
+        False (the default): a beat is unpacked from the FIFO's head in the cycle it
+        leaves. True, for FPGAs: beats leave from a register, loaded whenever it is empty
+        or its beat is taken, so the VPU's issue logic, which decides ``program.ready``
+        from the beat, starts at a flip-flop instead of after the unpacking.
 
     Ports
     -----
@@ -49,17 +54,18 @@ class VectorQueue(wiring.Component):
         To :class:`~hdl.vpu.vpu.VPU`'s ``program``: the used words in slot order, two
         per beat (one in a bundle's last beat when it has an odd count).
     empty : Out(1)
-        Nothing is queued or being unpacked.
+        Nothing is queued, being unpacked or in the beat register.
 
     Latency: an entry written in cycle ``t`` can leave from cycle ``t + 2`` (the FIFO's
-    output register).
+    output register), or ``t + 3`` when ``registered``.
     Throughput: one beat a cycle; an entry of ``n`` words takes ``ceil(n / 2)`` beats.
     Stall rules: while ``program.ready`` is low the beat holds; entries are taken
     while the FIFO has room, so the sequencer runs up to ``depth`` bundles ahead.
     """
 
-    def __init__(self, *, depth=4):
+    def __init__(self, *, depth=4, registered=False):
         self.depth = check_int("depth", depth, least=2)
+        self.registered = check_bool("registered", registered)
         super().__init__({
             "bundles": In(stream.Signature(VECTOR_LAYOUT)),
             "program": Out(stream.Signature(PROGRAM_LAYOUT)),
@@ -81,14 +87,22 @@ class VectorQueue(wiring.Component):
         second = _lowest(rest, "second", m)
         last = ~(rest & ~second).any()              # this beat empties the head
         words = list(head.words)
-        m.d.comb += [
-            self.program.valid.eq(fifo.o.valid),
-            self.program.payload.words[0].eq(_select(first, words)),
-            self.program.payload.words[1].eq(_select(second, words)),
-            self.program.payload.count.eq(Mux(rest.any(), 2, 1)),
-            fifo.o.ready.eq(self.program.valid & self.program.ready & last),
-            self.empty.eq(fifo.level == 0),
-        ]
-        with m.If(self.program.valid & self.program.ready):
+        beat = Signal(PROGRAM_LAYOUT)
+        m.d.comb += [beat.words[0].eq(_select(first, words)),
+                     beat.words[1].eq(_select(second, words)),
+                     beat.count.eq(Mux(rest.any(), 2, 1))]
+        taken = Signal()                            # the head's beat leaves it this cycle
+        held = Signal()                             # a beat waits in the register
+        if self.registered:
+            load = ~held | self.program.ready
+            with m.If(load):
+                m.d.sync += [held.eq(fifo.o.valid), self.program.payload.eq(beat)]
+            m.d.comb += [self.program.valid.eq(held), taken.eq(fifo.o.valid & load)]
+        else:
+            m.d.comb += [self.program.valid.eq(fifo.o.valid), self.program.payload.eq(beat),
+                         taken.eq(fifo.o.valid & self.program.ready)]
+        m.d.comb += [fifo.o.ready.eq(taken & last),
+                     self.empty.eq((fifo.level == 0) & ~held)]
+        with m.If(taken):
             m.d.sync += sent.eq(Mux(last, 0, sent | first | second))
         return m

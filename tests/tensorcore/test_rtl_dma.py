@@ -38,6 +38,14 @@ def one_port_runner():
     return _runner(ram_ports=1)
 
 
+@pytest.fixture(scope="module")
+def staged_runner():
+    """The FPGA prototype's stages: SMEM on one RAM port, the sequencer's decode stage, the
+    vector queue's beat register and the registered VMEM fence."""
+    return _runner(ram_ports=1, decode_stage=True, vector_register=True,
+                   fence_register=True)
+
+
 def cosim(runner, program, *, smem, rng, sregs=None, context=""):
     hbm = rng.integers(0, 1 << 32, HBM, dtype=np.uint64).astype(np.uint32)
     vmem = rng.integers(0, 1 << 32, VMEM_LINES, dtype=np.uint64).astype(np.uint32)
@@ -99,6 +107,18 @@ def test_dma_fence_with_line_by_line_stores(runner, one_port_runner):
                          rng=np.random.default_rng(1))
         assert iss.halted and rtl.flags[:3].tolist() == [0, 16, 5]
         assert rtl.cycles > whole.cycles
+
+
+@pytest.mark.parametrize("stages", [dict(fence_register=True),
+                                    dict(decode_stage=True, vector_register=True,
+                                         fence_register=True)])
+def test_a_registered_fence_is_never_early(stages):
+    """With the fence from a flip-flop, a ``dma`` in the bundle of a ``vst`` still copies
+    the stored words, on the sequencer that commits a bundle in the cycle IMEM answers
+    (where a fence a cycle late would let the descriptor go first) and on the staged one."""
+    rtl, iss = cosim(_runner(**stages), FENCE_PROGRAM, smem=_smem(*FENCE_RECORDS),
+                     rng=np.random.default_rng(1))
+    assert iss.halted and rtl.flags[:3].tolist() == [0, 16, 5]
 
 
 @pytest.mark.parametrize("params, message", [
@@ -169,12 +189,22 @@ def test_record_format_and_range(runner):
         _, iss = cosim(runner, f"dma {RECORDS}\nhalt", smem=_smem(bad),
                        rng=np.random.default_rng(3))
         assert iss.error == "dma_format"
+    # Counts whose product is 2**24 words or more are a format fault; just below, a range.
+    for counts, error in (((4096, 4096, 1), "dma_format"), ((1, 4096, 4096), "dma_format"),
+                          ((4096, 4095, 1), "dma_dst_range")):
+        big = record.copy()
+        big[3:6] = counts
+        _, iss = cosim(runner, f"dma {RECORDS}\nhalt", smem=_smem(big),
+                       rng=np.random.default_rng(5))
+        assert iss.error == error
     _, iss = cosim(runner, f"li s1, {SMEM - 11}\ndma s1+0\nhalt", smem=_smem(record),
                    rng=np.random.default_rng(4))
     assert iss.error == "smem_range" and iss.error_pc == 1
 
 
-def test_random_dma_programs(runner, seed):
+@pytest.mark.parametrize("chip", ["runner", "staged_runner"])
+def test_random_dma_programs(request, chip, seed):
+    runner = request.getfixturevalue(chip)
     seeds = np.random.default_rng(seed).integers(0, 1 << 32, 14).tolist()
     compared = 0
     for program_seed in seeds:

@@ -18,9 +18,11 @@ PARAMS = dict(imem_depth=IMEM, smem_words=SMEM, n_flags=N_FLAGS, lanes=1, ops=()
               vmem_lines=VMEM_LINES)
 
 
-@pytest.fixture(scope="module")
-def runner():
-    return CoreRunner(LocalCore(**PARAMS))
+@pytest.fixture(scope="module", params=[False, True], ids=["issue", "decode_stage"])
+def runner(request):
+    """Each test runs on both sequencers: one that commits a bundle in the cycle IMEM
+    answers, and one that first puts its checks in registers."""
+    return CoreRunner(LocalCore(**PARAMS, decode_stage=request.param))
 
 
 def cosim(runner, program, *, smem=None, sregs=None, context=""):
@@ -121,3 +123,24 @@ def test_parameters_are_checked():
         Sequencer(lanes=4, mxu=True)
     with pytest.raises(ValueError, match="depth"):
         TensorCore(vector_queue=1)
+    with pytest.raises(TypeError, match="decode_stage must be a bool, not 1"):
+        Sequencer(decode_stage=1)
+    with pytest.raises(TypeError, match="registered must be a bool, not 'yes'"):
+        TensorCore(vector_register="yes")
+    with pytest.raises(TypeError, match="fence_register must be a bool, not 0"):
+        TensorCore(fence_register=0)
+
+
+def test_the_decode_stage_costs_a_cycle_a_bundle():
+    """The docstring's rates: a bundle a cycle from the second cycle after ``start``, or
+    with the decode stage one every two cycles from the third, so n bundles stop n cycles
+    later; a taken branch costs nothing more in either."""
+    program = "addi s1, s1, 1\n" * 6 + "beq s0, s0, 2\naddi s2, s0, 1\nhalt"
+    stops = {}
+    for staged in (False, True):
+        rtl, iss = cosim(CoreRunner(LocalCore(**PARAMS, decode_stage=staged)), program)
+        assert iss.halted and rtl.bundles == 8 and rtl.sregs[1] == 6 and rtl.sregs[2] == 0
+        stops[staged] = rtl.stop_cycle
+    # The halt (the eighth bundle) commits in cycle 2 + 7, or 3 + 2 * 7; the state shows
+    # it a cycle later.
+    assert stops == {False: 2 + 7 + 1, True: 3 + 2 * 7 + 1}

@@ -26,9 +26,12 @@ SPECIALS = np.array([0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x000000
                      0x807FFFFF, 0x3F800000, 0xFFFFFFFF, 0x7F7FFFFF], np.uint32)
 
 
-@pytest.fixture(scope="module")
-def runner():
-    return CoreRunner(LocalCore(**PARAMS, lanes=1, ops=OPS))
+@pytest.fixture(scope="module", params=[False, True], ids=["issue", "fpga_stages"])
+def runner(request):
+    """The core as simulated, and with the FPGA prototype's stages: the sequencer's
+    decode stage and the vector queue's beat register."""
+    return CoreRunner(LocalCore(**PARAMS, lanes=1, ops=OPS, decode_stage=request.param,
+                                vector_register=request.param))
 
 
 def _data(rng, n):
@@ -50,16 +53,18 @@ def cosim(runner, program, *, lanes=1, rng=None, sregs=None, context="", mxu_res
     return rtl, iss
 
 
-def test_queue_keeps_the_used_words_in_order(rng):
+@pytest.mark.parametrize("registered", [False, True])
+def test_queue_keeps_the_used_words_in_order(rng, registered):
     """Random entries (words 0..5, some unused) under random stalls on both sides leave as
-    the used words in order, two a beat except a bundle's odd last one."""
+    the used words in order, two a beat except a bundle's odd last one; ``empty`` never
+    while a beat is offered."""
     entries = [(int(rng.integers(1, 64)), [int(w) for w in rng.integers(0, 1 << 32, 6)])
                for _ in range(60)]
     expected = []
     for used, words in entries:
         mine = [w for k, w in enumerate(words) if used >> k & 1]
         expected += [tuple(mine[i:i + 2]) for i in range(0, len(mine), 2)]
-    dut, got = VectorQueue(depth=3), []
+    dut, got = VectorQueue(depth=3, registered=registered), []
     stalls = (rng.random((2, 2000)) < 0.4).tolist()
 
     async def writer(ctx):
@@ -79,6 +84,7 @@ def test_queue_keeps_the_used_words_in_order(rng):
         while len(got) < len(expected):
             ready = not stalls[1][cycle % 2000]
             ctx.set(dut.program.ready, ready)
+            assert not (ctx.get(dut.empty) and ctx.get(dut.program.valid))
             if ready and ctx.get(dut.program.valid):
                 beat = dut.program.payload
                 got.append(tuple(ctx.get(beat.words[j]) for j in range(ctx.get(beat.count))))
@@ -144,9 +150,11 @@ def test_random_vector_programs(runner, seed):
               context=f"program seed {program_seed} of test seed {seed}:\n{text}")
 
 
-@pytest.fixture(scope="module")
-def mxu_runner():
-    return CoreRunner(SequencerTop(**PARAMS, lanes=8, mxu=True, mxu_results=16))
+@pytest.fixture(scope="module", params=[False, True], ids=["issue", "decode_stage"])
+def mxu_runner(request):
+    """The MXU counts are among what the decode stage keeps in registers."""
+    return CoreRunner(SequencerTop(**PARAMS, lanes=8, mxu=True, mxu_results=16,
+                                   decode_stage=request.param))
 
 
 @pytest.mark.parametrize("fault", [0.0, 0.05])

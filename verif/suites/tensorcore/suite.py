@@ -26,8 +26,10 @@ the next one, since the chip's result would depend on timing.
 A third case, ``tensorcore-proto-<numerics>`` (the numerics alternate with the seed), runs
 that mode's programs again on :data:`PROTO_CHIP`: the FPGA prototype's microarchitecture
 (``hdl.tensorcore.presets``' ``proto``: the vector register file in RAM, VMEM and SMEM on
-one RAM port each, 8-word HBM lines, its vector queue) on :data:`CHIP`'s sizes and ops.
-Those levers change cycles, never values, so the ISS must agree there too.
+one RAM port each, 8-word HBM lines, its vector queue and the queue's beat register, the
+MXU folded, the serial ALU, the sequencer's decode stage and the registered VMEM fence)
+on :data:`CHIP`'s sizes and ops. Those levers change cycles, never values, so the ISS
+must agree there too.
 
 Functional coverage (:mod:`.coverage`) is sampled from the ISS's trace of each program
 and from the chip's stall counters. On Verilator a case runs :data:`PROGRAMS` programs of
@@ -62,7 +64,8 @@ CHIP = dict(imem_depth=_IMEM, smem_words=_SMEM, n_flags=_N_FLAGS, lanes=_LANES,
 #: :data:`CHIP` with the FPGA prototype's microarchitecture (module docstring).
 PROTO_CHIP = CHIP | {name: preset("proto")[name]
                      for name in ("regfile", "ram_ports", "words_per_cycle", "vector_queue",
-                                  "mxu_fold", "alu_width")}
+                                  "mxu_fold", "alu_width", "decode_stage",
+                                  "vector_register", "fence_register")}
 #: Programs of each kind per case, by simulator.
 PROGRAMS = {"verilator": 8, "icarus": 1, "amaranth": 1}
 #: Descriptor records of a ``dma`` program live at SMEM 80, 92, ... (below: data).
