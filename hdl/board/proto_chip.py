@@ -31,8 +31,8 @@ REGION_BITS = 24
 #: The flags' registers: REGISTERS + FLAGS_OFFSET + i is flag i.
 FLAGS_OFFSET = 0x100
 #: The control register's bits: start (held: the chip runs from pc 0 while it is set) and
-#: reset (self-clearing: a write with it set resets the chip, clears start, and leaves
-#: the memories as they are).
+#: reset (self-clearing: a write with it set clears start, resets the chip in the next
+#: cycle, and leaves the memories as they are).
 CONTROL_START, CONTROL_RESET = 1, 2
 #: The status register's bits (and fields: ``state`` at bit 8, the core's ``error`` at
 #: 16, the VPU's at 24).
@@ -157,7 +157,12 @@ class ProtoChip(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         chip = self.chip
-        reset = Signal()
+        # The chip's reset comes from a register, a cycle after the control write that
+        # asks for it: it reaches every flip-flop of the chip, and a write's decode hangs
+        # on `running`, so on the chip's `done` (docs/fpga.md, "Which paths hold the
+        # proto chip's clock").
+        reset, resetting = Signal(), Signal()
+        m.d.sync += reset.eq(resetting)
         m.submodules.chip = ResetInserter(reset)(chip)
         request, response = self.bus.request, self.bus.response
 
@@ -226,8 +231,11 @@ class ProtoChip(wiring.Component):
                     n_flags - 1).bit_length())]])
         in_registers = addr[REGION_BITS + 4:] == REGISTERS >> (REGION_BITS + 4)
 
-        # Which memory, and where in it.
-        hit = {}
+        # Which memory, and where in it. The memories' handshakes read `held`, `hit` kept
+        # from the decode cycle: the address compare is several levels, which would
+        # otherwise reach through each memory's port sharing into the chip's own requests.
+        decode = Signal()            # the request taken last cycle is decoded
+        hit, held = {}, {}
         for name, memory in self.memories.items():
             per_line = self.line_words(memory)
             lane_bits = (per_line - 1).bit_length()
@@ -235,6 +243,9 @@ class ProtoChip(wiring.Component):
             line, lane = local >> lane_bits, local[:lane_bits] if lane_bits else Const(0, 1)
             hit[name] = ((addr[REGION_BITS:] == REGIONS[name] >> REGION_BITS)
                          & (line < memory.lines) & (lane < per_line))
+            held[name] = Signal(name=f"{name}_hit")
+            with m.If(decode):
+                m.d.sync += held[name].eq(hit[name])
             host = memory.host
             mask_bits = len(host.req.payload.mask)
             per_word = mask_bits // per_line          # mask bits a word
@@ -244,14 +255,14 @@ class ProtoChip(wiring.Component):
             for j in range(per_line):
                 m.d.comb += host.req.payload.data[j].eq(word)
             with m.If(state == _Bus.MEMORY_REQUEST):
-                with m.If(hit[name]):
+                with m.If(held[name]):
                     m.d.comb += host.req.valid.eq(1)
                     with m.If(host.req.ready):
                         m.d.sync += state.eq(_Bus.IDLE)
                         with m.If(~write):
                             m.d.sync += state.eq(_Bus.MEMORY_RESPONSE)
             with m.If(state == _Bus.MEMORY_RESPONSE):
-                with m.If(hit[name]):
+                with m.If(held[name]):
                     m.d.comb += host.resp.ready.eq(1)
                     with m.If(host.resp.valid):
                         m.d.sync += [answer.eq(host.resp.payload.data[lane]),
@@ -260,7 +271,6 @@ class ProtoChip(wiring.Component):
         m.d.comb += in_memory.eq(Cat(*hit.values()).any())
 
         # Requests are taken one at a time: each is decoded the cycle after it is taken.
-        decode = Signal()
         with m.If(state == _Bus.IDLE):
             m.d.comb += request.ready.eq(~decode)
             with m.If(request.valid & ~decode):
@@ -273,7 +283,7 @@ class ProtoChip(wiring.Component):
                 with m.Elif(write):
                     with m.If(in_registers & (offset == Register.CONTROL)):
                         m.d.sync += start.eq(word[0] & ~word[1])
-                        m.d.comb += reset.eq(word[1])
+                        m.d.comb += resetting.eq(word[1])
                 with m.Elif(in_registers & (offset == Register.WAIT)):
                     m.d.sync += [wait.eq(0), state.eq(_Bus.WAIT)]
                 with m.Else():

@@ -1,6 +1,6 @@
 """HBM model: a word store behind one memory port, with latency, bandwidth, jitter and faults."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -210,13 +210,26 @@ class HBM(wiring.Component):
         with m.If(accept_read):
             m.d.sync += tail.eq(advanced(tail))
 
-        head_due = due_r.data[:TIME_BITS]
         head_fault = due_r.data[TIME_BITS]
+        # Whether the head is due, from a register: worked out a cycle ahead for the head
+        # of the next cycle (this one, or the one after it if this cycle pops), from the
+        # due table as this cycle's write leaves it, so that `valid`, and through `pop` the
+        # port's `ready`, wait on no table read and 32-bit compare. Due when now - due,
+        # modulo 2**32, is "non-negative".
+        due_after = due_mem.read_port(domain="comb")
+        after = Signal(range(slots))
+        m.d.comb += [after.eq(advanced(head)), due_after.addr.eq(after)]
+        fresh_due = Const(self.read_latency == 1) & (extra == 0)   # a read accepted now
+
+        def due_next_cycle(slot, entry):
+            return Mux(accept_read & (tail == slot), fresh_due,
+                       ~(now + 1 - entry[:TIME_BITS])[TIME_BITS - 1])
+
         ripe = Signal()
-        # Due when now - due, modulo 2**32, is "non-negative".
+        m.d.sync += ripe.eq(Mux(pop, due_next_cycle(after, due_after.data),
+                                due_next_cycle(head, due_r.data)))
         m.d.comb += [
             due_r.addr.eq(head), line_r.addr.eq(head),
-            ripe.eq(~(now - head_due)[TIME_BITS - 1]),
             resp.valid.eq((count != 0) & ripe),
             pop.eq(resp.valid & resp.ready),
             resp.payload.error.eq(head_fault),

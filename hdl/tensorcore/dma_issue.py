@@ -157,8 +157,10 @@ class DmaIssue(wiring.Component):
         bad_stride = Cat(*(~((w[n][ADDRESS_BITS:] == 0) |
                              ((w[n][ADDRESS_BITS:] == 0xFF) & w[n][:ADDRESS_BITS].any()))
                            for n in _STRIDES))
-        words_moved = counts[0][:ADDRESS_BITS] * counts[1][:ADDRESS_BITS] * \
-            counts[2][:ADDRESS_BITS]
+        # The words moved, for the format check: the first product is taken with the record
+        # (from the reader's registers), so that no cycle holds two multipliers in a row.
+        pairs = Signal(2 * ADDRESS_BITS)
+        words_moved = pairs * counts[2][:ADDRESS_BITS]
         bad_format = ((control & ~used & 0xFFFFFFFF).any()
                       | (~remote & (chip.any() | has_sent | sent_flag.any()))
                       | (~has_sent & sent_flag.any())
@@ -199,8 +201,11 @@ class DmaIssue(wiring.Component):
         ]
 
         def take_record():
+            record = dict(zip(DESCRIPTOR_FIELDS, reader.record))
             m.d.sync += [phase.eq(_Phase.FORMAT),
-                         *(word.eq(reader.record[k]) for k, word in enumerate(words))]
+                         *(word.eq(reader.record[k]) for k, word in enumerate(words)),
+                         pairs.eq(record["count0"][:ADDRESS_BITS] *
+                                  record["count1"][:ADDRESS_BITS])]
 
         def take_check():
             """Take ``check``; its record at once if it was read ahead."""
