@@ -14,7 +14,7 @@ from ..vpu.isa import pushes_lhs
 from ..vpu.layouts import SUBLANES
 from ..vpu.vpu import check_vpu_shape
 from .dma_issue import DmaIssue
-from .encoding import Error
+from .encoding import VECTOR_SLOT_UNITS, Error
 from .isa import (BUNDLE_WORDS, DEFAULT_HBM_WORDS, DESCRIPTOR_WORDS, SREGS, VECTOR_SLOTS,
                   decode_bundle)
 from .scalar_alu import branch_taken, scalar_result
@@ -98,10 +98,12 @@ class Sequencer(wiring.Component):
     decode_stage : bool
         False (the default): a bundle is decoded, checked and committed in the cycle IMEM
         answers. True, for FPGAs: its fault codes, operands, next pc and MXU counts are
-        computed in that cycle into registers, and it commits from them at the earliest
-        in the next (IMEM holds its answer until it is taken): the same results, a cycle
-        more a bundle, and a third less logic in the issue's deepest path (26 levels to 18
-        on the proto chip, docs/fpga.md).
+        computed in that cycle into registers, with the bundle itself, the registers its
+        slots read and its vector words, and it commits from them at the earliest in the
+        next (IMEM holds its answer until it is taken), decoding the kept bundle again:
+        the same results, a cycle more a bundle, and no commit-cycle path from IMEM's
+        output (the issue's deepest path went from 26 levels to 18 on the proto chip,
+        docs/fpga.md).
 
     Ports
     -----
@@ -242,7 +244,8 @@ class Sequencer(wiring.Component):
             with m.If(deciding):
                 m.d.sync += kept.eq(value)
             return kept
-        d = decode_bundle(m, self.imem.resp.payload.data.as_value(), name="b")
+        fetched = self.imem.resp.payload.data.as_value()
+        d = decode_bundle(m, fetched, name="b")
         s0, s1, misc = d.scalar[0], d.scalar[1], d.misc
 
         def read(addr, name):
@@ -285,6 +288,10 @@ class Sequencer(wiring.Component):
             if not self.mxu:
                 faults.append((mxu_op, Error.NO_MXU))
                 continue
+            if not {"push", "pop"} & set(VECTOR_SLOT_UNITS[slot]):
+                # An MXU op in this slot makes the bundle illegal, a fault before these:
+                # the counts run through the two MXU slots only, a shorter chain.
+                continue
             faults += [(v.is_op["push_weights"] & (shadow_next + SUBLANES > self.lanes),
                         Error.WEIGHTS_FULL),
                        (pushes_lhs(v) & (queued_next + SUBLANES > self.mxu_results),
@@ -304,8 +311,7 @@ class Sequencer(wiring.Component):
                                 Mux(v.is_op["pop"], queued_next - SUBLANES, queued_next))),
             ]
             shadow_next, queued_next = after
-        is_dma = misc.is_op["dma"]
-        faults.append((is_dma & (operand + DESCRIPTOR_WORDS > self.smem_words),
+        faults.append((misc.is_op["dma"] & (operand + DESCRIPTOR_WORDS > self.smem_words),
                        Error.SMEM_RANGE))
 
         def first_code(checks):
@@ -321,15 +327,32 @@ class Sequencer(wiring.Component):
         # compare with the flag's live value starts a cycle's logic.
         flag = staged(misc.flag, "flag")
         shadow_next, queued_next = staged(shadow_next), staged(queued_next)
+        next_pc = Signal(32)
+        m.d.comb += next_pc.eq(Mux(branch_taken(s1, a=r1["ra"], d=r1["rd"]), pc + s1.imm,
+                                   pc + 1))
+        next_pc = staged(next_pc)
+
+        # From here on, the commit cycle's view of the bundle. With decode_stage it is
+        # decoded again from a register, and the registers it reads and the vector words
+        # are the decode cycle's, so that no commit-cycle path starts at IMEM's output.
+        if self.decode_stage:
+            d = decode_bundle(m, staged(fetched, "bundle"), name="c")
+            s0, s1, misc = d.scalar[0], d.scalar[1], d.misc
+            r0, r1 = ({f: staged(v) for f, v in r.items()} for r in (r0, r1))
+            packet = staged(packet, "packet")
+        is_dma = misc.is_op["dma"]
 
         # ---- when the bundle can go
         delay = Signal(32)
+        # delay != 0, kept in a flip-flop beside the count: every bundle's issue waits on
+        # it, and a 32-bit compare would start each issue path with three levels.
+        delaying = Signal()
         waits = misc.is_op["wait"] | misc.is_op["waitc"]
         checking = Signal()      # decoded, its flag known good, no delay or DMA pending
         asked = Signal()         # this bundle's descriptor is with the DmaIssue
         # A dma may be checked as the one before goes to the DMA engine; anything else
         # waits until it is there (a wait or halt counts on it).
-        m.d.comb += checking.eq(present & (early == 0) & ~delay.any() &
+        m.d.comb += checking.eq(present & (early == 0) & ~delaying &
                                 (~issue.busy | asked | (is_dma & issue.sending)))
         m.d.comb += [self.flag_wait.valid.eq(checking & waits),
                      self.flag_wait.payload.flag.eq(flag),
@@ -378,8 +401,8 @@ class Sequencer(wiring.Component):
         ]
         with m.If(own & self.smem.req.ready & ~s0.store):
             m.d.sync += load_state.eq(1)
-        self._stall_causes(m, present=present, delay=delay, dma=issue.busy | (clear & is_dma),
-                           wait=self.waiting,
+        self._stall_causes(m, present=present, delay=delaying,
+                           dma=issue.busy | (clear & is_dma), wait=self.waiting,
                            smem=clear & ((s0.load & (load_state != 2)) | ~store_ok),
                            vector=ready & store_ok, commit=commit)
 
@@ -402,10 +425,6 @@ class Sequencer(wiring.Component):
                                                Mux(misc.is_op["fadd"], flag_now + operand,
                                                    flag_now - operand))),
         ]
-        next_pc = Signal(32)
-        m.d.comb += next_pc.eq(Mux(branch_taken(s1, a=r1["ra"], d=r1["rd"]), pc + s1.imm,
-                                   pc + 1))
-        next_pc = staged(next_pc)
         in_range = next_pc < self.imem_depth
         halting = misc.is_op["halt"]
         if self.decode_stage:
@@ -423,8 +442,8 @@ class Sequencer(wiring.Component):
                 with m.If(self.imem.req.ready):
                     m.d.sync += self.state.eq(State.ISSUE)
             with m.Case(State.ISSUE):
-                with m.If(delay.any()):
-                    m.d.sync += delay.eq(delay - 1)
+                with m.If(delaying):
+                    m.d.sync += [delay.eq(delay - 1), delaying.eq(delay != 1)]
                 with m.If(present & (early != 0)):
                     m.d.sync += [self.state.eq(State.ERROR), self.error.eq(early),
                                  self.error_pc.eq(pc)]
@@ -438,7 +457,7 @@ class Sequencer(wiring.Component):
                     m.d.sync += [self.bundles.eq(self.bundles + 1), load_state.eq(0),
                                  asked.eq(0), shadow.eq(shadow_next), queued.eq(queued_next)]
                     with m.If(misc.is_op["delay"]):
-                        m.d.sync += delay.eq(operand)
+                        m.d.sync += [delay.eq(operand), delaying.eq(operand != 0)]
                     with m.If(halting):
                         m.d.sync += self.state.eq(State.HALTED)
                     with m.Elif(~in_range):
@@ -467,7 +486,7 @@ class Sequencer(wiring.Component):
         """Drive ``stall``: each argument but ``present`` and ``commit`` is the condition
         under which that cause holds a present bundle, tried in :data:`STALL_CAUSES` order."""
         running = (self.state == State.FETCH) | (self.state == State.ISSUE)
-        causes = {"fetch": running & ~present, "delay": present & delay.any(),
+        causes = {"fetch": running & ~present, "delay": present & delay,
                   "dma": present & dma, "wait": present & wait, "smem": present & smem,
                   "vector": present & vector}
         taken = Const(0)
