@@ -15,7 +15,8 @@ from .dma_push import DEFAULT_MAX_PAYLOAD, max_payload_words
 from .dma_push_ports import DEALINGS, DEFAULT_PUSH_BEATS, PushPorts
 from .layouts import (ADDRESS_BITS, CHIP_BITS, FLAG_BITS, descriptor_layout, error_layout,
                       flag_add_layout)
-from ..lib.params import check_choice, check_int, check_power_of_two
+from ..lib.params import check_bool, check_choice, check_int, check_power_of_two
+from ..lib.stream_queue import StreamQueue
 
 __all__ = ["DMA", "ROUND_TRIP"]
 
@@ -92,6 +93,12 @@ class DMA(wiring.Component):
         Read latency to cover (default 4).
     max_reads : int
         Line reads in flight (default ``read_latency + ROUND_TRIP``).
+    beat_queue : bool
+        False (the default): the address generator's beats go straight to the burst
+        engine. True, for FPGAs: through a queue of two, so that whether the burst
+        engine takes a beat (which hangs on the head of its reads in flight) does not
+        reach into the address generator's arithmetic in the same cycle: a cycle more
+        from a descriptor to its first request, the same throughput.
 
     Ports
     -----
@@ -122,15 +129,15 @@ class DMA(wiring.Component):
 
     Latency: a descriptor taken in cycle ``t`` by an idle DMA has its first memory request
     valid in cycle ``t + 3`` (queue, corner extremes, then verdict, beat and request
-    register in one cycle). Throughput: one line a cycle between different memories (one
-    memory read and written shares its port: half that), one word a cycle for strided
-    elements, and one descriptor a cycle.
+    register in one cycle; ``t + 4`` with ``beat_queue``). Throughput: one line a cycle
+    between different memories (one memory read and written shares its port: half
+    that), one word a cycle for strided elements, and one descriptor a cycle.
     """
 
     def __init__(self, *, hbm_size, hbm_line_words=1, vmem_lines, lanes=8, n_flags=16,
                  n_chips=1, flit_words=1, max_payload=DEFAULT_MAX_PAYLOAD, push_ports=1,
                  push_beats=DEFAULT_PUSH_BEATS, outstanding=4, queue_depth=None,
-                 read_latency=4, max_reads=None, push_dealing="turn"):
+                 read_latency=4, max_reads=None, push_dealing="turn", beat_queue=False):
         check_power_of_two("hbm_line_words", hbm_line_words)
         check_power_of_two("lanes", lanes)
         check_int("hbm_size", hbm_size, least=hbm_line_words, most=1 << ADDRESS_BITS)
@@ -161,6 +168,7 @@ class DMA(wiring.Component):
         self.push_ports, self.push_beats = push_ports, push_beats
         self.push_dealing = push_dealing
         self.read_latency, self.max_reads = read_latency, max_reads
+        self.beat_queue = check_bool("beat_queue", beat_queue)
         self.port_signatures = {
             0: MemoryPortSignature(addr_width=line_addr_width(hbm_size // hbm_line_words),
                                    words=hbm_line_words, mask_granularity=WORD_BITS),
@@ -205,9 +213,17 @@ class DMA(wiring.Component):
 
         wiring.connect(m, wiring.flipped(self.descriptors), check.descriptors)
         wiring.connect(m, check.jobs, addrgen.jobs)
-        wiring.connect(m, addrgen.beats, burst.beats)
         wiring.connect(m, addrgen.inflight, burst.inflight)
-        m.d.comb += addrgen.drained.eq(burst.drained)
+        if self.beat_queue:
+            m.submodules.beat_queue = queue = StreamQueue(shape=addrgen.beats.payload.shape(),
+                                                          depth=2)
+            wiring.connect(m, addrgen.beats, queue.i)
+            wiring.connect(m, queue.o, burst.beats)
+            # A beat in the queue may write what a later read needs: not drained yet.
+            m.d.comb += addrgen.drained.eq(burst.drained & ~queue.o.valid)
+        else:
+            wiring.connect(m, addrgen.beats, burst.beats)
+            m.d.comb += addrgen.drained.eq(burst.drained)
         wiring.connect(m, burst.hbm, wiring.flipped(self.hbm))
         wiring.connect(m, burst.vmem, wiring.flipped(self.vmem))
         wiring.connect(m, burst.flag_add, wiring.flipped(self.flag_add))

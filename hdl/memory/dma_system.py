@@ -93,7 +93,8 @@ class DmaSystem(wiring.Component):
         ``ram_ports=2``): the VMEM's ``window`` port, writes too
         (:class:`~hdl.memory.vmem.VMEM`'s ``window`` and ``window_writes``), for the VPU's
         whole-vreg ``vld`` and ``vst``.
-    n_flags, n_chips, flit_words, max_payload, outstanding, queue_depth, max_reads
+    n_flags, n_chips, flit_words, max_payload, outstanding, queue_depth, max_reads, \
+beat_queue
         The DMA's (:class:`~hdl.memory.dma.DMA`); the DMA covers ``read_latency + jitter``.
         ``n_chips`` and ``flit_words`` are the receive engines' too.
     network_ports : int
@@ -160,7 +161,8 @@ class DmaSystem(wiring.Component):
                  read_latency=4, max_outstanding=None, jitter=0, error_ranges=(), n_flags=16,
                  n_chips=1, flit_words=1, max_payload=DEFAULT_MAX_PAYLOAD, network_ports=1,
                  push_beats=DEFAULT_PUSH_BEATS, outstanding=4, queue_depth=None,
-                 max_reads=None, guests=0, ram_ports=2, push_dealing="turn", vmem_window=0):
+                 max_reads=None, guests=0, ram_ports=2, push_dealing="turn", vmem_window=0,
+                 beat_queue=False):
         check_int("read_latency", read_latency, least=1)
         check_int("jitter", jitter, least=0)
         check_int("words_per_cycle", words_per_cycle, least=1)
@@ -185,7 +187,7 @@ class DmaSystem(wiring.Component):
                        push_beats=push_beats, push_dealing=push_dealing,
                        outstanding=outstanding,
                        queue_depth=queue_depth, read_latency=read_latency + jitter,
-                       max_reads=max_reads)
+                       max_reads=max_reads, beat_queue=beat_queue)
         self.network_ports = network_ports
         self.receivers = [Receiver(ports=self.dma.port_signatures,
                                    sizes=(hbm_size, self.dma.vmem_size), n_flags=n_flags,

@@ -24,7 +24,8 @@ memories sized for block RAM (an LFE5U-85F has 208 18-kbit blocks, 416 KiB):
   pc in registers before it commits, ``hdl.tensorcore.sequencer.Sequencer``), the vector
   queue's beats from a register (``vector_register=True``,
   ``hdl.tensorcore.vector_queue.VectorQueue``) and the VMEM fence a ``dma`` waits for
-  from a register (``fence_register=True``, ``hdl.tensorcore.core.TensorCore``).
+  from a register (``fence_register=True``, ``hdl.tensorcore.core.TensorCore``), and the
+  DMA engine's beats through a queue (``beat_queue=True``, ``hdl.memory.dma.DMA``).
 
 The register file's 114 blocks are why HBM is 24 Ki words, not 32: the device has 208.
 docs/fpga.md ("The proto chip") has its area.
@@ -38,7 +39,7 @@ PRESETS = {
                   words_per_cycle=8, read_latency=4, ops=("xor", "max"), hbm_words=24 << 10,
                   smem_words=1024, regfile="block_ram", ram_ports=1, mxu_fold=8,
                   alu_width=1, decode_stage=True,
-                  vector_register=True, fence_register=True),
+                  vector_register=True, fence_register=True, beat_queue=True),
 }
 
 

@@ -53,6 +53,9 @@ decode_stage, vector_register, fence_register
         HBM words (default ``golden.tensorcore.DEFAULT_HBM_WORDS``, at most ``2**24``).
     read_latency, words_per_cycle, outstanding : int
         The memory system's (:class:`~hdl.memory.dma_system.DmaSystem`).
+    beat_queue : bool
+        The DMA engine's (:class:`~hdl.memory.dma.DMA`): False (the default), or True to
+        queue its beats between address generation and the bursts, for FPGAs.
     ram_ports : int
         Ports of the VMEM's and SMEM's storages: 2 (the default), or 1, each memory's two
         initiators in turns on one read-write port, which FPGA block RAM holds
@@ -133,7 +136,8 @@ decode_stage, vector_register, fence_register
                  outstanding=4, n_chips=1, flit_words=1, network_ports=1, sparsecores=0,
                  sparsecore=None, regfile="flops", jitter=0, ram_ports=2, mxu_fold=1,
                  alu_width=8, push_dealing="turn", smem_window=None, vmem_window=None,
-                 decode_stage=False, vector_register=False, fence_register=False):
+                 decode_stage=False, vector_register=False, fence_register=False,
+                 beat_queue=False):
         self.sparsecores = check_int("sparsecores", sparsecores, least=0, most=1)
         if sparsecore is not None and not sparsecores:
             raise ValueError("sparsecore= gives the SparseCore's parameters: it needs "
@@ -160,7 +164,8 @@ decode_stage, vector_register, fence_register
                                 n_chips=n_chips, flit_words=flit_words,
                                 network_ports=network_ports, push_dealing=push_dealing,
                                 guests=sparsecores,
-                                jitter=jitter, ram_ports=ram_ports, vmem_window=vmem_window)
+                                jitter=jitter, ram_ports=ram_ports, vmem_window=vmem_window,
+                                beat_queue=beat_queue)
         self.jitter = jitter
         self.engine = self.sparse_issue = None
         if sparsecores:

@@ -41,9 +41,9 @@ def one_port_runner():
 @pytest.fixture(scope="module")
 def staged_runner():
     """The FPGA prototype's stages: SMEM on one RAM port, the sequencer's decode stage, the
-    vector queue's beat register and the registered VMEM fence."""
+    vector queue's beat register, the registered VMEM fence and the DMA's beat queue."""
     return _runner(ram_ports=1, decode_stage=True, vector_register=True,
-                   fence_register=True)
+                   fence_register=True, beat_queue=True)
 
 
 def cosim(runner, program, *, smem, rng, sregs=None, context=""):
@@ -111,7 +111,7 @@ def test_dma_fence_with_line_by_line_stores(runner, one_port_runner):
 
 @pytest.mark.parametrize("stages", [dict(fence_register=True),
                                     dict(decode_stage=True, vector_register=True,
-                                         fence_register=True)])
+                                         fence_register=True, beat_queue=True)])
 def test_a_registered_fence_is_never_early(stages):
     """With the fence from a flip-flop, a ``dma`` in the bundle of a ``vst`` still copies
     the stored words, on the sequencer that commits a bundle in the cycle IMEM answers

@@ -65,7 +65,7 @@ CHIP = dict(imem_depth=_IMEM, smem_words=_SMEM, n_flags=_N_FLAGS, lanes=_LANES,
 PROTO_CHIP = CHIP | {name: preset("proto")[name]
                      for name in ("regfile", "ram_ports", "words_per_cycle", "vector_queue",
                                   "mxu_fold", "alu_width", "decode_stage",
-                                  "vector_register", "fence_register")}
+                                  "vector_register", "fence_register", "beat_queue")}
 #: Programs of each kind per case, by simulator.
 PROGRAMS = {"verilator": 8, "icarus": 1, "amaranth": 1}
 #: Descriptor records of a ``dma`` program live at SMEM 80, 92, ... (below: data).
