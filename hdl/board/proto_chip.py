@@ -112,7 +112,8 @@ class ProtoChip(wiring.Component):
     status0, status1 : In(32)
         The bridge's error and timeout counts (read at ``ERRORS`` and ``TIMEOUTS``).
     running : Out(1)
-        Started and not done: the chip is working.
+        Started and not done a cycle ago: the chip is working (the status register's
+        ``running`` bit, and the run LED).
 
     Latency: a register read answers the cycle after its request, a memory read a few
     cycles later (HBM's read latency), ``WAIT`` once the chip is done. Throughput: one
@@ -168,26 +169,33 @@ class ProtoChip(wiring.Component):
 
         start, started = Signal(), Signal()
         running = Signal()
-        m.d.comb += [chip.start.eq(start), running.eq(start & ~chip.done),
-                     self.running.eq(running)]
+        m.d.comb += [chip.start.eq(start), running.eq(start & ~chip.done)]
         clock, cycles = Signal(32), Signal(32)
         m.d.sync += clock.eq(clock + 1)
         with m.If(reset):
             m.d.sync += cycles.eq(0)
         with m.Elif(running):
             m.d.sync += cycles.eq(cycles + 1)
+        # What the host reads of `done` (the status, the end of a WAIT) comes from a
+        # register, a cycle late: `done` is the whole chip drained, a deep function, and
+        # the status word's compare and the bus's answer would otherwise hang on it.
+        # The memory ports are the host's from that same cycle (`host_select` below).
+        finished = Signal()
+        m.d.sync += finished.eq(chip.done)
+        working = start & ~finished
+        m.d.comb += self.running.eq(working)
         halted = chip.state == State.HALTED
         faulted = (chip.state == State.ERROR) | (chip.vpu_error != 0)
         status = Signal(32)
         m.d.comb += [
-            status[STATUS_BITS["done"]].eq(start & chip.done),
+            status[STATUS_BITS["done"]].eq(start & finished),
             status[STATUS_BITS["halted"]].eq(halted),
             status[STATUS_BITS["error"]].eq(chip.state == State.ERROR),
-            status[STATUS_BITS["running"]].eq(running),
+            status[STATUS_BITS["running"]].eq(working),
             status[STATUS_BITS["started"]].eq(start),
             status[8:12].eq(chip.state), status[16:24].eq(chip.error),
             status[24:32].eq(chip.vpu_error),
-            self.control.eq(Cat(running, halted, faulted)),
+            self.control.eq(Cat(working, halted, faulted)),
         ]
         # The ports change hands a cycle after `running` does, from a register: `done` is
         # the whole chip drained, a deep function, and every memory port's mux would
@@ -278,7 +286,7 @@ class ProtoChip(wiring.Component):
                              write.eq(request.payload.write), decode.eq(1)]
             with m.If(decode):
                 m.d.sync += [decode.eq(0), answer.eq(0)]
-                with m.If(in_memory & ~running):
+                with m.If(in_memory & host_select):
                     m.d.sync += state.eq(_Bus.MEMORY_REQUEST)
                 with m.Elif(write):
                     with m.If(in_registers & (offset == Register.CONTROL)):
@@ -292,7 +300,7 @@ class ProtoChip(wiring.Component):
                     m.d.sync += state.eq(_Bus.RESPOND)
         with m.Elif(state == _Bus.WAIT):
             m.d.sync += wait.eq(wait + 1)
-            with m.If(~running | (wait == self.wait_cycles - 1)):
+            with m.If(~working | (wait == self.wait_cycles - 1)):
                 m.d.sync += [answer.eq(status), state.eq(_Bus.RESPOND)]
         with m.Elif(state == _Bus.RESPOND):
             m.d.comb += response.valid.eq(1)
